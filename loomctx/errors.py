@@ -1,0 +1,82 @@
+"""Errors raised by loomctx.
+
+::
+
+    LoomctxError                 base of everything loomctx raises on purpose
+    ├── ConfigError              the caller's mistake: bad option, unknown model, bad input data
+    │   └── InputError           a malformed input file or record (names the file and line)
+    ├── BudgetError              pinned (P0) content alone does not fit the budget
+    ├── SourceError              a context source failed (reported, never fatal to a build)
+    ├── StoreError               a memory store could not read or write
+    ├── SummaryError             a summarizer failed (the original content is kept)
+    └── MissingDependencyError   an optional extra is not installed (ImportError too)
+
+Caller mistakes are apart from runtime failures so that an application can tell "fix your call"
+from "retry or degrade".
+"""
+
+from __future__ import annotations
+
+
+class LoomctxError(Exception):
+    """Base class of every error loomctx raises on purpose."""
+
+
+class ConfigError(LoomctxError, ValueError):
+    """An option, a model name or an input value is wrong; the message says how to fix it."""
+
+
+class InputError(ConfigError):
+    """A malformed input record; ``where`` names the file and line when known."""
+
+    def __init__(self, message: str, *, where: str | None = None) -> None:
+        self.where = where
+        super().__init__(f"{where}: {message}" if where else message)
+
+
+class BudgetError(LoomctxError):
+    """Pinned content cannot fit the budget.
+
+    ``required`` is the token count of what must be included, ``available`` what the budget allows.
+    """
+
+    def __init__(self, message: str, *, required: int, available: int) -> None:
+        self.required = required
+        self.available = available
+        super().__init__(message)
+
+
+class SourceError(LoomctxError):
+    """A context source failed or timed out."""
+
+
+class StoreError(LoomctxError):
+    """A memory store could not complete a read or a write."""
+
+
+class SummaryError(LoomctxError):
+    """A summarizer failed; the content it was given is kept unchanged."""
+
+
+class MissingDependencyError(LoomctxError, ImportError):
+    """An optional feature's package is missing; the message names the extra to install."""
+
+    def __init__(self, feature: str, extra: str, package: str) -> None:
+        super().__init__(
+            f"{feature} needs the package {package!r}: install it with "
+            f"pip install 'loomctx[{extra}]'"
+        )
+        self.extra = extra
+        self.package = package
+
+
+__all__ = [
+    "BudgetError",
+    "ConfigError",
+    "InputError",
+    "LoomctxError",
+    "MissingDependencyError",
+    "SourceError",
+    "StoreError",
+    "SummaryError",
+]
