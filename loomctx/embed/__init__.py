@@ -1,0 +1,15 @@
+"""Embedders: text to unit vectors, offline (see :class:`~loomctx.embed.protocol.Embedder`)."""
+
+from loomctx.embed.cache import CachedEmbedder, VectorCache, text_hash
+from loomctx.embed.fake import HashingEmbedder
+from loomctx.embed.protocol import Embedder
+from loomctx.embed.use import UniversalSentenceEncoder
+
+__all__ = [
+    "CachedEmbedder",
+    "Embedder",
+    "HashingEmbedder",
+    "UniversalSentenceEncoder",
+    "VectorCache",
+    "text_hash",
+]

@@ -1,0 +1,146 @@
+"""``loomctx eval``: evidence recall at budget on LoCoMo, HotpotQA or a generic JSONL file.
+
+Kept as its own subcommand module so the main CLI only has to call :func:`add_eval_parser`. Caller
+mistakes (a missing file, a bad budget list, a malformed record) end with one line on stderr and
+exit code 2; the data is always read from the path given, never bundled.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from loomctx.errors import ConfigError, LoomctxError
+
+DEFAULT_BUDGETS = "512,1024,2048,4096,8192"
+_DATASETS = ("locomo", "hotpotqa", "generic")
+_EXIT_USAGE = 2
+
+
+def _budgets(text: str) -> tuple[int, ...]:
+    parts = [p.strip() for p in text.split(",") if p.strip()]
+    try:
+        values = tuple(int(p) for p in parts)
+    except ValueError:
+        values = ()
+    if not values or any(v <= 0 for v in values):
+        raise ConfigError(
+            f"--budgets {text!r} must be positive integers separated by commas, "
+            f"e.g. {DEFAULT_BUDGETS}"
+        )
+    return values
+
+
+def add_eval_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:  # type: ignore[type-arg]
+    """Register the ``eval`` subcommand (its handler is ``args.func = run_eval``)."""
+    parser = subparsers.add_parser(
+        "eval",
+        help="evidence recall at token budgets on a data set",
+        description="Evidence recall at budget: for each question the whole history is given, the "
+        "context is built for the question at each budget, and recall is the share of gold "
+        "evidence whose full text is inside a context of at most that many cl100k tokens.",
+    )
+    parser.add_argument("dataset", choices=_DATASETS, help="data set format")
+    parser.add_argument("--data", required=True, metavar="PATH", help="the data file to read")
+    parser.add_argument(
+        "--budgets",
+        default=DEFAULT_BUDGETS,
+        help=f"comma-separated token budgets (default {DEFAULT_BUDGETS})",
+    )
+    parser.add_argument("--json", action="store_true", help="print one JSON document")
+    parser.add_argument("--limit", type=int, metavar="N", help="only the first N questions")
+    parser.add_argument(
+        "--systems",
+        metavar="NAMES",
+        help="comma-separated systems (default: every registered system)",
+    )
+    parser.add_argument(
+        "--embedder",
+        choices=("use", "hashing"),
+        default="use",
+        help="dense baseline embedder: multilingual USE (default) or the fast hashing fake",
+    )
+    parser.add_argument(
+        "--pad-tokens",
+        type=int,
+        default=16000,
+        metavar="N",
+        help="hotpotqa: pad each passage pool to N tokens (default 16000)",
+    )
+    parser.add_argument("--seed", type=int, default=0, help="hotpotqa: padding seed (default 0)")
+    parser.add_argument(
+        "--progress", action="store_true", help="report progress on stderr every 100 questions"
+    )
+    parser.set_defaults(func=run_eval)
+    return parser
+
+
+def _run(args: argparse.Namespace) -> int:
+    from loomctx.eval.datasets import iter_dataset
+    from loomctx.eval.runner import evaluate
+    from loomctx.eval.systems import build_systems
+
+    budgets = _budgets(args.budgets)
+    if args.limit is not None and args.limit <= 0:
+        raise ConfigError(f"--limit {args.limit!r} must be a positive number of questions")
+    if args.pad_tokens <= 0:
+        raise ConfigError(f"--pad-tokens {args.pad_tokens!r} must be positive")
+    path = Path(args.data)
+    if not path.is_file():
+        raise ConfigError(f"--data {str(path)!r} is not a readable file")
+    names = None
+    if args.systems is not None:
+        names = [n.strip() for n in args.systems.split(",") if n.strip()]
+    uses_dense = names is None or "dense" in names
+    embedder = None
+    if uses_dense and args.embedder == "hashing":
+        from loomctx.embed.fake import HashingEmbedder
+
+        embedder = HashingEmbedder()
+    systems = build_systems(names, embedder=embedder)
+    options = (
+        {"pad_tokens": args.pad_tokens, "seed": args.seed} if args.dataset == "hotpotqa" else {}
+    )
+    questions = iter_dataset(args.dataset, path, **options)
+
+    def progress(done: int) -> None:
+        if done % 100 == 0:
+            print(f"loomctx eval: {done} questions", file=sys.stderr, flush=True)
+
+    report = evaluate(
+        questions,
+        systems,
+        budgets,
+        dataset=args.dataset,
+        limit=args.limit,
+        progress=progress if args.progress else None,
+    )
+    print(report.to_json() if args.json else report.table())
+    return 0
+
+
+def run_eval(args: argparse.Namespace) -> int:
+    """Run ``loomctx eval`` with parsed ``args``; 0 on success, 2 on a caller mistake."""
+    try:
+        return _run(args)
+    except (LoomctxError, OSError, ImportError) as exc:
+        message = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        print(f"loomctx eval: error: {message}", file=sys.stderr)
+        return _EXIT_USAGE
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Stand-alone entry (``python -m loomctx.cli.eval locomo --data ...``)."""
+    parser = argparse.ArgumentParser(prog="loomctx")
+    add_eval_parser(parser.add_subparsers(dest="command", required=True))
+    args = parser.parse_args(["eval", *(argv if argv is not None else sys.argv[1:])])
+    return int(args.func(args))
+
+
+__all__ = ["DEFAULT_BUDGETS", "add_eval_parser", "main", "run_eval"]
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

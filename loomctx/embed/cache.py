@@ -1,0 +1,139 @@
+"""Embed each distinct text once: an in-process LRU in front of an optional persistent cache.
+
+Embedding is the slowest step of a build that uses vectors, and agents re-send the same texts
+turn after turn (memory items, tool descriptions, skills). :class:`CachedEmbedder` keys vectors by
+the sha1 of the exact text, looks them up in its own LRU, then in a store's persistent cache
+(``MemoryStore.cached_vectors`` / ``cache_vectors``), and sends only what is still missing to the
+wrapped embedder, in one batch, in order. So the same text is never embedded twice, also across
+restarts when the store persists.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import threading
+from collections import OrderedDict
+from collections.abc import Mapping, Sequence
+from typing import Protocol
+
+import numpy as np
+
+from loomctx.embed.protocol import Embedder
+from loomctx.errors import ConfigError, StoreError
+
+_log = logging.getLogger(__name__)
+
+
+class VectorCache(Protocol):
+    """The two :class:`~loomctx.stores.protocol.MemoryStore` methods the cache needs."""
+
+    def cached_vectors(self, model: str, hashes: Sequence[str]) -> dict[str, np.ndarray]: ...
+
+    def cache_vectors(self, model: str, vectors: Mapping[str, np.ndarray]) -> None: ...
+
+
+def text_hash(text: str) -> str:
+    """The cache key of ``text``: sha1 hex of its exact UTF-8 bytes (no folding)."""
+    return hashlib.sha1(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+class CachedEmbedder:
+    """An :class:`Embedder` that memoises another one; same ``name`` and ``dim`` as the inner one.
+
+    ``hits`` counts texts served without the inner embedder (from memory, the store, or an
+    earlier copy in the same call); ``misses`` counts texts sent to it. A store that fails with
+    :class:`StoreError` is logged and bypassed: embedding still succeeds.
+    """
+
+    def __init__(
+        self, inner: Embedder, *, store: VectorCache | None = None, maxsize: int = 100_000
+    ) -> None:
+        if not isinstance(maxsize, int) or isinstance(maxsize, bool) or maxsize < 0:
+            raise ConfigError(f"CachedEmbedder maxsize must be an int >= 0, got {maxsize!r}")
+        self.inner = inner
+        self.store = store
+        self.maxsize = maxsize
+        self.name: str = inner.name
+        self.dim: int = inner.dim
+        self.hits = 0
+        self.misses = 0
+        self._memo: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """Vectors for ``texts`` in order; only never-seen texts reach the inner embedder."""
+        keys = [text_hash(t) for t in texts]
+        with self._lock:
+            found: dict[str, np.ndarray] = {}
+            missing: dict[str, str] = {}
+            for key, text in zip(keys, texts, strict=True):
+                if key in found or key in missing:
+                    continue
+                vec = self._memo.get(key)
+                if vec is not None:
+                    self._memo.move_to_end(key)
+                    found[key] = vec
+                else:
+                    missing[key] = text
+            if missing and self.store is not None:
+                stored = self._read_store(list(missing))
+                for key, vec in stored.items():
+                    found[key] = vec
+                    del missing[key]
+                    self._remember(key, vec)
+            if missing:
+                fresh = np.asarray(self.inner.embed(list(missing.values())), dtype=np.float32)
+                if fresh.shape != (len(missing), self.dim):
+                    raise ConfigError(
+                        f"embedder {self.name!r} returned shape {fresh.shape!r} for "
+                        f"{len(missing)} texts; expected ({len(missing)}, {self.dim})"
+                    )
+                computed = dict(zip(missing, fresh, strict=True))
+                for key, vec in computed.items():
+                    found[key] = vec
+                    self._remember(key, vec)
+                self._write_store(computed)
+            self.misses += len(missing)
+            self.hits += len(keys) - len(missing)
+            out = np.empty((len(keys), self.dim), dtype=np.float32)
+            for row, key in enumerate(keys):
+                out[row] = found[key]
+            return out
+
+    def clear(self) -> None:
+        """Forget the in-process memo (the store's cache is kept)."""
+        with self._lock:
+            self._memo.clear()
+
+    def _remember(self, key: str, vec: np.ndarray) -> None:
+        if self.maxsize == 0:
+            return
+        self._memo[key] = vec
+        if len(self._memo) > self.maxsize:
+            self._memo.popitem(last=False)
+
+    def _read_store(self, keys: list[str]) -> dict[str, np.ndarray]:
+        assert self.store is not None
+        try:
+            stored = self.store.cached_vectors(self.name, keys)
+        except StoreError as exc:
+            _log.warning("embedding cache read failed, embedding instead: %s", exc)
+            return {}
+        usable: dict[str, np.ndarray] = {}
+        for key, vec in stored.items():
+            arr = np.asarray(vec, dtype=np.float32).reshape(-1)
+            if arr.shape == (self.dim,) and np.isfinite(arr).all():
+                usable[key] = arr
+        return usable
+
+    def _write_store(self, vectors: dict[str, np.ndarray]) -> None:
+        if self.store is None or not vectors:
+            return
+        try:
+            self.store.cache_vectors(self.name, vectors)
+        except StoreError as exc:
+            _log.warning("embedding cache write failed, vectors kept in memory only: %s", exc)
+
+
+__all__ = ["CachedEmbedder", "VectorCache", "text_hash"]

@@ -1,0 +1,178 @@
+"""Single-signal baselines (recency, BM25, dense) that put loomctx's numbers in perspective.
+
+All three share one packer, so they differ only in how they rank turns: each turn is rendered as
+one line of its ``content``, lines are taken greedily in rank order while the cl100k count of the
+rendered text stays within the budget, and the chosen lines are put back in chronological order.
+The per-history work (token counts, the BM25 index, turn embeddings) is cached by the identity of
+the history tuple, so a conversation shared by 150 questions is indexed once.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
+
+import numpy as np
+
+from loomctx.eval.metric import count_tokens
+from loomctx.eval.records import EvalQuestion, Turn
+
+if TYPE_CHECKING:
+    from loomctx.embed.protocol import Embedder
+
+_T = TypeVar("_T")
+
+
+@dataclass(frozen=True, slots=True)
+class EvalOutput:
+    """What one build returned: the rendered context and which history turns are in it."""
+
+    context: str
+    """The context exactly as it would be sent."""
+    tokens: int
+    """The system's own cl100k count of ``context`` (the metric recounts it)."""
+    included_ids: tuple[str, ...]
+    """Ids of the history turns whose full text the system put in ``context``."""
+
+
+@runtime_checkable
+class EvalSystem(Protocol):
+    """A system under evaluation.
+
+    Contract: ``run(q, budget)`` sees the whole ``q.history`` and ``q.question`` (never
+    ``q.gold``), returns a context of at most ``budget`` cl100k tokens, and is deterministic.
+    It may cache work per history (keyed by ``id(q.history)``, the tuple is shared).
+    """
+
+    name: str
+
+    def run(self, q: EvalQuestion, budget: int) -> EvalOutput: ...
+
+
+class _HistoryCache:
+    """A small LRU of per-history values keyed by ``id(history)``, safe against id reuse."""
+
+    def __init__(self, size: int = 8) -> None:
+        self._size = size
+        self._entries: OrderedDict[int, tuple[tuple[Turn, ...], Any]] = OrderedDict()
+
+    def get(self, history: tuple[Turn, ...], make: Callable[[tuple[Turn, ...]], _T]) -> _T:
+        key = id(history)
+        entry = self._entries.get(key)
+        if entry is not None and entry[0] is history:
+            self._entries.move_to_end(key)
+            return entry[1]  # type: ignore[no-any-return]
+        value = make(history)
+        self._entries[key] = (history, value)
+        while len(self._entries) > self._size:
+            self._entries.popitem(last=False)
+        return value
+
+
+_COUNTS = _HistoryCache()
+
+
+def turn_token_counts(history: tuple[Turn, ...]) -> list[int]:
+    """cl100k tokens of each turn's content (cached per history)."""
+    return _COUNTS.get(history, lambda h: [count_tokens(turn.content) for turn in h])
+
+
+def pack_turns(history: tuple[Turn, ...], order: Sequence[int], budget: int) -> EvalOutput:
+    """Render the turns ranked by ``order`` (best first) into at most ``budget`` tokens.
+
+    Greedy first-fit on the per-line counts plus one token per newline, then the exact count of
+    the rendered text; if the joins tokenised worse than that sum, the lowest-ranked lines are
+    dropped until the exact count fits, so the result is always within budget.
+    """
+    counts = turn_token_counts(history)
+    chosen: list[int] = []
+    used = 0
+    for index in order:
+        cost = counts[index] + (1 if chosen else 0)
+        if used + cost <= budget:
+            chosen.append(index)
+            used += cost
+            if used >= budget:
+                break
+    while True:
+        kept = sorted(chosen)
+        context = "\n".join(history[i].content for i in kept)
+        tokens = count_tokens(context)
+        if tokens <= budget or not chosen:
+            break
+        chosen.pop()
+    return EvalOutput(
+        context=context, tokens=tokens, included_ids=tuple(history[i].id for i in kept)
+    )
+
+
+def _rank(scores: np.ndarray) -> list[int]:
+    """Indices by score, best first; ties go to the later (more recent) turn."""
+    positions = np.arange(len(scores))
+    return np.lexsort((-positions, -scores)).tolist()  # type: ignore[no-any-return]
+
+
+class RecencyBaseline:
+    """The latest turns first: what a plain sliding window keeps."""
+
+    name = "recency"
+
+    def run(self, q: EvalQuestion, budget: int) -> EvalOutput:
+        return pack_turns(q.history, range(len(q.history) - 1, -1, -1), budget)
+
+
+class BM25Baseline:
+    """Turns ranked by BM25 against the question (the library's lexical index)."""
+
+    name = "bm25"
+
+    def __init__(self) -> None:
+        self._indexes = _HistoryCache()
+
+    @staticmethod
+    def _index(history: tuple[Turn, ...]) -> Any:
+        from loomctx.retrieval.lexical import BM25Index
+
+        index = BM25Index()
+        index.add([turn.content for turn in history])
+        return index
+
+    def run(self, q: EvalQuestion, budget: int) -> EvalOutput:
+        if not q.history:
+            return pack_turns(q.history, [], budget)
+        index = self._indexes.get(q.history, self._index)
+        scores = np.asarray(index.scores(q.question), dtype=np.float64)
+        return pack_turns(q.history, _rank(scores), budget)
+
+
+class DenseBaseline:
+    """Turns ranked by the cosine between question and turn embeddings."""
+
+    name = "dense"
+
+    def __init__(self, embedder: Embedder) -> None:
+        self.embedder = embedder
+        self._matrices = _HistoryCache()
+
+    def _matrix(self, history: tuple[Turn, ...]) -> np.ndarray:
+        return np.asarray(self.embedder.embed([turn.content for turn in history]), dtype=np.float32)
+
+    def run(self, q: EvalQuestion, budget: int) -> EvalOutput:
+        if not q.history:
+            return pack_turns(q.history, [], budget)
+        matrix = self._matrices.get(q.history, self._matrix)
+        query = np.asarray(self.embedder.embed([q.question]), dtype=np.float32)[0]
+        return pack_turns(q.history, _rank(matrix @ query), budget)
+
+
+__all__ = [
+    "BM25Baseline",
+    "DenseBaseline",
+    "EvalOutput",
+    "EvalSystem",
+    "RecencyBaseline",
+    "pack_turns",
+    "turn_token_counts",
+]

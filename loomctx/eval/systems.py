@@ -1,0 +1,101 @@
+"""The registry of systems ``loomctx eval`` can run, by name.
+
+A registry rather than a fixed list so that loomctx's own session-based system (and any
+experiment) can be added with one ``register`` call, and the CLI picks it up by name.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from loomctx.errors import ConfigError
+from loomctx.eval.baselines import BM25Baseline, DenseBaseline, EvalSystem, RecencyBaseline
+
+if TYPE_CHECKING:
+    from loomctx.embed.protocol import Embedder
+
+
+class _MemoEmbedder:
+    """Memoises an embedder by text; stands in until ``loomctx.embed.CachedEmbedder`` exists."""
+
+    def __init__(self, inner: Embedder) -> None:
+        self.inner = inner
+        self.name = inner.name
+        self.dim = inner.dim
+        self._memo: dict[str, np.ndarray] = {}
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        missing = list(dict.fromkeys(t for t in texts if t not in self._memo))
+        if missing:
+            self._memo.update(zip(missing, self.inner.embed(missing), strict=True))
+        if not texts:
+            return np.empty((0, self.dim), dtype=np.float32)
+        return np.stack([self._memo[t] for t in texts]).astype(np.float32, copy=False)
+
+
+def cached(embedder: Embedder) -> Embedder:
+    """``embedder`` memoised by text, so turns shared by many questions are embedded once."""
+    try:
+        from loomctx.embed import CachedEmbedder  # type: ignore[attr-defined]
+    except ImportError:
+        return _MemoEmbedder(embedder)
+    return CachedEmbedder(embedder)  # type: ignore[no-any-return]
+
+
+def default_embedder() -> Embedder:
+    """The library's default embedder (multilingual USE), memoised by text."""
+    from loomctx.embed.use import UniversalSentenceEncoder
+
+    return cached(UniversalSentenceEncoder())
+
+
+def hashing_embedder() -> Embedder:
+    """The fast fake embedder (for smoke runs and tests), memoised by text."""
+    from loomctx.embed.fake import HashingEmbedder
+
+    return cached(HashingEmbedder())
+
+
+SYSTEMS: dict[str, Callable[[], EvalSystem]] = {
+    "recency": RecencyBaseline,
+    "bm25": BM25Baseline,
+    "dense": lambda: DenseBaseline(default_embedder()),
+}
+"""System name → factory. ``loomctx`` registers its own system here."""
+
+
+def register(name: str, factory: Callable[[], EvalSystem]) -> None:
+    """Add (or replace) a system in :data:`SYSTEMS`."""
+    if not name or "," in name:
+        raise ConfigError(f"system name {name!r} must be non-empty and without commas")
+    SYSTEMS[name] = factory
+
+
+def build_systems(
+    names: Sequence[str] | None = None, *, embedder: Embedder | None = None
+) -> list[EvalSystem]:
+    """Instantiate ``names`` (all registered systems when None), in the order given.
+
+    ``embedder`` replaces the default embedder of the dense baseline (it gets memoised by text).
+    """
+    chosen = list(SYSTEMS) if names is None else list(dict.fromkeys(names))
+    unknown = [name for name in chosen if name not in SYSTEMS]
+    if unknown:
+        raise ConfigError(
+            f"unknown system {unknown[0]!r}: choose from {', '.join(sorted(SYSTEMS))}"
+        )
+    if not chosen:
+        raise ConfigError("no system to evaluate: name at least one of " + ", ".join(SYSTEMS))
+    systems: list[EvalSystem] = []
+    for name in chosen:
+        if name == "dense" and embedder is not None:
+            systems.append(DenseBaseline(cached(embedder)))
+        else:
+            systems.append(SYSTEMS[name]())
+    return systems
+
+
+__all__ = ["SYSTEMS", "build_systems", "cached", "default_embedder", "hashing_embedder", "register"]

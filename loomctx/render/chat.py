@@ -1,0 +1,187 @@
+"""Chat renderers: OpenAI messages and Anthropic system + messages (with ``cache_control``).
+
+Layout (stable first, volatile last, for prompt caching): tools, then one system message (system
+prompt, active skills, output instructions), then the history in order, then the volatile part —
+state and retrieved evidence — and the current input last. For OpenAI the volatile part is a
+system message just before the input; for Anthropic it is a text block in the last user turn.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from loomctx.items import ContextItem
+from loomctx.render.protocol import Layout, Rendered, stable_hash
+from loomctx.tokens.chat import ChatCounter
+
+EVIDENCE_HEADER = "Context for this turn (state and retrieved evidence):"
+
+
+def _system_text(layout: Layout) -> str:
+    parts = [i.content for i in layout.system]
+    if layout.output:
+        parts.append(layout.output)
+    return "\n\n".join(parts)
+
+
+def _volatile_text(layout: Layout) -> str:
+    lines = [i.content for i in (*layout.state, *layout.evidence)]
+    return EVIDENCE_HEADER + "\n\n" + "\n\n".join(lines) if lines else ""
+
+
+class OpenAIRenderer:
+    """OpenAI Chat Completions ``messages`` (+ ``tools``)."""
+
+    format = "openai"
+
+    def __init__(self, chat: ChatCounter) -> None:
+        self.chat = chat
+
+    def cost(self, item: ContextItem) -> int:
+        if item.kind == "message":
+            return self.chat.message(item.message or {"role": item.role, "content": item.content})
+        if item.kind == "tool":
+            return self.chat.tool(item.metadata["schema"])
+        if item.kind == "input":
+            return self.chat.message({"role": "user", "content": item.content})
+        return self.chat.text(item.content) + 1
+
+    def overhead(self) -> int:
+        frame = self.chat.message({"role": "system", "content": ""})
+        return (self.chat.reply_priming + 2 * frame + self.chat.text(EVIDENCE_HEADER) + 2
+                + self.chat.tools([]) + _tools_fixed(self.chat))
+
+    def render(self, layout: Layout) -> Rendered:
+        messages: list[dict[str, Any]] = []
+        system = _system_text(layout)
+        if system:
+            messages.append({"role": "system", "content": system})
+        messages.extend(dict(i.message or {"role": i.role, "content": i.content})
+                        for i in layout.history)
+        volatile = _volatile_text(layout)
+        if volatile:
+            messages.append({"role": "system", "content": volatile})
+        messages.extend({"role": "user", "content": i.content} for i in layout.input)
+        tools = [i.metadata["schema"] for i in layout.tools]
+        payload: dict[str, Any] = {"messages": messages}
+        if tools:
+            payload["tools"] = tools
+        prefix_msgs = messages[:1] if system else []
+        prefix_tokens = self.chat.tools(tools) + sum(self.chat.message(m) for m in prefix_msgs)
+        return Rendered(
+            format=self.format, payload=payload, tokens=self.chat.messages(messages, tools),
+            prefix_tokens=prefix_tokens, prefix_hash=stable_hash([tools, prefix_msgs]),
+        )
+
+
+def _tools_fixed(chat: ChatCounter) -> int:
+    """The one-off cost of a non-empty tools parameter (reserved up front)."""
+    probe = {"type": "function", "function": {"name": "x", "parameters": {"type": "object"}}}
+    return chat.tools([probe]) - chat.tool(probe)
+
+
+def _anthropic_tool(schema: dict[str, Any]) -> dict[str, Any]:
+    fn = schema["function"]
+    out = {"name": fn["name"], "input_schema": fn.get("parameters", {"type": "object"})}
+    if fn.get("description"):
+        out["description"] = fn["description"]
+    return out
+
+
+def _to_blocks(item: ContextItem) -> tuple[str, list[dict[str, Any]]]:
+    """An OpenAI-style history message as an Anthropic (role, content blocks) pair."""
+    msg = item.message or {"role": item.role, "content": item.content}
+    role = msg.get("role")
+    text = item.content if role != "assistant" else _plain(msg.get("content"))
+    if role == "tool":
+        return "user", [{"type": "tool_result", "tool_use_id": msg.get("tool_call_id", ""),
+                         "content": _plain(msg.get("content"))}]
+    if role == "assistant":
+        blocks: list[dict[str, Any]] = [{"type": "text", "text": text}] if text else []
+        for call in msg.get("tool_calls") or []:
+            fn = call.get("function", {})
+            try:
+                args = json.loads(fn.get("arguments") or "{}")
+            except json.JSONDecodeError:
+                args = {"arguments": fn.get("arguments")}
+            blocks.append({"type": "tool_use", "id": call.get("id", ""),
+                           "name": fn.get("name", ""), "input": args})
+        return "assistant", blocks
+    if role in ("system", "developer"):
+        return "user", [{"type": "text", "text": f"[{role}] {text}"}]
+    return "user", [{"type": "text", "text": text}]
+
+
+def _plain(content: Any) -> str:
+    from loomctx.sources.messages import content_text
+
+    return content_text(content)
+
+
+class AnthropicRenderer:
+    """Anthropic Messages ``system`` + ``messages`` (+ ``tools``) with cache breakpoints."""
+
+    format = "anthropic"
+
+    def __init__(self, chat: ChatCounter) -> None:
+        self.chat = chat
+
+    def cost(self, item: ContextItem) -> int:
+        if item.kind == "message":
+            role, blocks = _to_blocks(item)
+            return self.chat.message({"role": role, "content": blocks})
+        if item.kind == "tool":
+            return self.chat.tool(_anthropic_tool(item.metadata["schema"]))
+        if item.kind == "input":
+            return self.chat.message({"role": "user", "content": item.content})
+        return self.chat.text(item.content) + 1
+
+    def overhead(self) -> int:
+        return (self.chat.reply_priming + self.chat.system("x") + 2 * self.chat.message(
+            {"role": "user", "content": "x"}) + self.chat.text(EVIDENCE_HEADER) + 2
+            + self.chat.tools([]) + _tools_fixed(self.chat))
+
+    def render(self, layout: Layout) -> Rendered:
+        turns: list[dict[str, Any]] = []
+        for item in layout.history:
+            role, blocks = _to_blocks(item)
+            if turns and turns[-1]["role"] == role:
+                turns[-1]["content"].extend(blocks)  # Anthropic needs alternating roles
+            else:
+                turns.append({"role": role, "content": list(blocks)})
+        if turns and turns[0]["role"] != "user":
+            turns.insert(0, {"role": "user", "content": [{"type": "text",
+                                                          "text": "[conversation continues]"}]})
+        tail: list[dict[str, Any]] = []
+        volatile = _volatile_text(layout)
+        if volatile:
+            tail.append({"type": "text", "text": volatile})
+        tail.extend({"type": "text", "text": i.content} for i in layout.input)
+        if turns and tail:
+            # Mark the end of the history as a cache breakpoint before adding volatile parts.
+            turns[-1]["content"][-1] = {**turns[-1]["content"][-1],
+                                        "cache_control": {"type": "ephemeral"}}
+        if tail:
+            if turns and turns[-1]["role"] == "user":
+                turns[-1]["content"].extend(tail)
+            else:
+                turns.append({"role": "user", "content": tail})
+        system_text = _system_text(layout)
+        system = ([{"type": "text", "text": system_text, "cache_control": {"type": "ephemeral"}}]
+                  if system_text else [])
+        tools = [_anthropic_tool(i.metadata["schema"]) for i in layout.tools]
+        if tools:
+            tools[-1] = {**tools[-1], "cache_control": {"type": "ephemeral"}}
+        payload: dict[str, Any] = {"system": system, "messages": turns}
+        if tools:
+            payload["tools"] = tools
+        prefix_tokens = self.chat.tools(tools) + self.chat.system(system)
+        return Rendered(
+            format=self.format, payload=payload,
+            tokens=self.chat.messages(turns, tools, system=system),
+            prefix_tokens=prefix_tokens, prefix_hash=stable_hash([tools, system]),
+        )
+
+
+__all__ = ["EVIDENCE_HEADER", "AnthropicRenderer", "OpenAIRenderer"]

@@ -1,0 +1,138 @@
+"""Plain-text renderers: sectioned (GSSC sections), minimal, and a user template.
+
+Sections are ``[Role & Policies] [Tools] [Context] [State] [Evidence] [Task] [Output]`` in the
+cache-friendly order (stable first, volatile last); ``order="gssc"`` gives the seed order
+``[Role & Policies] [Task] [State] [Evidence] [Context] [Output]``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from typing import Literal
+
+from loomctx.errors import ConfigError
+from loomctx.items import ContextItem
+from loomctx.render.protocol import Layout, Rendered, stable_hash
+from loomctx.tokens.protocol import TokenCounter
+
+HEADERS = {
+    "role": "[Role & Policies]",
+    "tools": "[Tools]",
+    "context": "[Context]",
+    "state": "[State]",
+    "evidence": "[Evidence]",
+    "task": "[Task]",
+    "output": "[Output]",
+}
+CACHE_ORDER = ("role", "tools", "output", "context", "state", "evidence", "task")
+GSSC_ORDER = ("role", "tools", "task", "state", "evidence", "context", "output")
+STABLE = frozenset({"role", "tools", "output"})
+
+
+def item_line(item: ContextItem) -> str:
+    """The text form of one item (history lines carry their role)."""
+    if item.kind == "message":
+        return f"{item.role}: {item.content}"
+    if item.kind == "tool":
+        fn = item.metadata["schema"]["function"]
+        params = json.dumps(fn.get("parameters", {}), ensure_ascii=False, sort_keys=True)
+        return f"{fn['name']}: {fn.get('description', '')} {params}"
+    return item.content
+
+
+def sections(layout: Layout) -> dict[str, list[str]]:
+    return {
+        "role": [item_line(i) for i in layout.system],
+        "tools": [item_line(i) for i in layout.tools],
+        "context": [item_line(i) for i in layout.history],
+        "state": [item_line(i) for i in layout.state],
+        "evidence": [item_line(i) for i in layout.evidence],
+        "task": [item_line(i) for i in layout.input],
+        "output": [layout.output] if layout.output else [],
+    }
+
+
+class TextRenderer:
+    """Sectioned plain text; ``headers=False`` gives the minimal format."""
+
+    def __init__(self, counter: TokenCounter, *, order: Literal["cache", "gssc"] = "cache",
+                 headers: bool = True) -> None:
+        if order not in ("cache", "gssc"):
+            raise ConfigError(f"order must be 'cache' or 'gssc', got {order!r}")
+        self.counter = counter
+        self.order = CACHE_ORDER if order == "cache" else GSSC_ORDER
+        self.headers = headers
+        self.format = "text" if headers else "minimal"
+
+    def cost(self, item: ContextItem) -> int:
+        return self.counter.count(item_line(item)) + 1
+
+    def overhead(self) -> int:
+        return sum(self.counter.count(h) + 2 for h in HEADERS.values()) if self.headers else 0
+
+    def _join(self, parts: Mapping[str, list[str]], names: tuple[str, ...]) -> str:
+        blocks = []
+        for name in names:
+            lines = parts[name]
+            if not lines:
+                continue
+            body = "\n".join(lines)
+            blocks.append(f"{HEADERS[name]}\n{body}" if self.headers else body)
+        return "\n\n".join(blocks)
+
+    def render(self, layout: Layout) -> Rendered:
+        parts = sections(layout)
+        text = self._join(parts, self.order)
+        stable = tuple(n for n in self.order if n in STABLE)
+        # The prefix is stable only while it stays in front, as in the cache order.
+        prefix_names = stable if self.order == CACHE_ORDER else ("role", "tools")
+        prefix = self._join(parts, prefix_names)
+        return Rendered(
+            format=self.format, payload={"text": text}, tokens=self.counter.count(text),
+            prefix_tokens=self.counter.count(prefix), prefix_hash=stable_hash(prefix),
+        )
+
+
+_PLACEHOLDER = re.compile(r"\{\{\s*(\w+)\s*\}\}")
+_TEMPLATE_NAMES = {"instructions": "role", "role": "role", "tools": "tools", "history": "context",
+                   "context": "context", "state": "state", "evidence": "evidence", "task": "task",
+                   "input": "task", "output": "output"}
+
+
+class TemplateRenderer:
+    """A user template with ``{{instructions}} {{tools}} {{context}} {{state}} {{evidence}}
+    {{task}} {{output}}`` placeholders (``{{history}}``/``{{input}}``/``{{role}}`` are aliases)."""
+
+    format = "template"
+
+    def __init__(self, template: str, counter: TokenCounter) -> None:
+        names = _PLACEHOLDER.findall(template)
+        unknown = sorted(set(names) - set(_TEMPLATE_NAMES))
+        if unknown:
+            raise ConfigError(f"unknown template placeholders {unknown!r}: use "
+                              f"{sorted(_TEMPLATE_NAMES)!r}")
+        if not names:
+            raise ConfigError("the template has no {{placeholder}}: nothing would be rendered")
+        self.template = template
+        self.counter = counter
+
+    def cost(self, item: ContextItem) -> int:
+        return self.counter.count(item_line(item)) + 1
+
+    def overhead(self) -> int:
+        return self.counter.count(_PLACEHOLDER.sub("", self.template)) + 2
+
+    def render(self, layout: Layout) -> Rendered:
+        parts = sections(layout)
+        text = _PLACEHOLDER.sub(lambda m: "\n".join(parts[_TEMPLATE_NAMES[m.group(1)]]),
+                                self.template)
+        first = _PLACEHOLDER.search(self.template)
+        prefix = self.template[: first.start()] if first else self.template
+        return Rendered(format=self.format, payload={"text": text},
+                        tokens=self.counter.count(text), prefix_tokens=self.counter.count(prefix),
+                        prefix_hash=stable_hash(prefix))
+
+
+__all__ = ["HEADERS", "TemplateRenderer", "TextRenderer", "item_line"]

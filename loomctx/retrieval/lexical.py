@@ -1,0 +1,254 @@
+"""CJK-aware tokenization and an incremental BM25 index.
+
+Every build scores its candidates lexically, so this module is on the hot path. Tokenizing is one
+compiled regex that splits text into runs: Latin/digit runs become lowercased words, runs of Han
+characters are segmented into words by ``rjieba``, and kana/hangul fall back to single characters.
+A light plural stripper (Harman's "S" stemmer) makes "weekends" match "weekend" without the
+surprises of heavier stemmers. Short texts recur from turn to turn (memory items, tool results), so
+their token tuples are memoised.
+
+:class:`BM25Index` keeps an inverted index term → (doc ids, term frequencies) compiled lazily into
+numpy arrays, so a query costs the postings of its own terms, not a pass over every document, and
+documents can be added at any time.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import threading
+from collections import Counter
+from collections.abc import Callable, Iterable, Sequence
+from functools import lru_cache
+
+import numpy as np
+
+from loomctx.errors import ConfigError
+from loomctx.retrieval.stopwords import STOPWORDS
+
+_HAN = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0002ebef\U00030000-\U0003134f"
+_SYLLABIC = "\u3040-\u30ff\u31f0-\u31ff\uff66-\uff9f\u1100-\u11ff\u3130-\u318f\uac00-\ud7af"
+# One pass, three alternatives: a Han run | one kana/hangul character | a word run of any other
+# script (letters and digits; underscores and punctuation split).
+_RUNS = re.compile(f"([{_HAN}]+)|([{_SYLLABIC}])|([^\\W_{_HAN}{_SYLLABIC}]+)")
+_ASCII_RUNS = re.compile("[a-z0-9]+")
+_MEMO_MAX_CHARS = 2048
+_ASCII_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789")
+
+
+_cut: Callable[[str], list[str]] | None = None
+
+
+def _segment(han: str) -> list[str]:
+    """Chinese word segmentation; ``rjieba`` loads its dictionary (~0.1 s) on first use."""
+    global _cut
+    if _cut is None:
+        import rjieba
+
+        _cut = rjieba.cut
+    return _cut(han)
+
+
+@lru_cache(maxsize=1 << 16)
+def _stem(word: str) -> str:
+    """Harman's S stemmer: strip English plural endings only (the caller ensures ``s`` ending)."""
+    if word.endswith("ies") and not word.endswith(("eies", "aies")):
+        return word[:-3] + "y"
+    if word.endswith("es") and not word.endswith(("aes", "ees", "oes")):
+        return word[:-1]
+    if word.endswith(("ss", "us", "is")):
+        return word
+    return word[:-1]
+
+
+def _tokenize(text: str, drop: bool) -> list[str]:
+    lowered = text.lower()
+    if lowered.isascii():
+        if drop:
+            words = [w for w in _ASCII_RUNS.findall(lowered) if w not in STOPWORDS]
+        else:
+            words = _ASCII_RUNS.findall(lowered)
+        return [_stem(w) if len(w) > 3 and w[-1] == "s" else w for w in words]
+    out: list[str] = []
+    append = out.append
+    for han, syllable, word in _RUNS.findall(lowered):
+        if word:
+            if drop and word in STOPWORDS:
+                continue
+            append(_stem(word) if len(word) > 3 and word[-1] == "s" else word)
+        elif han:
+            if drop:
+                out.extend(w for w in _segment(han) if w not in STOPWORDS)
+            else:
+                out.extend(_segment(han))
+        else:
+            append(syllable)
+    return out
+
+
+@lru_cache(maxsize=8192)
+def _tokenize_memo(text: str, drop: bool) -> tuple[str, ...]:
+    return tuple(_tokenize(text, drop))
+
+
+def tokenize(text: str, *, drop_stopwords: bool = False) -> list[str]:
+    """Split ``text`` into lowercased search terms (English words, Chinese words, CJK characters).
+
+    Punctuation, symbols and emoji are dropped; numbers are kept. With ``drop_stopwords``, the
+    function words in :data:`loomctx.retrieval.stopwords.STOPWORDS` are removed.
+    """
+    if len(text) <= _MEMO_MAX_CHARS:
+        return list(_tokenize_memo(text, drop_stopwords))
+    return _tokenize(text, drop_stopwords)
+
+
+def content_terms(text: str, k: int) -> list[str]:
+    """The ``k`` most frequent non-stopword terms of ``text``, ties in order of first appearance.
+
+    Single ASCII characters are skipped: they are noise in a rewritten query.
+    """
+    if k < 0:
+        raise ConfigError(f"content_terms k must be >= 0, got {k!r}")
+    counts = Counter(
+        t for t in tokenize(text, drop_stopwords=True) if len(t) > 1 or t not in _ASCII_CHARS
+    )
+    return [term for term, _ in counts.most_common(k)]
+
+
+def normalize_scores(x: np.ndarray) -> np.ndarray:
+    """Scale scores into [0, 1] by dividing by the maximum; all-zero (or empty) input stays zero."""
+    arr = np.asarray(x, dtype=np.float32)
+    top = float(arr.max()) if arr.size else 0.0
+    if top <= 0.0 or not math.isfinite(top):
+        return np.zeros_like(arr)
+    return arr / np.float32(top)
+
+
+class BM25Index:
+    """Okapi BM25 over an incremental inverted index (doc index = insertion order).
+
+    IDF is the non-negative Lucene form ``log(1 + (N - df + 0.5) / (df + 0.5))``; each distinct
+    query term counts once. Documents are tokenized with :func:`tokenize`, by default without
+    stopwords (pass ``drop_stopwords=False`` to keep them). Safe to share between threads.
+    """
+
+    def __init__(self, k1: float = 1.2, b: float = 0.75, *, drop_stopwords: bool = True) -> None:
+        if not (isinstance(k1, (int, float)) and math.isfinite(k1) and k1 >= 0):
+            raise ConfigError(f"BM25 k1 must be a finite number >= 0, got {k1!r}; 1.2 is usual")
+        if not (isinstance(b, (int, float)) and 0.0 <= b <= 1.0):
+            raise ConfigError(f"BM25 b must be in [0, 1], got {b!r}; 0.75 is usual")
+        self.k1 = float(k1)
+        self.b = float(b)
+        self.drop_stopwords = drop_stopwords
+        self._lock = threading.Lock()
+        self._lengths: list[int] = []
+        self._pending: dict[str, tuple[list[int], list[int]]] = {}
+        self._arrays: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+        self._norm: np.ndarray | None = None
+
+    def __len__(self) -> int:
+        return len(self._lengths)
+
+    def add(self, docs: Sequence[str]) -> None:
+        """Tokenize and index ``docs``; they get the next doc indexes in order."""
+        drop = self.drop_stopwords
+        self.add_tokens([tokenize(doc, drop_stopwords=drop) for doc in docs])
+
+    def add_tokens(self, token_lists: Iterable[Sequence[str]]) -> None:
+        """Index documents that are already tokenized (one list of terms per document)."""
+        with self._lock:
+            pending = self._pending
+            lengths = self._lengths
+            for tokens in token_lists:
+                doc = len(lengths)
+                lengths.append(len(tokens))
+                for term, tf in Counter(tokens).items():
+                    slot = pending.get(term)
+                    if slot is None:
+                        pending[term] = ([doc], [tf])
+                    else:
+                        slot[0].append(doc)
+                        slot[1].append(tf)
+            self._norm = None
+
+    def scores(self, query: str) -> np.ndarray:
+        """BM25 score of every document for ``query`` (float32; 0 where no query term occurs)."""
+        return self.scores_tokens(tokenize(query, drop_stopwords=self.drop_stopwords))
+
+    def scores_tokens(self, terms: Iterable[str]) -> np.ndarray:
+        """Like :meth:`scores` for an already tokenized query."""
+        with self._lock:
+            n = len(self._lengths)
+            out = np.zeros(n, dtype=np.float32)
+            if n == 0:
+                return out
+            norm = self._doc_norm()
+            k1p1 = np.float32(self.k1 + 1.0)
+            for term in dict.fromkeys(terms):
+                posting = self._posting(term)
+                if posting is None:
+                    continue
+                ids, tf = posting
+                df = ids.size
+                idf = np.float32(math.log(1.0 + (n - df + 0.5) / (df + 0.5)))
+                out[ids] += (idf * k1p1) * tf / (tf + norm[ids])
+            return out
+
+    def search(
+        self, query: str, limit: int = 20, *, mask: np.ndarray | None = None
+    ) -> list[tuple[int, float]]:
+        """The best ``limit`` (doc index, score) pairs with a positive score.
+
+        Sorted by score descending, then doc index ascending. ``mask`` (a boolean array, one entry
+        per document) keeps only the documents where it is true.
+        """
+        if limit < 0:
+            raise ConfigError(f"search limit must be >= 0, got {limit!r}")
+        scores = self.scores(query)
+        if mask is not None:
+            keep = np.asarray(mask, dtype=bool)
+            if keep.shape != scores.shape:
+                raise ConfigError(
+                    f"search mask must have shape {scores.shape!r} (one entry per document), "
+                    f"got {keep.shape!r}"
+                )
+            scores = np.where(keep, scores, np.float32(0.0))
+        cand = np.flatnonzero(scores > 0)
+        if limit == 0 or cand.size == 0:
+            return []
+        vals = scores[cand]
+        if cand.size > limit:
+            kth = np.partition(vals, cand.size - limit)[cand.size - limit]
+            top = vals >= kth
+            cand, vals = cand[top], vals[top]
+        order = np.lexsort((cand, -vals))[:limit]
+        return [(int(cand[i]), float(vals[i])) for i in order]
+
+    def _doc_norm(self) -> np.ndarray:
+        """Per-document ``k1 * (1 - b + b * dl / avgdl)``, recomputed after adds."""
+        norm = self._norm
+        if norm is None:
+            lengths = np.asarray(self._lengths, dtype=np.float32)
+            avg = float(lengths.mean()) or 1.0
+            norm = (self.k1 * (1.0 - self.b) + (self.k1 * self.b / avg) * lengths).astype(
+                np.float32
+            )
+            self._norm = norm
+        return norm
+
+    def _posting(self, term: str) -> tuple[np.ndarray, np.ndarray] | None:
+        """The compiled (doc ids, tf) arrays of ``term``, merging postings added since last use."""
+        compiled = self._arrays.get(term)
+        fresh = self._pending.pop(term, None)
+        if fresh is None:
+            return compiled
+        ids = np.asarray(fresh[0], dtype=np.int64)
+        tf = np.asarray(fresh[1], dtype=np.float32)
+        if compiled is not None:
+            ids = np.concatenate((compiled[0], ids))
+            tf = np.concatenate((compiled[1], tf))
+        self._arrays[term] = (ids, tf)
+        return ids, tf
+
+
+__all__ = ["BM25Index", "content_terms", "normalize_scores", "tokenize"]

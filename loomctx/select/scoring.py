@@ -1,0 +1,107 @@
+"""Scoring: relevance (BM25, CJK-aware), recency e^(−Δt/τ) and their weighted composite.
+
+Relevance is normalised within each source (the best candidate of a source scores 1), so sources
+with different raw scales compete fairly. Items without a timestamp are timeless (recency 1).
+History messages are not scored for relevance: the recent tail is kept by position.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from loomctx.errors import ConfigError
+from loomctx.items import ContextItem
+from loomctx.retrieval.lexical import BM25Index
+
+SCORED_KINDS = frozenset({"evidence", "tool", "skill", "state", "custom"})
+
+
+@dataclass(frozen=True, kw_only=True)
+class SelectOptions:
+    """How candidates are scored, filtered and diversified (GSSC defaults)."""
+
+    relevance_weight: float = 0.7
+    """Weight of relevance in the composite score."""
+    recency_weight: float = 0.3
+    """Weight of recency in the composite score."""
+    recency_tau: float = 3600.0
+    """Recency time constant τ in seconds: recency = e^(−Δt/τ)."""
+    min_relevance: float = 0.3
+    """Evidence whose normalised relevance is below this is dropped (never history)."""
+    mmr_lambda: float = 0.7
+    """MMR trade-off for evidence: 1.0 = relevance only, lower = more diversity."""
+    dedup: bool = True
+    """Drop candidates whose content fingerprint was already seen."""
+
+    def __post_init__(self) -> None:
+        for name in ("relevance_weight", "recency_weight", "min_relevance", "mmr_lambda"):
+            v = getattr(self, name)
+            if not (0.0 <= v <= 1.0):
+                raise ConfigError(f"{name} must be in [0, 1], got {v!r}")
+        if self.recency_tau <= 0:
+            raise ConfigError(f"recency_tau must be > 0 seconds, got {self.recency_tau!r}")
+
+
+def recency(timestamp: float | None, now: float, tau: float) -> float:
+    """e^(−Δt/τ); 1.0 for timeless items and for timestamps in the future."""
+    if timestamp is None:
+        return 1.0
+    return math.exp(-max(0.0, now - timestamp) / tau)
+
+
+def score(items: Sequence[ContextItem], query: str, now: float, options: SelectOptions) -> None:
+    """Fill ``scores`` (relevance, recency, composite) of every scorable item, in place."""
+    by_source: dict[str, list[ContextItem]] = defaultdict(list)
+    for it in items:
+        if it.kind in SCORED_KINDS:
+            by_source[it.source].append(it)
+    for group in by_source.values():
+        raw = [it.scores.get("bm25") for it in group]
+        if any(r is None for r in raw):
+            if query.strip():
+                index = BM25Index()
+                index.add([it.content for it in group])
+                raw = [float(x) for x in index.scores(query)]
+            else:
+                raw = [0.0] * len(group)
+        top = max((r for r in raw if r is not None), default=0.0)
+        for it, r in zip(group, raw):
+            rel = (r or 0.0) / top if top > 0 else 0.0
+            if not query.strip():
+                rel = it.priority  # no question: fall back to the item's own importance
+            rec = recency(it.timestamp, now, options.recency_tau)
+            it.scores["relevance"] = rel
+            it.scores["recency"] = rec
+            it.scores["composite"] = (
+                options.relevance_weight * rel + options.recency_weight * rec
+            ) * (0.5 + 0.5 * it.priority)
+
+
+def mmr_order(
+    items: Sequence[ContextItem], lam: float, terms: dict[str, frozenset[str]]
+) -> list[ContextItem]:
+    """Maximal marginal relevance order: relevance minus λ-weighted redundancy (Jaccard)."""
+    remaining = sorted(items, key=lambda it: (-it.scores.get("composite", 0.0), it.seq))
+    if lam >= 1.0 or len(remaining) < 3:
+        return remaining
+    chosen: list[ContextItem] = []
+    while remaining:
+        best, best_val = 0, -math.inf
+        for i, it in enumerate(remaining):
+            sim = 0.0
+            a = terms[it.id]
+            for c in chosen:
+                b = terms[c.id]
+                if a and b:
+                    sim = max(sim, len(a & b) / len(a | b))
+            val = lam * it.scores.get("composite", 0.0) - (1 - lam) * sim
+            if val > best_val:
+                best, best_val = i, val
+        chosen.append(remaining.pop(best))
+    return chosen
+
+
+__all__ = ["SCORED_KINDS", "SelectOptions", "mmr_order", "recency", "score"]

@@ -1,0 +1,66 @@
+"""Conversation history (the L1 recent window of a build): OpenAI-style messages.
+
+Items keep the ids they were added with, their chronological position (``seq``) and their tool
+group. The packer keeps a contiguous recent tail; a tool call is never split from its results.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from loomctx.items import ContextItem, Tier
+from loomctx.sources.messages import message_text, provider_message, validate_history
+from loomctx.sources.protocol import SourceRequest
+
+
+class HistorySource:
+    """Chat history; items are built once per message and reused across builds."""
+
+    def __init__(
+        self, messages: Sequence[Mapping[str, Any]] = (), *, name: str = "L1_recent",
+        origin: str = "history",
+    ) -> None:
+        self.name = name
+        self._origin = origin
+        self._items: list[ContextItem] = []
+        self._open_calls: dict[str, str] = {}
+        self._ids: set[str] = set()
+        self.extend(messages)
+
+    def extend(self, messages: Sequence[Mapping[str, Any]]) -> None:
+        """Append messages (validated together with what came before)."""
+        if not messages:
+            return
+        # Validate on copies of the state so a bad batch leaves the source unchanged.
+        open_calls, ids = dict(self._open_calls), set(self._ids)
+        checked = validate_history(messages, origin=self._origin, start=len(self._items),
+                                   open_calls=open_calls, seen_ids=ids)
+        self._open_calls, self._ids = open_calls, ids
+        for msg in checked:
+            self._items.append(self._item(msg, len(self._items)))
+
+    def append(self, message: Mapping[str, Any]) -> ContextItem:
+        self.extend([message])
+        return self._items[-1]
+
+    def _item(self, msg: dict[str, Any], seq: int) -> ContextItem:
+        pm = provider_message(msg)
+        return ContextItem(
+            id=msg["id"], source=self.name, content=message_text(pm), kind="message",
+            role=msg["role"], tier=Tier.P3, priority=0.5, timestamp=msg.get("timestamp"),
+            group=msg.get("group"), message=pm, seq=seq,
+        )
+
+    @property
+    def items(self) -> Sequence[ContextItem]:
+        return self._items
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    async def collect(self, request: SourceRequest) -> Sequence[ContextItem]:
+        return self._items
+
+
+__all__ = ["HistorySource"]

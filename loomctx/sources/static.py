@@ -1,0 +1,40 @@
+"""Sources of fixed text: the system prompt and the current user input (both pinned, P0)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from loomctx.items import ContextItem, Tier
+from loomctx.sources.protocol import SourceRequest
+
+
+@dataclass
+class SystemPromptSource:
+    """The system prompt: one pinned item, rendered once at the top."""
+
+    text: str
+    name: str = "system_prompt"
+
+    async def collect(self, request: SourceRequest) -> Sequence[ContextItem]:
+        if not self.text.strip():
+            return []
+        return [ContextItem(id="system", source=self.name, content=self.text, kind="system",
+                            role="system", tier=Tier.P0, priority=1.0)]
+
+
+@dataclass
+class UserInputSource:
+    """The current user input (the task): pinned, rendered last."""
+
+    name: str = "user_input"
+
+    async def collect(self, request: SourceRequest) -> Sequence[ContextItem]:
+        if not request.query.strip():
+            return []
+        item_id = str(request.context.get("input_id", "input"))
+        return [ContextItem(id=item_id, source=self.name, content=request.query, kind="input",
+                            role="user", tier=Tier.P0, priority=1.0, timestamp=request.now)]
+
+
+__all__ = ["SystemPromptSource", "UserInputSource"]

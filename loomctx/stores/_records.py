@@ -1,0 +1,209 @@
+"""Input checks and normalisation shared by every store backend.
+
+Every backend runs the same checks before it writes anything, so a bad call fails the same way
+everywhere (``ConfigError`` naming the bad value) and a failing ``put`` has nothing to undo.
+Normalisation is documented behaviour, not an accident of one backend:
+
+- lone surrogates (``"\\ud800"``, text cut from UTF-16 halfway) in text fields become U+FFFD, so a
+  row can always be encoded as UTF-8; ids must not contain them (an id is never rewritten);
+- ``message`` and ``metadata`` are copied through strict JSON, so what ``get`` returns is a plain
+  JSON value and later changes to the caller's dicts do not reach the store;
+- vectors are stored as float32 and scaled to unit length.
+"""
+
+from __future__ import annotations
+
+import heapq
+import json
+import math
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import replace
+from typing import Any, get_args
+
+import numpy as np
+
+from loomctx.errors import ConfigError
+from loomctx.stores.protocol import Level, MemoryRecord
+
+LEVELS: frozenset[str] = frozenset(get_args(Level))
+_SURROGATE_RE = re.compile("[\ud800-\udfff]")
+
+
+def clean_text(text: str) -> str:
+    """Replace lone surrogates with U+FFFD (the only change made to stored text)."""
+    return _SURROGATE_RE.sub("\ufffd", text)
+
+
+def check_level(level: object, *, optional: bool = False) -> None:
+    if level is None and optional:
+        return
+    if level not in LEVELS:
+        raise ConfigError(f"level must be one of {sorted(LEVELS)}, got {level!r}")
+
+
+def check_limit(limit: object) -> int:
+    if not isinstance(limit, int) or isinstance(limit, bool) or limit < 0:
+        raise ConfigError(f"limit must be an int >= 0, got {limit!r}")
+    return limit
+
+
+def check_id(record_id: object) -> str:
+    if not isinstance(record_id, str) or not record_id:
+        raise ConfigError(f"record id must be a non-empty str, got {record_id!r}")
+    if _SURROGATE_RE.search(record_id):
+        raise ConfigError(f"record id {record_id!r} contains lone surrogates; use valid Unicode")
+    return record_id
+
+
+def to_json(value: Any, what: str, record_id: str) -> str:
+    try:
+        return json.dumps(value, allow_nan=False, ensure_ascii=True)
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(
+            f"record {record_id!r}: {what} must be JSON-serialisable ({exc}); "
+            "convert it to plain dicts, lists, str and finite numbers"
+        ) from None
+
+
+def _optional_text(value: object, what: str, record_id: str) -> str | None:
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise ConfigError(f"record {record_id!r}: {what} must be a str or None, got {value!r}")
+    return clean_text(value)
+
+
+def _clean_record(record: object) -> MemoryRecord:
+    if not isinstance(record, MemoryRecord):
+        raise ConfigError(f"put() takes MemoryRecord objects, got {record!r}")
+    rid = check_id(record.id)
+    if not isinstance(record.content, str):
+        raise ConfigError(f"record {rid!r}: content must be a str, got {record.content!r}")
+    check_level(record.level)
+    for name in ("timestamp", "importance"):
+        value = getattr(record, name)
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(
+            value
+        ):
+            raise ConfigError(f"record {rid!r}: {name} must be a finite number, got {value!r}")
+    if not 0.0 <= record.importance <= 1.0:
+        raise ConfigError(f"record {rid!r}: importance must be in 0..1, got {record.importance!r}")
+    if isinstance(record.seq, bool) or not isinstance(record.seq, int):
+        raise ConfigError(f"record {rid!r}: seq must be an int, got {record.seq!r}")
+    if record.message is not None and not isinstance(record.message, Mapping):
+        raise ConfigError(f"record {rid!r}: message must be a mapping or None")
+    if not isinstance(record.metadata, Mapping):
+        raise ConfigError(f"record {rid!r}: metadata must be a mapping, got {record.metadata!r}")
+    message = record.message
+    if message is not None:
+        message = json.loads(to_json(message, "message", rid))
+    return replace(
+        record,
+        content=clean_text(record.content),
+        role=_optional_text(record.role, "role", rid),
+        session=_optional_text(record.session, "session", rid),
+        agent=_optional_text(record.agent, "agent", rid),
+        group=_optional_text(record.group, "group", rid),
+        timestamp=float(record.timestamp),
+        importance=float(record.importance),
+        message=message,
+        metadata=json.loads(to_json(dict(record.metadata), "metadata", rid)),
+    )
+
+
+def unit_rows(vectors: object, what: str) -> np.ndarray:
+    """A finite, non-zero 2-D array scaled to unit rows, as float32."""
+    try:
+        array = np.asarray(vectors, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(f"{what} must be a numeric array ({exc})") from None
+    if array.ndim != 2:
+        raise ConfigError(f"{what} must be 2-D (one row per record), got shape {array.shape!r}")
+    if not np.isfinite(array).all():
+        raise ConfigError(f"{what} contain NaN or infinity; embed the text again")
+    norms = np.linalg.norm(array, axis=1, keepdims=True)
+    if array.size and (norms == 0).any():
+        raise ConfigError(f"{what} contain an all-zero row, which has no direction for cosine")
+    return (array / np.where(norms == 0, 1.0, norms)).astype(np.float32)
+
+
+def prepare_put(
+    records: Sequence[MemoryRecord], vectors: np.ndarray | None, dim: int | None
+) -> tuple[list[MemoryRecord], np.ndarray | None]:
+    """Check a whole ``put`` call before anything is written; return cleaned records and vectors.
+
+    ``dim`` is the dimension of the vectors already stored (None when there are none).
+    """
+    if isinstance(records, (str, bytes, MemoryRecord)) or not isinstance(records, Sequence):
+        raise ConfigError(f"put() takes a sequence of MemoryRecord, got {records!r}")
+    cleaned = [_clean_record(r) for r in records]
+    seen: set[str] = set()
+    for record in cleaned:
+        if record.id in seen:
+            raise ConfigError(
+                f"duplicate record id {record.id!r} in one put() call; ids must differ"
+            )
+        seen.add(record.id)
+    if vectors is None:
+        return cleaned, None
+    rows = unit_rows(vectors, "vectors")
+    if rows.shape[0] != len(cleaned):
+        raise ConfigError(
+            f"got {rows.shape[0]} vectors for {len(cleaned)} records; give one row per record"
+        )
+    if dim is not None and rows.shape[0] and rows.shape[1] != dim:
+        raise ConfigError(
+            f"vectors have dimension {rows.shape[1]}, the store holds dimension {dim}"
+        )
+    return cleaned, rows
+
+
+def query_vector(vector: object, dim: int | None) -> np.ndarray:
+    """A unit float32 query vector of the stored dimension."""
+    row = unit_rows(np.asarray(vector, dtype=np.float64).reshape(1, -1), "query vector")[0]
+    if dim is not None and row.shape[0] != dim:
+        raise ConfigError(f"query vector has dimension {row.shape[0]}, the store holds {dim}")
+    return row
+
+
+def cache_rows(vectors: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """Check embedding-cache input: non-empty str hashes to finite 1-D vectors (kept as given)."""
+    if not isinstance(vectors, Mapping):
+        raise ConfigError(f"cache_vectors() takes a mapping of hash to vector, got {vectors!r}")
+    out: dict[str, np.ndarray] = {}
+    for key, vector in vectors.items():
+        if not isinstance(key, str) or not key:
+            raise ConfigError(f"content hash must be a non-empty str, got {key!r}")
+        row = np.asarray(vector, dtype=np.float32)
+        if row.ndim != 1 or not row.size or not np.isfinite(row).all():
+            raise ConfigError(f"cached vector for {key!r} must be a finite, non-empty 1-D array")
+        out[key] = row.copy()
+    return out
+
+
+def check_model(model: object) -> str:
+    if not isinstance(model, str) or not model:
+        raise ConfigError(f"model must be a non-empty str (the embedder name), got {model!r}")
+    return model
+
+
+def top(scored: Iterable[tuple[str, float]], limit: int) -> list[tuple[str, float]]:
+    """The ``limit`` best (id, score) pairs, best first; ties ordered by id (deterministic)."""
+    return heapq.nsmallest(limit, scored, key=lambda pair: (-pair[1], pair[0]))
+
+
+__all__ = [
+    "LEVELS",
+    "cache_rows",
+    "check_id",
+    "check_level",
+    "check_limit",
+    "check_model",
+    "clean_text",
+    "prepare_put",
+    "query_vector",
+    "to_json",
+    "top",
+    "unit_rows",
+]

@@ -1,0 +1,152 @@
+"""The SQLite store's schema, its version check and its connection settings.
+
+Kept apart from :mod:`loomctx.stores.sqlite` so the on-disk format is readable in one screen. The
+version lives in ``PRAGMA user_version``: 0 is a new file, a higher version than
+``SCHEMA_VERSION`` was written by a newer loomctx and is refused rather than misread.
+
+The two FTS5 tables are *external content* tables over ``records`` (no second copy of the text),
+kept in step by triggers, so a write to ``records`` and to its indexes is one transaction.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable
+
+from loomctx.errors import StoreError
+
+SCHEMA_VERSION = 1
+
+_DDL = """
+CREATE TABLE records (
+    pk INTEGER PRIMARY KEY,
+    id TEXT NOT NULL UNIQUE,
+    content TEXT NOT NULL,
+    terms TEXT NOT NULL,
+    level TEXT NOT NULL,
+    role TEXT,
+    timestamp REAL NOT NULL,
+    session TEXT,
+    agent TEXT,
+    importance REAL NOT NULL,
+    "group" TEXT,
+    seq INTEGER NOT NULL,
+    message TEXT,
+    metadata TEXT NOT NULL,
+    content_hash TEXT NOT NULL
+);
+CREATE INDEX records_order ON records (timestamp, seq, id);
+CREATE INDEX records_session ON records (session, timestamp, seq);
+CREATE INDEX records_level ON records (level);
+CREATE INDEX records_agent ON records (agent);
+CREATE VIRTUAL TABLE records_trigram USING fts5(
+    content, content='records', content_rowid='pk', tokenize='trigram'
+);
+CREATE VIRTUAL TABLE records_terms USING fts5(
+    terms, content='records', content_rowid='pk', tokenize='unicode61'
+);
+CREATE TRIGGER records_ai AFTER INSERT ON records BEGIN
+    INSERT INTO records_trigram (rowid, content) VALUES (new.pk, new.content);
+    INSERT INTO records_terms (rowid, terms) VALUES (new.pk, new.terms);
+END;
+CREATE TRIGGER records_ad AFTER DELETE ON records BEGIN
+    INSERT INTO records_trigram (records_trigram, rowid, content)
+        VALUES ('delete', old.pk, old.content);
+    INSERT INTO records_terms (records_terms, rowid, terms) VALUES ('delete', old.pk, old.terms);
+END;
+CREATE TRIGGER records_au AFTER UPDATE OF content, terms ON records BEGIN
+    INSERT INTO records_trigram (records_trigram, rowid, content)
+        VALUES ('delete', old.pk, old.content);
+    INSERT INTO records_terms (records_terms, rowid, terms) VALUES ('delete', old.pk, old.terms);
+    INSERT INTO records_trigram (rowid, content) VALUES (new.pk, new.content);
+    INSERT INTO records_terms (rowid, terms) VALUES (new.pk, new.terms);
+END;
+CREATE TABLE vectors (
+    id TEXT PRIMARY KEY,
+    dim INTEGER NOT NULL,
+    vec BLOB NOT NULL
+) WITHOUT ROWID;
+CREATE TABLE embedding_cache (
+    model TEXT NOT NULL,
+    hash TEXT NOT NULL,
+    dim INTEGER NOT NULL,
+    vec BLOB NOT NULL,
+    PRIMARY KEY (model, hash)
+) WITHOUT ROWID;
+CREATE TABLE meta (
+    key TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+) WITHOUT ROWID;
+"""
+
+
+def connect(target: str) -> sqlite3.Connection:
+    """Open ``target`` in autocommit mode (transactions are explicit) with WAL durability.
+
+    WAL with ``synchronous=NORMAL``: a committed transaction survives the process being killed;
+    after a power loss or OS crash the last transactions before the next checkpoint may be lost,
+    but the file is never corrupt.
+    """
+    try:
+        conn = sqlite3.connect(target, check_same_thread=False, isolation_level=None)
+    except sqlite3.Error as exc:
+        raise StoreError(f"cannot open SQLite store at {target!r}: {exc}") from exc
+    try:
+        conn.execute("PRAGMA busy_timeout = 10000")
+        conn.execute("PRAGMA journal_mode = WAL")
+        conn.execute("PRAGMA synchronous = NORMAL")
+    except sqlite3.Error as exc:
+        conn.close()
+        raise StoreError(f"cannot open SQLite store at {target!r}: {exc}") from exc
+    return conn
+
+
+def ensure_schema(
+    conn: sqlite3.Connection, *, target: str, tokenizer_id: str,
+    tokenize_all: Callable[[sqlite3.Connection], None],
+) -> None:
+    """Create the schema in a new file, refuse a newer one, re-index after a tokenizer change."""
+    try:
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            version = conn.execute("PRAGMA user_version").fetchone()[0]
+            if version > SCHEMA_VERSION:
+                raise StoreError(
+                    f"SQLite store {target!r} has schema version {version}, this loomctx reads "
+                    f"up to {SCHEMA_VERSION}; upgrade loomctx to open it"
+                )
+            if version == 0:
+                for statement in _statements(_DDL):
+                    conn.execute(statement)
+                conn.execute(
+                    "INSERT INTO meta (key, value) VALUES ('tokenizer', ?)", (tokenizer_id,)
+                )
+                conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+            else:
+                row = conn.execute("SELECT value FROM meta WHERE key = 'tokenizer'").fetchone()
+                if row is None or row[0] != tokenizer_id:
+                    tokenize_all(conn)
+                    conn.execute(
+                        "INSERT OR REPLACE INTO meta (key, value) VALUES ('tokenizer', ?)",
+                        (tokenizer_id,),
+                    )
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+    except sqlite3.Error as exc:
+        raise StoreError(f"cannot use {target!r} as a loomctx SQLite store: {exc}") from exc
+
+
+def _statements(script: str) -> list[str]:
+    """Split the DDL on the statement ends that ``sqlite3.complete_statement`` agrees with."""
+    out, current = [], ""
+    for line in script.splitlines(keepends=True):
+        current += line
+        if sqlite3.complete_statement(current):
+            out.append(current.strip())
+            current = ""
+    return [s for s in out if s]
+
+
+__all__ = ["SCHEMA_VERSION", "connect", "ensure_schema"]

@@ -1,0 +1,138 @@
+"""``loomctx eval``: output formats and exit codes."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+import pytest
+
+from loomctx.cli.eval import add_eval_parser, main, run_eval
+
+HISTORY = [
+    {"id": f"m{i}", "role": "user", "content": f"note {i}: the weather was fine", "timestamp": i}
+    for i in range(30)
+] + [{"id": "key", "role": "assistant", "content": "The vault code is 4711", "timestamp": 30}]
+
+
+@pytest.fixture
+def data(tmp_path: Path) -> Path:
+    path = tmp_path / "eval.jsonl"
+    lines = [
+        json.dumps(
+            {
+                "id": "q1",
+                "question": "What is the vault code?",
+                "history": HISTORY,
+                "gold": ["key"],
+                "category": "fact",
+            }
+        ),
+        json.dumps(
+            {
+                "id": "q2",
+                "question": "How was the weather in note 3?",
+                "history": HISTORY,
+                "gold": ["m3"],
+                "category": "other",
+            }
+        ),
+    ]
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def test_json_output(data: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(
+        [
+            "generic",
+            "--data",
+            str(data),
+            "--budgets",
+            "16,64",
+            "--json",
+            "--systems",
+            "recency,bm25,dense",
+            "--embedder",
+            "hashing",
+        ]
+    )
+    assert code == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["dataset"] == "generic"
+    rows = {(r["system"], r["budget"], r["category"]): r for r in doc["results"]}
+    assert set(rows) == {
+        (s, b, c)
+        for s in ("recency", "bm25", "dense")
+        for b in (16, 64)
+        for c in ("all", "fact", "other")
+    }
+    assert rows[("bm25", 16, "fact")]["recall"] == 1.0
+    assert rows[("recency", 16, "fact")]["recall"] == 1.0  # the key turn is the last one
+    assert rows[("recency", 16, "other")]["recall"] == 0.0
+    assert rows[("bm25", 64, "all")]["n"] == 2
+
+
+def test_table_output_and_limit(data: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert (
+        main(
+            [
+                "generic",
+                "--data",
+                str(data),
+                "--budgets",
+                "64",
+                "--systems",
+                "recency",
+                "--limit",
+                "1",
+            ]
+        )
+        == 0
+    )
+    out = capsys.readouterr().out
+    assert "evidence recall: generic (1 questions" in out
+    assert "recency" in out and "bm25" not in out
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [
+        ["--budgets", "0"],
+        ["--budgets", "abc"],
+        ["--budgets", "512,-1"],
+        ["--systems", "nope"],
+        ["--limit", "0"],
+    ],
+)
+def test_bad_options_exit_2(
+    data: Path, extra: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["generic", "--data", str(data), "--systems", "recency", *extra]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("loomctx eval: error:") and err.count("\n") == 1
+
+
+def test_missing_file_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["locomo", "--data", str(tmp_path / "missing.json")]) == 2
+    assert "missing.json" in capsys.readouterr().err
+
+
+def test_malformed_record_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "bad.jsonl"
+    path.write_text(
+        '{"id": "q", "question": "?", "history": [], "gold": ["x"]}\n', encoding="utf-8"
+    )
+    assert main(["generic", "--data", str(path), "--systems", "recency"]) == 2
+    err = capsys.readouterr().err
+    assert "bad.jsonl:1" in err and "'x'" in err
+
+
+def test_registers_on_a_main_parser(data: Path) -> None:
+    parser = argparse.ArgumentParser(prog="loomctx")
+    add_eval_parser(parser.add_subparsers(dest="command"))
+    args = parser.parse_args(["eval", "hotpotqa", "--data", str(data)])
+    assert args.func is run_eval
+    assert args.budgets == "512,1024,2048,4096,8192"
+    assert args.pad_tokens == 16000 and not args.json

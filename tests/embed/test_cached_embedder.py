@@ -1,0 +1,116 @@
+"""CachedEmbedder never embeds the same text twice: in process, and through a store's cache."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+import pytest
+
+from loomctx.embed import CachedEmbedder, Embedder, HashingEmbedder, text_hash
+from loomctx.errors import ConfigError, StoreError
+
+
+class SpyEmbedder:
+    """Wraps an embedder and records every batch it is asked to embed."""
+
+    def __init__(self) -> None:
+        self._inner = HashingEmbedder(16)
+        self.name = self._inner.name
+        self.dim = self._inner.dim
+        self.calls: list[list[str]] = []
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        self.calls.append(list(texts))
+        return self._inner.embed(texts)
+
+
+class DictStore:
+    """A store exposing only the two embedding-cache methods, backed by a dict."""
+
+    def __init__(self) -> None:
+        self.data: dict[tuple[str, str], np.ndarray] = {}
+        self.fail = False
+
+    def cached_vectors(self, model: str, hashes: Sequence[str]) -> dict[str, np.ndarray]:
+        if self.fail:
+            raise StoreError("disk gone")
+        return {h: self.data[(model, h)] for h in hashes if (model, h) in self.data}
+
+    def cache_vectors(self, model: str, vectors: Mapping[str, np.ndarray]) -> None:
+        if self.fail:
+            raise StoreError("disk gone")
+        for h, v in vectors.items():
+            self.data[(model, h)] = np.array(v)
+
+
+def test_is_an_embedder_with_the_inner_identity() -> None:
+    spy = SpyEmbedder()
+    cached = CachedEmbedder(spy)
+    assert isinstance(cached, Embedder)
+    assert (cached.name, cached.dim) == (spy.name, spy.dim)
+    assert cached.embed([]).shape == (0, 16)
+    assert spy.calls == []
+
+
+def test_only_misses_reach_the_inner_embedder_in_one_ordered_batch() -> None:
+    spy = SpyEmbedder()
+    cached = CachedEmbedder(spy)
+    first = cached.embed(["a", "b", "a"])
+    assert spy.calls == [["a", "b"]]
+    second = cached.embed(["c", "b", "d", "a"])
+    assert spy.calls == [["a", "b"], ["c", "d"]]
+    assert np.array_equal(second[1], first[1]) and np.array_equal(second[3], first[0])
+    assert np.array_equal(second, spy._inner.embed(["c", "b", "d", "a"]))
+    assert (cached.hits, cached.misses) == (3, 4)
+
+
+def test_lru_evicts_the_least_recently_used() -> None:
+    spy = SpyEmbedder()
+    cached = CachedEmbedder(spy, maxsize=2)
+    cached.embed(["a", "b"])
+    cached.embed(["a"])  # a is now the most recent
+    cached.embed(["c"])  # evicts b
+    cached.embed(["a", "b"])
+    assert spy.calls == [["a", "b"], ["c"], ["b"]]
+
+
+def test_store_cache_survives_a_restart() -> None:
+    store = DictStore()
+    spy = SpyEmbedder()
+    before = CachedEmbedder(spy, store=store).embed(["hello", "world"])
+    assert set(store.data) == {(spy.name, text_hash("hello")), (spy.name, text_hash("world"))}
+    restarted = CachedEmbedder(spy, store=store)  # a new process: empty in-process memo
+    after = restarted.embed(["world", "new", "hello"])
+    assert spy.calls == [["hello", "world"], ["new"]]
+    assert np.array_equal(after[0], before[1]) and np.array_equal(after[2], before[0])
+    assert (restarted.hits, restarted.misses) == (2, 1)
+
+
+def test_store_entries_of_the_wrong_shape_are_recomputed() -> None:
+    store = DictStore()
+    spy = SpyEmbedder()
+    store.data[(spy.name, text_hash("bad"))] = np.ones(3)
+    vec = CachedEmbedder(spy, store=store).embed(["bad"])
+    assert spy.calls == [["bad"]]
+    assert vec.shape == (1, 16)
+
+
+def test_a_failing_store_degrades_to_embedding() -> None:
+    store = DictStore()
+    store.fail = True
+    spy = SpyEmbedder()
+    cached = CachedEmbedder(spy, store=store)
+    assert cached.embed(["x"]).shape == (1, 16)
+    assert cached.embed(["x"]).shape == (1, 16)
+    assert spy.calls == [["x"]]
+
+
+def test_text_hash_is_exact_sha1() -> None:
+    assert text_hash("abc") == "a9993e364706816aba3e25717850c26c9cd0d89d"
+    assert text_hash("a b") != text_hash("a  b")
+
+
+def test_bad_maxsize_raises() -> None:
+    with pytest.raises(ConfigError):
+        CachedEmbedder(SpyEmbedder(), maxsize=-1)
