@@ -96,7 +96,7 @@ def _run(args: argparse.Namespace) -> int:
     uses_dense = names is None or "dense" in names
     embedder = None
     if uses_dense and args.embedder == "hashing":
-        from loomctx.embed.fake import HashingEmbedder
+        from loomctx.embed import HashingEmbedder
 
         embedder = HashingEmbedder()
     systems = build_systems(names, embedder=embedder)

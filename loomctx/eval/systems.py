@@ -9,8 +9,6 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
-import numpy as np
-
 from loomctx.errors import ConfigError
 from loomctx.eval.baselines import BM25Baseline, DenseBaseline, EvalSystem, RecencyBaseline
 
@@ -18,43 +16,23 @@ if TYPE_CHECKING:
     from loomctx.embed.protocol import Embedder
 
 
-class _MemoEmbedder:
-    """Memoises an embedder by text; stands in until ``loomctx.embed.CachedEmbedder`` exists."""
-
-    def __init__(self, inner: Embedder) -> None:
-        self.inner = inner
-        self.name = inner.name
-        self.dim = inner.dim
-        self._memo: dict[str, np.ndarray] = {}
-
-    def embed(self, texts: Sequence[str]) -> np.ndarray:
-        missing = list(dict.fromkeys(t for t in texts if t not in self._memo))
-        if missing:
-            self._memo.update(zip(missing, self.inner.embed(missing), strict=True))
-        if not texts:
-            return np.empty((0, self.dim), dtype=np.float32)
-        return np.stack([self._memo[t] for t in texts]).astype(np.float32, copy=False)
-
-
 def cached(embedder: Embedder) -> Embedder:
     """``embedder`` memoised by text, so turns shared by many questions are embedded once."""
-    try:
-        from loomctx.embed import CachedEmbedder  # type: ignore[attr-defined]
-    except ImportError:
-        return _MemoEmbedder(embedder)
-    return CachedEmbedder(embedder)  # type: ignore[no-any-return]
+    from loomctx.embed import CachedEmbedder
+
+    return embedder if isinstance(embedder, CachedEmbedder) else CachedEmbedder(embedder)
 
 
 def default_embedder() -> Embedder:
     """The library's default embedder (multilingual USE), memoised by text."""
-    from loomctx.embed.use import UniversalSentenceEncoder
+    from loomctx.embed import UniversalSentenceEncoder
 
     return cached(UniversalSentenceEncoder())
 
 
 def hashing_embedder() -> Embedder:
     """The fast fake embedder (for smoke runs and tests), memoised by text."""
-    from loomctx.embed.fake import HashingEmbedder
+    from loomctx.embed import HashingEmbedder
 
     return cached(HashingEmbedder())
 

@@ -90,7 +90,7 @@ def pack(
     def take(u: Unit, reason: str) -> None:
         for it in u.items:
             res.included.append(it)
-            res.reasons[it.id] = reason
+            res.reasons[it.id] = "truncated" if it.id in res.truncated else reason
         res.used[u.source] = res.used.get(u.source, 0) + u.cost
         res.spent += u.cost
 

@@ -1,47 +1,47 @@
-"""The one place where stores get their word tokenizer.
+"""The one place where stores get their search tokenizer.
 
-Both the in-memory BM25 index and the SQLite term index call :func:`tokenize`; swapping the
-tokenizer means changing the import below and ``TOKENIZER_ID``. A persistent store records the id
-it indexed with and re-indexes when the id changes, so old files never answer with a stale index.
+Both the in-memory BM25 index and the SQLite terms index call :func:`tokenize`, on stored text and
+on queries alike. It is the project's word tokenizer (:func:`loomctx.retrieval.lexical.tokenize`:
+English words, Chinese words segmented by a dictionary) plus every CJK character and CJK bigram.
+The n-grams are there because dictionary segmentation alone misses a word glued into a longer
+one: "我喜欢吃饺子" segments as ``吃饺子``, so the query "饺子" would find nothing; with the
+bigram ``饺子`` it does.
 
-The private fallback is CJK-aware without a dictionary: Latin (and other spaced-script) words are
-case-folded whole; every CJK character and every adjacent CJK pair becomes a token, so the two
-characters of "爬山" are found inside "我喜欢在周末去爬山" without word segmentation.
+A persistent store records :func:`tokenizer_id` with its index and re-indexes when it changes, so
+an upgraded tokenizer never leaves a file answering from a stale index.
 """
 
 from __future__ import annotations
 
+import hashlib
 import re
+from functools import lru_cache
 
-_CJK = (
-    "\u3040-\u30ff"  # hiragana, katakana
+from loomctx.retrieval.lexical import tokenize as _word_tokenize
+
+_CJK_RUN = re.compile(
+    "[\u3040-\u30ff"  # hiragana, katakana
     "\u3400-\u4dbf"  # CJK extension A
     "\u4e00-\u9fff"  # CJK unified ideographs
     "\uf900-\ufaff"  # CJK compatibility ideographs
-    "\U00020000-\U0002ebef"  # CJK extensions B-F
+    "\U00020000-\U0002ebef]+"  # CJK extensions B-F
 )
-_TOKEN_RE = re.compile(rf"([{_CJK}]+)|([^\W_{_CJK}]+)")
+_WORD_RE = re.compile(r"[^\W_]+")
+_PROBE = "Weekends: 我喜欢在周末去爬山, we're running 3.14 tests; カタカナ 한국어 café"
 
-TOKENIZER_ID = "loomctx.stores.cjk-bigram/1"
-"""Names the tokenizer below; a persistent index built with another id is rebuilt on open."""
+
+def cjk_grams(text: str) -> list[str]:
+    """Every CJK character and every adjacent CJK pair, in text order."""
+    grams: list[str] = []
+    for run in _CJK_RUN.findall(text):
+        grams.extend(run)
+        grams.extend(run[i : i + 2] for i in range(len(run) - 1))
+    return grams
 
 
 def tokenize(text: str) -> list[str]:
-    """Split ``text`` into search tokens: folded words, CJK characters and CJK bigrams."""
-    tokens: list[str] = []
-    for match in _TOKEN_RE.finditer(text):
-        run, word = match.group(1), match.group(2)
-        if word is not None:
-            tokens.append(word.casefold())
-            continue
-        for i, char in enumerate(run):
-            tokens.append(char)
-            if i + 1 < len(run):
-                tokens.append(run[i : i + 2])
-    return tokens
-
-
-_WORD_RE = re.compile(r"[^\W_]+")
+    """Search tokens of ``text``: the project's word tokens, then CJK characters and bigrams."""
+    return _word_tokenize(text) + cjk_grams(text)
 
 
 def words(text: str) -> list[str]:
@@ -49,4 +49,11 @@ def words(text: str) -> list[str]:
     return _WORD_RE.findall(text)
 
 
-__all__ = ["TOKENIZER_ID", "tokenize", "words"]
+@lru_cache(maxsize=1)
+def tokenizer_id() -> str:
+    """Names the tokenizer's behaviour: a digest of how it splits a fixed mixed-script probe."""
+    digest = hashlib.sha1("\x1f".join(tokenize(_PROBE)).encode("utf-8")).hexdigest()[:16]
+    return f"lexical+cjk-grams/{digest}"
+
+
+__all__ = ["cjk_grams", "tokenize", "tokenizer_id", "words"]

@@ -31,7 +31,7 @@ from loomctx.items import fingerprint
 from loomctx.stores import _records as rec
 from loomctx.stores._fts import build_query
 from loomctx.stores._sqlite_schema import connect, ensure_schema
-from loomctx.stores._text import TOKENIZER_ID, tokenize
+from loomctx.stores._text import tokenize, tokenizer_id
 from loomctx.stores.protocol import Hit, Level, MemoryRecord
 
 _COLUMNS = (
@@ -72,7 +72,7 @@ class SQLiteStore:
         self._conn: sqlite3.Connection | None = connect(target)
         try:
             ensure_schema(
-                self._conn, target=target, tokenizer_id=TOKENIZER_ID, tokenize_all=_retokenize
+                self._conn, target=target, tokenizer_id=tokenizer_id(), tokenize_all=_retokenize
             )
         except BaseException:
             self._conn.close()

@@ -6,12 +6,14 @@ character than Latin text, so they get their own ratio::
 
     count = ceil((other_chars / chars_per_token + cjk_chars / cjk_chars_per_token) * (1 + margin))
 
-Default ratios (measured on the mixed English/Chinese corpus in ``tests/tokens``): cl100k_base
-gives about 4.2 characters per token for English prose and code-free text, about 3.3 for code and
-JSON, and about 0.9 CJK characters per token for Chinese (o200k_base ~1.2, qwen3 ~1.45). The
-defaults, 3.0 and 0.6 with a 10% margin, over-estimate cl100k by roughly 55% on English and 85%
-on Chinese. Feed real ``usage.input_tokens`` back through :meth:`EstimatingCounter.calibrate` to
-tighten them for one model.
+Default ratios, measured with cl100k_base on the mixed corpus in ``tests/tokens``: English prose
+runs at about 5 characters per token, code and SQL at about 3.3, escaped JSON down to 2.6, and
+Chinese at about 0.9 CJK characters per token (o200k_base ~1.4, qwen3 ~1.6). The defaults, 2.8
+and 0.6 with a 10% margin, are chosen so that even dense JSON stays under the estimate: on that
+corpus they over-estimate cl100k by about 2.0x on English prose, 1.3x on code/JSON (1.05x at
+worst), 1.7x on Chinese and 1.6x on mixed text. That is a lot of unused budget for prose, so feed
+real ``usage.input_tokens`` back through :meth:`EstimatingCounter.calibrate` to tighten them for
+one model.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ import numpy as np
 from loomctx.errors import ConfigError
 from loomctx.tokens._text import CJK_PATTERN, count_cjk
 
-DEFAULT_CHARS_PER_TOKEN = 3.0
+DEFAULT_CHARS_PER_TOKEN = 2.8
 DEFAULT_CJK_CHARS_PER_TOKEN = 0.6
 
 

@@ -170,7 +170,8 @@ def test_kill_mid_stream_loses_no_committed_record(tmp_path: Path) -> None:
     path = tmp_path / "killed.db"
     script = tmp_path / "writer.py"
     script.write_text(_WRITER)
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    paths = [str(ROOT), os.environ.get("PYTHONPATH", "")]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in paths if p)}
     proc = subprocess.Popen(
         [sys.executable, str(script), str(path)], stdout=subprocess.PIPE, text=True, env=env
     )

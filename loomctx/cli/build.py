@@ -1,0 +1,147 @@
+"""``loomctx build``: one context window from files, with the report as a table or JSON."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from loomctx.budget.manager import BudgetManager
+from loomctx.builder import BuildOptions, BuildResult, ContextBuilder
+from loomctx.errors import ConfigError, InputError
+from loomctx.sources.history import HistorySource
+from loomctx.sources.knowledge import KnowledgeSource
+from loomctx.sources.static import SystemPromptSource, UserInputSource
+from loomctx.sources.tools import ToolSource
+
+
+def read_jsonl(path: Path) -> list[dict[str, Any]]:
+    """One JSON object per line; blank lines skipped; errors name file and line."""
+    out = []
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(f"cannot read: {exc}", where=str(path)) from exc
+    for n, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise InputError(f"malformed JSON ({exc.msg} at column {exc.colno}): "
+                             "each line must be one JSON message object",
+                             where=f"{path}:{n}") from None
+        if not isinstance(obj, dict):
+            raise InputError("each line must be a JSON object like "
+                             '{"role": "user", "content": "..."}', where=f"{path}:{n}")
+        obj.setdefault("id", f"m{n}")
+        out.append(obj)
+    return out
+
+
+def _read_text(path: Path, what: str) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(f"cannot read the {what} file: {exc}", where=str(path)) from exc
+
+
+def _read_tools(path: Path) -> list[dict[str, Any]]:
+    try:
+        data = json.loads(_read_text(path, "tools"))
+    except json.JSONDecodeError as exc:
+        raise InputError(f"malformed JSON ({exc.msg}) at line {exc.lineno}: the tools file is "
+                         "a JSON list of tool definitions", where=str(path)) from None
+    if not isinstance(data, list):
+        raise InputError("the tools file must hold a JSON list of tool definitions",
+                         where=str(path))
+    return data
+
+
+def example_dir() -> Path:
+    return Path(str(resources.files("loomctx") / "example"))
+
+
+def add_build_parser(sub: Any) -> None:
+    p = sub.add_parser("build", help="build one context window and report what went in")
+    p.add_argument("--example", action="store_true",
+                   help="use the bundled example conversation, tools and knowledge")
+    p.add_argument("--history", type=Path, help="conversation, one OpenAI message per line")
+    p.add_argument("--system", type=Path, help="file with the system prompt")
+    p.add_argument("--tools", type=Path, help="JSON list of tool definitions")
+    p.add_argument("--knowledge", type=Path, help="folder of .md/.txt files to retrieve from")
+    p.add_argument("--query", help="the current user input (default: the last user message)")
+    p.add_argument("--model", default="gpt-4o", help="target model (decides the tokenizer)")
+    p.add_argument("--fallback-encoding", help="encoding for an unknown model, e.g. cl100k_base")
+    p.add_argument("--max-tokens", type=int, help="hard cap on the rendered input context")
+    p.add_argument("--window", type=int, help="context window (with --reserve)")
+    p.add_argument("--reserve", type=float, default=0.10, help="output reserve share")
+    p.add_argument("--format", choices=("openai", "anthropic", "text", "minimal"),
+                   help="output format (default: the model's provider)")
+    p.add_argument("--report", choices=("table", "json"), default="table")
+    p.add_argument("--phase", choices=("early", "middle", "late"))
+    p.set_defaults(func=run_build)
+
+
+def builder_from_args(args: argparse.Namespace) -> tuple[ContextBuilder, str, dict[str, Any]]:
+    if args.example:
+        ex = example_dir()
+        args.history = args.history or ex / "conversation.jsonl"
+        args.system = args.system or ex / "system.txt"
+        args.tools = args.tools or ex / "tools.json"
+        args.knowledge = args.knowledge or ex / "knowledge"
+        if args.max_tokens is None and args.window is None:
+            args.max_tokens = 1500
+    if args.max_tokens is None and args.window is None:
+        raise ConfigError("no budget: pass --max-tokens N or --window N [--reserve R]")
+    if args.max_tokens is not None and args.window is not None:
+        raise ConfigError("pass either --max-tokens or --window, not both")
+    history = read_jsonl(args.history) if args.history else []
+    query = args.query
+    context: dict[str, Any] = {}
+    if query is None:
+        if not history or history[-1].get("role") != "user":
+            raise ConfigError("no --query and the history does not end with a user message: "
+                              "pass --query TEXT")
+        last = history.pop()
+        query = last.get("content") if isinstance(last.get("content"), str) else ""
+        context["input_id"] = last["id"]
+    sources: list[Any] = []
+    if args.system:
+        sources.append(SystemPromptSource(_read_text(args.system, "system prompt")))
+    sources.append(UserInputSource())
+    sources.append(HistorySource(history, origin=str(args.history or "history")))
+    if args.tools:
+        sources.append(ToolSource(_read_tools(args.tools)))
+    if args.knowledge:
+        sources.append(KnowledgeSource.from_folder(args.knowledge))
+    options = BuildOptions(model=args.model, format=args.format,
+                           fallback_encoding=args.fallback_encoding)
+    budget = None
+    if args.window is not None:
+        budget = BudgetManager(window=args.window, reserve=args.reserve)
+    return ContextBuilder(sources, options=options, budget=budget), query, context
+
+
+def run_build(args: argparse.Namespace) -> int:
+    builder, query, context = builder_from_args(args)
+    result = builder.build_sync(query, max_tokens=args.max_tokens, phase=args.phase,
+                                context=context)
+    if args.report == "json":
+        json.dump(result.to_dict(), sys.stdout, ensure_ascii=False, indent=1)
+        sys.stdout.write("\n")
+    else:
+        sys.stdout.write(_pretty(result) + "\n\n" + result.report.table() + "\n")
+    return 0
+
+
+def _pretty(result: BuildResult) -> str:
+    if result.text:
+        return result.text
+    return json.dumps(result.payload, ensure_ascii=False, indent=1)
+
+
+__all__ = ["add_build_parser", "builder_from_args", "read_jsonl", "run_build"]

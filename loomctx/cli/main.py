@@ -1,0 +1,39 @@
+"""The ``loomctx`` command: ``build`` a context window, ``eval`` evidence recall."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from loomctx.errors import LoomctxError
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="loomctx", description=__doc__)
+    sub = p.add_subparsers(dest="command", required=True)
+    from loomctx.cli.build import add_build_parser
+
+    add_build_parser(sub)
+    try:
+        from loomctx.cli.eval import add_eval_parser
+    except ImportError:  # pragma: no cover - eval is optional while it is being built
+        pass
+    else:
+        add_eval_parser(sub)
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    try:
+        return int(args.func(args) or 0)
+    except LoomctxError as exc:
+        print(f"loomctx: error: {exc}", file=sys.stderr)
+        return 2
+    except BrokenPipeError:  # pragma: no cover - e.g. piped into head
+        return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
