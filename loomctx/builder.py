@@ -22,7 +22,8 @@ from loomctx.render.protocol import Layout, Rendered, Renderer
 from loomctx.render.text import TemplateRenderer, TextRenderer
 from loomctx.report import BuildReport, SourceReport
 from loomctx.select.packer import Unit, make_units, pack
-from loomctx.select.scoring import SelectOptions, mmr_order, score
+from loomctx.retrieval.lexical import BM25Index
+from loomctx.select.scoring import SelectOptions, mmr_order, recency, score
 from loomctx.sources.protocol import ContextSource, SourceRequest
 from loomctx.tokens.chat import ChatCounter
 from loomctx.tokens.registry import ModelTokenizer, counter_for_model
@@ -205,7 +206,7 @@ class ContextBuilder:
             items = gathered[src.name][0] or []
             candidates[src.name] = items
             if src.name in self.tail_sources:
-                ordered[src.name] = self._tail_units(items, available)
+                ordered[src.name] = self._tail_units(items, available, query, now)
                 continue
             kept = []
             for it in items:
@@ -228,7 +229,9 @@ class ContextBuilder:
         t = time.perf_counter()
         result = pack(
             ordered, allocation=alloc, available=available, tail_sources=self.tail_sources,
-            truncate=lambda it, n: truncate_item(it, n, self.tokenizer.counter, self._cost),
+            # uncached cost: cut copies are new objects every build and must not pile up
+            truncate=lambda it, n: truncate_item(it, n, self.tokenizer.counter,
+                                                 self.renderer.cost),
             min_fragment=self.options.min_fragment,
         )
         reasons.update(result.reasons)
@@ -259,24 +262,43 @@ class ContextBuilder:
                           "use 'await builder.build(...)' there")
 
     # -- helpers -------------------------------------------------------------------------
-    def _tail_units(self, items: Sequence[ContextItem], available: int) -> list[Unit]:
-        """Newest-first units; stops measuring once they cannot fit any budget."""
-        units: list[Unit] = []
+    def _tail_units(self, items: Sequence[ContextItem], available: int, query: str,
+                    now: float) -> list[Unit]:
+        """Newest-first units; stops measuring once they cannot fit any budget.
+
+        Within its own share the tail is packed by position; beyond it, its units compete for
+        the leftover with a GSSC composite (relevance to the query and recency) like any other
+        candidate.
+        """
+        measured: list[ContextItem] = []
         spent = 0
         i = len(items) - 1
         while i >= 0 and spent <= available:
-            group = items[i].group
-            j = i
-            if group is not None:
-                while j > 0 and items[j - 1].group == group:
-                    j -= 1
-            chunk = items[j:i + 1]
-            for it in chunk:
-                it.scores["composite"] = 1.0 - (len(items) - 1 - it.seq) / max(1, len(items))
-            made = make_units(chunk, self._cost)
-            units.extend(reversed(made))
-            spent += sum(u.cost for u in made)
-            i = j - 1
+            it = items[i]
+            spent += self._cost(it)
+            measured.append(it)
+            i -= 1
+        if i >= 0 and items[i].group is not None:  # finish the group that straddles the cut
+            while i >= 0 and items[i].group == measured[-1].group:
+                measured.append(items[i])
+                self._cost(items[i])
+                i -= 1
+        opts = self.options.select
+        rel = [0.0] * len(measured)
+        if query.strip() and measured:
+            index = BM25Index()
+            index.add([it.content for it in measured])
+            raw = index.scores(query)
+            top = float(raw.max()) if len(raw) else 0.0
+            rel = [float(x) / top if top > 0 else 0.0 for x in raw]
+        for it, r in zip(measured, rel):
+            rec = recency(it.timestamp, now, opts.recency_tau)
+            it.scores["relevance"] = r
+            it.scores["recency"] = rec
+            it.scores["composite"] = (opts.relevance_weight * r + opts.recency_weight * rec) * (
+                0.5 + 0.5 * it.priority)
+        units = make_units(list(reversed(measured)), self._cost)
+        units.reverse()
         if i >= 0:  # the rest cannot fit: one unmeasured unit stands for them in the queue
             rest = list(items[: i + 1])
             units.append(Unit(rest, items[0].source, available + 1, 0.0, int(items[0].tier)))
@@ -344,7 +366,9 @@ class ContextBuilder:
                 lay.evidence.append(it)
         lay.tools.sort(key=lambda i: i.seq)
         lay.history.sort(key=lambda i: i.seq)
-        lay.evidence.sort(key=lambda i: -i.scores.get("composite", 0.0))
+        # Retrieved evidence: best first; custom components keep their insertion order.
+        lay.evidence.sort(key=lambda i: (i.kind == "custom", 0.0 if i.kind == "custom"
+                                         else -i.scores.get("composite", 0.0), i.seq))
         return lay
 
     def _render_within(self, included: list[ContextItem], total: int,
@@ -400,10 +424,17 @@ class ContextBuilder:
                 used[it.source] = used.get(it.source, 0) + (shown.tokens or 0)
                 counts[it.source] = counts.get(it.source, 0) + 1
             sc = shown.scores.get("composite")
+            reason = reasons.get(it.id, "budget")
+            if not inc and live is not None:
+                reason = "duplicate"  # the same id is in the context through another source
             rows.append((it.id, it.source, it.kind, int(it.tier), inc,
-                         reasons.get(it.id, "budget"), shown.tokens, sc,
+                         reason, shown.tokens, sc,
                          position.get(it.id) if inc else None,
                          "summary:history" if it.id in summarized else None))
+        failed = reasons.get("summary:history", "")
+        if summary is None and failed.startswith("summary failed"):  # say so, never silently
+            rows.append(("summary:history", "summary", "state", 3, False, failed, None, None,
+                         None, None))
         sources = [
             SourceReport(name=s.name, allocated=alloc.share(s.name), used=used.get(s.name, 0),
                          candidates=len(candidates.get(s.name, [])),

@@ -14,12 +14,12 @@ from loomctx.builder import BuildOptions, BuildResult, ContextBuilder
 from loomctx.errors import ConfigError, InputError
 from loomctx.sources.history import HistorySource
 from loomctx.sources.knowledge import KnowledgeSource
+from loomctx.sources.messages import validate_history
 from loomctx.sources.static import SystemPromptSource, UserInputSource
 from loomctx.sources.tools import ToolSource
 
 
-def read_jsonl(path: Path) -> list[dict[str, Any]]:
-    """One JSON object per line; blank lines skipped; errors name file and line."""
+def _read_numbered(path: Path) -> list[tuple[int, dict[str, Any]]]:
     out = []
     try:
         lines = path.read_text(encoding="utf-8").splitlines()
@@ -38,8 +38,24 @@ def read_jsonl(path: Path) -> list[dict[str, Any]]:
             raise InputError("each line must be a JSON object like "
                              '{"role": "user", "content": "..."}', where=f"{path}:{n}")
         obj.setdefault("id", f"m{n}")
-        out.append(obj)
+        out.append((n, obj))
     return out
+
+
+def read_jsonl(path: Path) -> list[dict[str, Any]]:
+    """One JSON object per line; blank lines skipped; errors name file and line."""
+    return [obj for _, obj in _read_numbered(path)]
+
+
+def _read_history(path: Path) -> list[dict[str, Any]]:
+    """Messages checked line by line, so an error names the file line (blank lines count)."""
+    numbered = _read_numbered(path)
+    open_calls: dict[str, str] = {}
+    seen: set[str] = set()
+    for n, obj in numbered:
+        validate_history([obj], origin=str(path), start=n - 1, open_calls=open_calls,
+                         seen_ids=seen)
+    return [obj for _, obj in numbered]
 
 
 def _read_text(path: Path, what: str) -> str:
@@ -99,7 +115,7 @@ def builder_from_args(args: argparse.Namespace) -> tuple[ContextBuilder, str, di
         raise ConfigError("no budget: pass --max-tokens N or --window N [--reserve R]")
     if args.max_tokens is not None and args.window is not None:
         raise ConfigError("pass either --max-tokens or --window, not both")
-    history = read_jsonl(args.history) if args.history else []
+    history = _read_history(args.history) if args.history else []
     query = args.query
     context: dict[str, Any] = {}
     if query is None:
@@ -111,7 +127,8 @@ def builder_from_args(args: argparse.Namespace) -> tuple[ContextBuilder, str, di
         context["input_id"] = last["id"]
     sources: list[Any] = []
     if args.system:
-        sources.append(SystemPromptSource(_read_text(args.system, "system prompt")))
+        # a file's trailing newline is not part of the prompt
+        sources.append(SystemPromptSource(_read_text(args.system, "system prompt").strip()))
     sources.append(UserInputSource())
     sources.append(HistorySource(history, origin=str(args.history or "history")))
     if args.tools:

@@ -15,7 +15,7 @@ from loomctx.items import ContextItem
 from loomctx.retrieval.lexical import tokenize
 from loomctx.tokens.protocol import TokenCounter
 
-_SENTENCE = re.compile(r"(?<=[.!?。！？])\s+|\n+")
+_SENTENCE = re.compile(r"(?<=[.!?。！？])\s+|[\n\r\v\f\x1c-\x1e\x85\u2028\u2029]+")
 _SIGNAL = re.compile(
     r"\d|remember|decid|prefer|always|never|must|deadline|agreed|记住|决定|喜欢|必须|不要",
     re.IGNORECASE)
@@ -41,10 +41,12 @@ class ExtractiveSummarizer:
         self, items: Sequence[ContextItem], max_tokens: int, counter: TokenCounter
     ) -> str:
         sentences: list[tuple[int, str, str]] = []
+        seen: set[str] = set()
         for pos, it in enumerate(items):
             for s in _SENTENCE.split(it.content):
                 s = s.strip()
-                if len(s) > 3:
+                if len(s) > 3 and s not in seen:  # a repeated line says nothing new
+                    seen.add(s)
                     sentences.append((pos, it.role or it.source, s))
         if not sentences:
             return ""

@@ -116,7 +116,7 @@ def content_terms(text: str, k: int) -> list[str]:
 
 
 def normalize_scores(x: np.ndarray) -> np.ndarray:
-    """Scale scores into [0, 1] by dividing by the maximum; all-zero (or empty) input stays zero."""
+    """Divide by the maximum so the best is 1; zeros stay zero, and a max <= 0 gives all zeros."""
     arr = np.asarray(x, dtype=np.float32)
     top = float(arr.max()) if arr.size else 0.0
     if top <= 0.0 or not math.isfinite(top):

@@ -87,12 +87,20 @@ def pack(
     res = PackResult()
     queues = {s: list(units) for s, units in ordered.items()}
 
+    included_ids: set[str] = set()
+
     def take(u: Unit, reason: str) -> None:
+        cost = u.cost
         for it in u.items:
+            if it.id in included_ids:  # the same memory reached us twice (e.g. tail + recall)
+                res.reasons.setdefault(f"{it.source}\0{it.id}", "duplicate")
+                cost -= it.tokens or 0
+                continue
+            included_ids.add(it.id)
             res.included.append(it)
             res.reasons[it.id] = "truncated" if it.id in res.truncated else reason
-        res.used[u.source] = res.used.get(u.source, 0) + u.cost
-        res.spent += u.cost
+        res.used[u.source] = res.used.get(u.source, 0) + cost
+        res.spent += cost
 
     # 1 + 2: pinned, then P1, out of every queue.
     pinned_cost = sum(u.cost for q in queues.values() for u in q if u.pinned)
@@ -157,7 +165,7 @@ def pack(
             if cut is not None:
                 originals, copy = cut
                 res.truncated.update(originals)
-                take(copy, "truncated")
+                take(copy, "selected")
                 q.pop(0)
             if s in tail_sources:
                 stopped.add(s)

@@ -26,19 +26,24 @@ class HistorySource:
         self._items: list[ContextItem] = []
         self._open_calls: dict[str, str] = {}
         self._ids: set[str] = set()
+        self._next_seq = 0
         self.extend(messages)
 
-    def extend(self, messages: Sequence[Mapping[str, Any]]) -> None:
-        """Append messages (validated together with what came before)."""
+    def extend(self, messages: Sequence[Mapping[str, Any]]) -> list[ContextItem]:
+        """Append messages (validated together with what came before); return the new items."""
         if not messages:
-            return
+            return []
         # Validate on copies of the state so a bad batch leaves the source unchanged.
         open_calls, ids = dict(self._open_calls), set(self._ids)
-        checked = validate_history(messages, origin=self._origin, start=len(self._items),
+        checked = validate_history(messages, origin=self._origin, start=self._next_seq,
                                    open_calls=open_calls, seen_ids=ids)
         self._open_calls, self._ids = open_calls, ids
+        new = []
         for msg in checked:
-            self._items.append(self._item(msg, len(self._items)))
+            new.append(self._item(msg, self._next_seq))
+            self._next_seq += 1
+        self._items.extend(new)
+        return new
 
     def append(self, message: Mapping[str, Any]) -> ContextItem:
         self.extend([message])
@@ -51,6 +56,18 @@ class HistorySource:
             role=msg["role"], tier=Tier.P3, priority=0.5, timestamp=msg.get("timestamp"),
             group=msg.get("group"), message=pm, seq=seq,
         )
+
+    def evict_oldest(self) -> list[ContextItem]:
+        """Remove and return the oldest unit (a message, or a tool call with its results)."""
+        if not self._items:
+            return []
+        group = self._items[0].group
+        n = 1
+        if group is not None:
+            while n < len(self._items) and self._items[n].group == group:
+                n += 1
+        out, self._items = self._items[:n], self._items[n:]
+        return out
 
     @property
     def items(self) -> Sequence[ContextItem]:

@@ -9,7 +9,8 @@ Two indexes answer one query, because the ``trigram`` tokenizer cannot see terms
 three characters (most Chinese words are two):
 
 - the *terms* index (unicode61 over :func:`~loomctx.stores._text.tokenize` output: words, CJK
-  characters and CJK bigrams) gets every query token, short ones included;
+  characters and CJK bigrams) gets every query token
+  (:func:`~loomctx.stores._text.query_tokens`), short ones included;
 - the *trigram* index (substrings of the raw text) gets each written word or CJK run of three or
   more characters as a phrase, which rewards exact phrases and finds words inside longer words
   (``embed`` in ``embeddings``).
@@ -19,7 +20,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from loomctx.stores._text import tokenize, words
+from loomctx.stores._text import query_tokens, words
 
 MAX_TERMS = 64
 """Query terms kept per index; longer queries are cut (bm25 over 64 ORed terms is plenty)."""
@@ -49,7 +50,7 @@ class FtsQuery:
 
 def build_query(text: str) -> FtsQuery:
     """Turn free text into quoted, ORed MATCH expressions for both indexes."""
-    tokens = _unique(tokenize(text))
+    tokens = _unique(query_tokens(text))
     phrases = _unique([w.casefold() for w in words(text) if len(w) >= TRIGRAM_MIN])
     return FtsQuery(
         terms=" OR ".join(quote(t) for t in tokens) or None,

@@ -56,6 +56,19 @@ def check_id(record_id: object) -> str:
     return record_id
 
 
+def id_list(ids: object) -> list[str]:
+    """The ids of a get/delete/set_level call, once each; a bare str is a caller mistake."""
+    if isinstance(ids, (str, bytes)):
+        raise ConfigError(f"pass a list of ids, not the single string {ids!r}: use [{ids!r}]")
+    return list(dict.fromkeys(ids))  # type: ignore[call-overload]
+
+
+def check_query(query: object) -> str:
+    if not isinstance(query, str):
+        raise ConfigError(f"search query must be a str, got {query!r}")
+    return clean_text(query)
+
+
 def to_json(value: Any, what: str, record_id: str) -> str:
     try:
         return json.dumps(value, allow_nan=False, ensure_ascii=True)
@@ -200,7 +213,9 @@ __all__ = [
     "check_level",
     "check_limit",
     "check_model",
+    "check_query",
     "clean_text",
+    "id_list",
     "prepare_put",
     "query_vector",
     "to_json",

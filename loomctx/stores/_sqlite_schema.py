@@ -4,6 +4,9 @@ Kept apart from :mod:`loomctx.stores.sqlite` so the on-disk format is readable i
 version lives in ``PRAGMA user_version``: 0 is a new file, a higher version than
 ``SCHEMA_VERSION`` was written by a newer loomctx and is refused rather than misread.
 
+New files use 16 KiB pages: a 512-d float32 vector is a 2 KB row, and a 4 KiB page holds only one
+of them (half the file would be empty space); a 16 KiB page holds seven.
+
 The two FTS5 tables are *external content* tables over ``records`` (no second copy of the text),
 kept in step by triggers, so a write to ``records`` and to its indexes is one transaction.
 """
@@ -65,7 +68,7 @@ CREATE TABLE vectors (
     id TEXT PRIMARY KEY,
     dim INTEGER NOT NULL,
     vec BLOB NOT NULL
-) WITHOUT ROWID;
+);
 CREATE TABLE embedding_cache (
     model TEXT NOT NULL,
     hash TEXT NOT NULL,
@@ -92,6 +95,7 @@ def connect(target: str) -> sqlite3.Connection:
     except sqlite3.Error as exc:
         raise StoreError(f"cannot open SQLite store at {target!r}: {exc}") from exc
     try:
+        conn.execute("PRAGMA page_size = 16384")  # no effect on an existing file
         conn.execute("PRAGMA busy_timeout = 10000")
         conn.execute("PRAGMA journal_mode = WAL")
         conn.execute("PRAGMA synchronous = NORMAL")

@@ -30,18 +30,28 @@ _WORD_RE = re.compile(r"[^\W_]+")
 _PROBE = "Weekends: 我喜欢在周末去爬山, we're running 3.14 tests; カタカナ 한국어 café"
 
 
-def cjk_grams(text: str) -> list[str]:
-    """Every CJK character and every adjacent CJK pair, in text order."""
+def cjk_grams(text: str, *, unigrams: bool = True) -> list[str]:
+    """Every CJK character (unless ``unigrams`` is False) and every adjacent CJK pair.
+
+    A run of one character always yields that character, so it stays searchable.
+    """
     grams: list[str] = []
     for run in _CJK_RUN.findall(text):
-        grams.extend(run)
+        if unigrams or len(run) == 1:
+            grams.extend(run)
         grams.extend(run[i : i + 2] for i in range(len(run) - 1))
     return grams
 
 
 def tokenize(text: str) -> list[str]:
-    """Search tokens of ``text``: the project's word tokens, then CJK characters and bigrams."""
+    """Index tokens of stored text: the project's word tokens, then CJK characters and bigrams."""
     return _word_tokenize(text) + cjk_grams(text)
+
+
+def query_tokens(text: str) -> list[str]:
+    """Tokens of a query: like :func:`tokenize` but without the single characters of longer CJK
+    runs, which would match most Chinese records and only add noise to the ranking."""
+    return _word_tokenize(text) + cjk_grams(text, unigrams=False)
 
 
 def words(text: str) -> list[str]:
@@ -56,4 +66,4 @@ def tokenizer_id() -> str:
     return f"lexical+cjk-grams/{digest}"
 
 
-__all__ = ["cjk_grams", "tokenize", "tokenizer_id", "words"]
+__all__ = ["cjk_grams", "query_tokens", "tokenize", "tokenizer_id", "words"]

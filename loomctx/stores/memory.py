@@ -19,7 +19,7 @@ import numpy as np
 
 from loomctx.errors import StoreError
 from loomctx.stores import _records as rec
-from loomctx.stores._text import tokenize
+from loomctx.stores._text import query_tokens, tokenize
 from loomctx.stores.protocol import Hit, Level, MemoryRecord
 
 _K1 = 1.2
@@ -67,7 +67,7 @@ class InMemoryStore:
         """Delete the records with these ids (and their vectors); return how many existed."""
         with self._lock:
             self._check_open()
-            removed = sum(self._remove(i) for i in set(ids))
+            removed = sum(self._remove(i) for i in rec.id_list(ids))
             self._matrix = None
             return removed
 
@@ -76,7 +76,7 @@ class InMemoryStore:
         rec.check_level(level)
         with self._lock:
             self._check_open()
-            for record_id in ids:
+            for record_id in rec.id_list(ids):
                 if record_id in self._records:
                     self._records[record_id] = replace(self._records[record_id], level=level)
 
@@ -98,12 +98,7 @@ class InMemoryStore:
         """The stored records for ``ids``, in the order asked, missing ids skipped."""
         with self._lock:
             self._check_open()
-            out, seen = [], set()
-            for record_id in ids:
-                if record_id in self._records and record_id not in seen:
-                    seen.add(record_id)
-                    out.append(_copy(self._records[record_id]))
-            return out
+            return [_copy(self._records[i]) for i in rec.id_list(ids) if i in self._records]
 
     def scan(
         self, *, session: str | None = None, level: Level | None = None, agent: str | None = None
@@ -129,7 +124,7 @@ class InMemoryStore:
         """BM25 (k1=1.2, b=0.75) over query tokens; records sharing no token are not returned."""
         rec.check_limit(limit)
         rec.check_level(level, optional=True)
-        terms = set(tokenize(rec.clean_text(query)))
+        terms = set(query_tokens(rec.check_query(query)))
         with self._lock:
             self._check_open()
             n = len(self._records)

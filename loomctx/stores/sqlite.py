@@ -21,7 +21,6 @@ import sqlite3
 import threading
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -32,6 +31,7 @@ from loomctx.stores import _records as rec
 from loomctx.stores._fts import build_query
 from loomctx.stores._sqlite_schema import connect, ensure_schema
 from loomctx.stores._text import tokenize, tokenizer_id
+from loomctx.stores._vector_index import VectorIndex
 from loomctx.stores.protocol import Hit, Level, MemoryRecord
 
 _COLUMNS = (
@@ -40,19 +40,6 @@ _COLUMNS = (
 )
 _CHUNK = 500
 _PAGE = 1000
-_LEVEL_CODES = {"L1": 0, "L2": 1, "L3": 2, "L4": 3}
-
-
-@dataclass
-class _Vectors:
-    """Every stored vector as one matrix, with filter columns as integer codes."""
-
-    ids: list[str]
-    matrix: np.ndarray
-    sessions: np.ndarray
-    session_codes: dict[str | None, int]
-    levels: np.ndarray
-    data_version: int
 
 
 class SQLiteStore:
@@ -68,7 +55,7 @@ class SQLiteStore:
             raise ConfigError(f"path must be a file path or None (in memory), got {path!r}")
         self.path = target
         self._lock = threading.RLock()
-        self._vectors: _Vectors | None = None
+        self._vectors: VectorIndex | None = None
         self._conn: sqlite3.Connection | None = connect(target)
         try:
             ensure_schema(
@@ -137,7 +124,7 @@ class SQLiteStore:
 
     def delete(self, ids: Iterable[str]) -> int:
         """Delete these records and their vectors; return how many existed."""
-        keys = [(i,) for i in dict.fromkeys(ids)]
+        keys = [(i,) for i in rec.id_list(ids)]
         with self._write() as conn:
             removed = conn.executemany("DELETE FROM records WHERE id = ?", keys).rowcount
             conn.executemany("DELETE FROM vectors WHERE id = ?", keys)
@@ -146,7 +133,7 @@ class SQLiteStore:
     def set_level(self, ids: Iterable[str], level: Level) -> None:
         """Move existing records to ``level``; unknown ids are ignored."""
         rec.check_level(level)
-        keys = [(level, i) for i in ids]
+        keys = [(level, i) for i in rec.id_list(ids)]
         with self._write() as conn:
             conn.executemany("UPDATE records SET level = ? WHERE id = ?", keys)
 
@@ -154,7 +141,7 @@ class SQLiteStore:
 
     def get(self, ids: Iterable[str]) -> list[MemoryRecord]:
         """The stored records for ``ids``, in the order asked, missing ids skipped."""
-        wanted = list(dict.fromkeys(ids))
+        wanted = rec.id_list(ids)
         with self._read() as conn:
             found = _fetch(conn, wanted)
         return [found[i] for i in wanted if i in found]
@@ -196,23 +183,26 @@ class SQLiteStore:
         """Sum of FTS5 bm25 over the terms and trigram indexes (see :mod:`loomctx.stores._fts`)."""
         rec.check_limit(limit)
         rec.check_level(level, optional=True)
-        fts = build_query(rec.clean_text(query))
+        fts = build_query(rec.check_query(query))
         where, args = _filters(session=session, level=level)
-        scores: dict[str, float] = {}
+        scores: dict[int, float] = {}
         with self._read() as conn:
             for table, expr in (("records_terms", fts.terms), ("records_trigram", fts.trigram)):
                 if expr is None or not limit:
                     continue
+                # The join costs as much as the ranking itself: only filters pay for it.
+                join = f"CROSS JOIN records r ON r.pk = {table}.rowid" if where else ""
                 sql = (
-                    f"SELECT r.id, bm25({table}) FROM {table} CROSS JOIN records r "
-                    f"ON r.pk = {table}.rowid WHERE {table} MATCH ? "
-                    f"{''.join(' AND ' + w for w in where)} ORDER BY 2 LIMIT ?"
+                    f"SELECT {table}.rowid, bm25({table}) FROM {table} {join} "
+                    f"WHERE {table} MATCH ? {''.join(' AND ' + w for w in where)} "
+                    "ORDER BY 2 LIMIT ?"
                 )
-                for record_id, score in conn.execute(sql, [expr, *args, max(4 * limit, 100)]):
-                    scores[record_id] = scores.get(record_id, 0.0) - score
-            best = rec.top(scores.items(), limit)
-            found = _fetch(conn, [i for i, _ in best])
-        return [Hit(found[i], s) for i, s in best]
+                for pk, score in conn.execute(sql, [expr, *args, max(4 * limit, 100)]):
+                    scores[pk] = scores.get(pk, 0.0) - score
+            found = _fetch(conn, list(scores), key="pk")
+        best = rec.top(((r.id, scores[pk]) for pk, r in found.items()), limit)
+        by_id = {r.id: r for r in found.values()}
+        return [Hit(by_id[i], s) for i, s in best]
 
     def search_vector(
         self, vector: np.ndarray, *, limit: int = 20, session: str | None = None,
@@ -222,42 +212,19 @@ class SQLiteStore:
         rec.check_limit(limit)
         rec.check_level(level, optional=True)
         with self._read() as conn:
-            cache = self._vector_cache(conn)
-            dim = cache.matrix.shape[1] if cache.ids else None
-            query = rec.query_vector(vector, dim)
-            if not cache.ids or not limit:
+            index = self._vector_index(conn)
+            query = rec.query_vector(vector, index.dim)
+            if not index.ids or not limit:
                 return []
-            mask = np.ones(len(cache.ids), dtype=bool)
-            if session is not None:
-                mask &= cache.sessions == cache.session_codes.get(session, -1)
-            if level is not None:
-                mask &= cache.levels == _LEVEL_CODES[level]
-            rows = np.flatnonzero(mask)
-            scores = (cache.matrix @ query)[rows]
-            k = min(limit, len(rows))
-            if k == 0:
-                return []
-            chosen = np.argpartition(-scores, k - 1)[:k] if k < len(rows) else range(len(rows))
-            pairs = [(cache.ids[rows[j]], float(scores[j])) for j in chosen]
-            best = rec.top(pairs, limit)
+            best = rec.top(index.search(query, limit, session, level), limit)
             found = _fetch(conn, [i for i, _ in best])
         return [Hit(found[i], s) for i, s in best if i in found]
 
-    def _vector_cache(self, conn: sqlite3.Connection) -> _Vectors:
+    def _vector_index(self, conn: sqlite3.Connection) -> VectorIndex:
+        """The cached index, reloaded when this or another connection changed the data."""
         version = conn.execute("PRAGMA data_version").fetchone()[0]
-        if self._vectors is not None and self._vectors.data_version == version:
-            return self._vectors
-        rows = conn.execute(
-            "SELECT v.id, v.dim, v.vec, r.session, r.level FROM vectors v "
-            "JOIN records r ON r.id = v.id ORDER BY r.pk"
-        ).fetchall()
-        dim = rows[0][1] if rows else 0
-        matrix = np.frombuffer(b"".join(r[2] for r in rows), dtype=np.float32)
-        matrix = matrix.reshape(len(rows), dim)
-        codes: dict[str | None, int] = {}
-        sessions = np.fromiter((codes.setdefault(r[3], len(codes)) for r in rows), np.int32)
-        levels = np.fromiter((_LEVEL_CODES[r[4]] for r in rows), np.int8)
-        self._vectors = _Vectors([r[0] for r in rows], matrix, sessions, codes, levels, version)
+        if self._vectors is None or self._vectors.data_version != version:
+            self._vectors = VectorIndex.load(conn, version)
         return self._vectors
 
     # -- embedding cache ------------------------------------------------------------------------
@@ -330,13 +297,15 @@ def _to_record(row: tuple[Any, ...]) -> MemoryRecord:
     )
 
 
-def _fetch(conn: sqlite3.Connection, ids: list[str]) -> dict[str, MemoryRecord]:
-    out: dict[str, MemoryRecord] = {}
-    for start in range(0, len(ids), _CHUNK):
-        chunk = ids[start : start + _CHUNK]
+def _fetch(conn: sqlite3.Connection, keys: list[Any], key: str = "id") -> dict[Any, MemoryRecord]:
+    """Records by ``id`` (or by ``pk``), as a dict keyed the same way."""
+    out: dict[Any, MemoryRecord] = {}
+    for start in range(0, len(keys), _CHUNK):
+        chunk = keys[start : start + _CHUNK]
         marks = ", ".join("?" * len(chunk))
-        for row in conn.execute(f"SELECT {_COLUMNS} FROM records WHERE id IN ({marks})", chunk):
-            out[row[0]] = _to_record(row)
+        sql = f"SELECT {_COLUMNS}, {key} FROM records WHERE {key} IN ({marks})"
+        for row in conn.execute(sql, chunk):
+            out[row[-1]] = _to_record(row)
     return out
 
 

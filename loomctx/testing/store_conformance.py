@@ -77,6 +77,9 @@ class StoreConformance:
         store.put([rec("a"), rec("b"), rec("c")])
         assert [r.id for r in store.get(["c", "nope", "a"])] == ["c", "a"]
         assert store.get([]) == []
+        assert [r.id for r in store.get(["a", "a"])] == ["a"]
+        with pytest.raises(ConfigError, match="list of ids"):
+            store.get("a")
 
     def test_returned_dicts_are_copies(self, store: MemoryStore) -> None:
         meta = {"k": [1]}

@@ -41,21 +41,13 @@ class CachedCounter:
         if isinstance(inner, CachedCounter):
             inner = inner.inner
         self.inner: TokenCounter = inner
+        self.name: str = inner.name
+        self.exact: bool = inner.exact
         self.maxsize = maxsize
         self.hits = 0
         self.misses = 0
         self._lru: OrderedDict[str | tuple[int, bytes], int] = OrderedDict()
         self._lock = threading.Lock()
-
-    @property
-    def name(self) -> str:
-        """The inner counter's name."""
-        return self.inner.name
-
-    @property
-    def exact(self) -> bool:
-        """The inner counter's exactness."""
-        return self.inner.exact
 
     def __repr__(self) -> str:
         return f"CachedCounter({self.inner!r}, maxsize={self.maxsize})"

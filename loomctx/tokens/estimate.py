@@ -21,7 +21,6 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from typing import ClassVar
 
 import numpy as np
 
@@ -32,9 +31,14 @@ DEFAULT_CHARS_PER_TOKEN = 2.8
 DEFAULT_CJK_CHARS_PER_TOKEN = 0.6
 
 
-@dataclass(frozen=True, kw_only=True)
+@dataclass(kw_only=True)
 class EstimatingCounter:
-    """Estimates tokens from character counts; ``exact`` is False and counts err high."""
+    """Estimates tokens from character counts; ``exact`` is False and counts err high.
+
+    A keyword-only dataclass validated on construction; treat it as immutable (``calibrate``
+    returns a new one). It is not frozen only because :class:`TokenCounter` declares ``name`` and
+    ``exact`` as plain attributes, which a frozen field does not satisfy for a type checker.
+    """
 
     name: str = "estimate"
     """Shown in reports, e.g. ``"estimate:claude"``."""
@@ -44,8 +48,8 @@ class EstimatingCounter:
     """CJK characters per token (Han, kana, Hangul, full-width forms)."""
     margin: float = 0.1
     """Safety margin multiplied in after the ratios: 0.1 means +10%."""
-    exact: ClassVar[bool] = False
-    _rate: tuple[float, float] = field(init=False, repr=False, compare=False)
+    exact: bool = field(default=False, init=False)
+    """Always False: an estimate, never the model's own count."""
 
     def __post_init__(self) -> None:
         for label, value in (
@@ -60,13 +64,10 @@ class EstimatingCounter:
             )
         if not self.name:
             raise ConfigError(f"name must be a non-empty string, got {self.name!r}")
-        scale = 1.0 + self.margin
-        object.__setattr__(
-            self, "_rate", (scale / self.chars_per_token, scale / self.cjk_chars_per_token)
-        )
 
     def _tokens(self, other: int, cjk: int) -> int:
-        raw = other * self._rate[0] + cjk * self._rate[1]
+        scale = 1.0 + self.margin
+        raw = (other / self.chars_per_token + cjk / self.cjk_chars_per_token) * scale
         # round() first so float noise such as 3.0000000000000004 does not add a token
         return math.ceil(round(raw, 9))
 

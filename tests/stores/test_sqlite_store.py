@@ -209,3 +209,18 @@ def test_bad_input(records: list[MemoryRecord], vectors: object, match: str) -> 
         with pytest.raises(ConfigError, match=match):
             store.put(records, vectors)  # type: ignore[arg-type]
         assert store.count() == 0
+
+
+def test_narrow_vector_filter_matches_full_scoring() -> None:
+    rng = np.random.default_rng(3)
+    vectors = rng.standard_normal((40, 8))
+    records = [rec(f"r{i:02d}", session="rare" if i % 13 == 0 else "common") for i in range(40)]
+    query = rng.standard_normal(8)
+    with SQLiteStore() as store:
+        store.put(records, vectors)
+        hits = store.search_vector(query, session="rare")
+    unit_rows = vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+    cosines = unit_rows @ (query / np.linalg.norm(query))
+    expected = sorted((i for i in range(40) if i % 13 == 0), key=lambda i: -cosines[i])
+    assert [h.record.id for h in hits] == [f"r{i:02d}" for i in expected]
+    assert [h.score for h in hits] == pytest.approx([cosines[i] for i in expected], abs=1e-5)

@@ -101,8 +101,11 @@ def test_clear_and_bad_maxsize() -> None:
 
 
 @settings(max_examples=100, deadline=None)
-@given(batches=st.lists(st.lists(st.sampled_from(["a", "bb", "ccc", "z" * 300, ""]), max_size=8),
-                        max_size=6))
+@given(
+    batches=st.lists(
+        st.lists(st.sampled_from(["a", "bb", "ccc", "z" * 300, ""]), max_size=8), max_size=6
+    )
+)
 def test_an_unchanged_item_is_never_counted_twice(batches: list[list[str]]) -> None:
     inner = _Recording()
     cache = CachedCounter(inner)

@@ -80,8 +80,13 @@ def test_calibration_recovers_known_ratios() -> None:
     chars_per_token, cjk_per_token = 3.7, 0.8
     samples = []
     for text in CORPUS:
-        cjk = sum(1 for ch in text if "\u4e00" <= ch <= "\u9fff" or "\u3000" <= ch <= "\u303f"
-                  or "\uff00" <= ch <= "\uffef")
+        cjk = sum(
+            1
+            for ch in text
+            if "\u4e00" <= ch <= "\u9fff"
+            or "\u3000" <= ch <= "\u303f"
+            or "\uff00" <= ch <= "\uffef"
+        )
         tokens = (len(text) - cjk) / chars_per_token + cjk / cjk_per_token
         samples.append((text, round(tokens)))
     fitted = EstimatingCounter(margin=0.2).calibrate(samples)
@@ -115,8 +120,13 @@ def test_calibration_rejects_bad_samples() -> None:
 
 @pytest.mark.parametrize(
     "kwargs",
-    [{"chars_per_token": 0}, {"cjk_chars_per_token": -1.0}, {"margin": -0.1},
-     {"chars_per_token": math.inf}, {"name": ""}],
+    [
+        {"chars_per_token": 0},
+        {"cjk_chars_per_token": -1.0},
+        {"margin": -0.1},
+        {"chars_per_token": math.inf},
+        {"name": ""},
+    ],
 )
 def test_bad_options_are_config_errors(kwargs: dict[str, object]) -> None:
     with pytest.raises(ConfigError):
@@ -124,9 +134,10 @@ def test_bad_options_are_config_errors(kwargs: dict[str, object]) -> None:
 
 
 @settings(max_examples=200, deadline=None)
-@given(text=st.text(alphabet=st.sampled_from(list("ab 中文，。x😀")) | st.characters(),
-                    max_size=200),
-       max_tokens=st.integers(min_value=0, max_value=80))
+@given(
+    text=st.text(alphabet=st.sampled_from(list("ab 中文，。x😀")) | st.characters(), max_size=200),
+    max_tokens=st.integers(min_value=0, max_value=80),
+)
 def test_truncate_properties(text: str, max_tokens: int) -> None:
     est = EstimatingCounter(name="estimate:claude")
     cut = est.truncate(text, max_tokens)

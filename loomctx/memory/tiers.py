@@ -1,0 +1,138 @@
+"""Memory tiers L1 → L2 → L3 → L4 over one :class:`MemoryStore`, with no silent loss.
+
+- L1: the session's recent window, bounded in tokens; what the history source shows.
+- L2: session-important: evicted L1 units whose importance > ``promote_threshold`` (0.6).
+- L3: agent-level aggregates (session summaries written when a session ends).
+- L4: everything else, persistent and searchable.
+
+Every message is written to the store when it is added (level L1) and only changes level later:
+eviction from L1 moves it to L2 or L4, L2 overflow and TTL expiry move it to L4. Nothing is
+deleted, so every message stays retrievable by id and by search.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from loomctx.embed.protocol import Embedder
+from loomctx.errors import ConfigError
+from loomctx.items import ContextItem
+from loomctx.memory.importance import HeuristicImportance, ImportanceScorer
+from loomctx.sources.history import HistorySource
+from loomctx.stores.protocol import MemoryRecord, MemoryStore
+from loomctx.tokens.protocol import TokenCounter
+
+
+@dataclass(frozen=True, kw_only=True)
+class MemoryOptions:
+    """Sizes and thresholds of the tiers."""
+
+    l1_max_tokens: int = 2000
+    """Tokens the L1 recent window holds before the oldest units are evicted."""
+    promote_threshold: float = 0.6
+    """Importance above which an evicted unit goes to L2 instead of L4."""
+    l2_max_items: int = 200
+    """L2 capacity; the least important overflow goes to L4."""
+    l2_ttl: float | None = None
+    """Seconds an L2 item stays before it moves to L4 (None: no expiry)."""
+
+    def __post_init__(self) -> None:
+        if self.l1_max_tokens < 1:
+            raise ConfigError(f"l1_max_tokens must be >= 1, got {self.l1_max_tokens!r}")
+        if not 0 <= self.promote_threshold <= 1:
+            raise ConfigError(f"promote_threshold must be in [0, 1], got "
+                              f"{self.promote_threshold!r}")
+        if self.l2_max_items < 0:
+            raise ConfigError(f"l2_max_items must be >= 0, got {self.l2_max_items!r}")
+        if self.l2_ttl is not None and self.l2_ttl <= 0:
+            raise ConfigError(f"l2_ttl must be > 0 seconds or None, got {self.l2_ttl!r}")
+
+
+class TieredMemory:
+    """One session's view of the tiers; the store is shared with other sessions and agents."""
+
+    def __init__(
+        self, store: MemoryStore, embedder: Embedder, counter: TokenCounter, *, session: str,
+        agent: str, options: MemoryOptions | None = None,
+        importance: ImportanceScorer | None = None,
+    ) -> None:
+        self.store = store
+        self.embedder = embedder
+        self.counter = counter
+        self.session = session
+        self.agent = agent
+        self.options = options or MemoryOptions()
+        self.importance = importance or HeuristicImportance()
+        self.l1 = HistorySource(name="L1_recent", origin=f"session {session}")
+        self._l1_tokens = 0
+        self._l2: dict[str, tuple[float, float]] = {}  # id -> (importance, moved_at)
+
+    def add(self, messages: Sequence[Mapping[str, Any]], *, now: float) -> list[str]:
+        """Validate, store (L1) and window the messages; returns their ids."""
+        new = self.l1.extend(messages)
+        if not new:
+            return []
+        vectors = self.embedder.embed([it.content for it in new])
+        records = [self._record(it, now) for it in new]
+        try:
+            self.store.put(records, vectors)
+        except Exception:
+            # Keep the window consistent with the store: undo the append, then re-raise.
+            for _ in new:
+                self.l1._items.pop()
+            raise
+        self._l1_tokens += sum(self.counter.count(it.content) for it in new)
+        self._evict(now)
+        return [it.id for it in new]
+
+    def _record(self, it: ContextItem, now: float) -> MemoryRecord:
+        return MemoryRecord(
+            id=it.id, content=it.content, level="L1", role=it.role,
+            timestamp=it.timestamp if it.timestamp is not None else now, session=self.session,
+            agent=self.agent, group=it.group, seq=it.seq, message=it.message,
+        )
+
+    def _evict(self, now: float) -> None:
+        opts = self.options
+        while self._l1_tokens > opts.l1_max_tokens and len(self.l1) > 1:
+            unit = self.l1.evict_oldest()
+            self._l1_tokens -= sum(self.counter.count(it.content) for it in unit)
+            score = max(self.importance.score(it.content, role=it.role) for it in unit)
+            level = "L2" if score > opts.promote_threshold else "L4"
+            ids = [it.id for it in unit]
+            self.store.set_level(ids, level)
+            if level == "L2":
+                for i in ids:
+                    self._l2[i] = (score, now)
+        self._expire(now)
+
+    def _expire(self, now: float) -> None:
+        opts = self.options
+        out: list[str] = []
+        if opts.l2_ttl is not None:
+            out += [i for i, (_, t) in self._l2.items() if now - t > opts.l2_ttl]
+        overflow = len(self._l2) - len(out) - opts.l2_max_items
+        if overflow > 0:
+            rest = sorted((v[0], v[1], i) for i, v in self._l2.items() if i not in out)
+            out += [i for _, _, i in rest[:overflow]]
+        if out:
+            self.store.set_level(out, "L4")
+            for i in out:
+                self._l2.pop(i, None)
+
+    @property
+    def l2_ids(self) -> list[str]:
+        return list(self._l2)
+
+    def recent_texts(self, n: int) -> list[str]:
+        return [it.content for it in self.l1.items[-n:]]
+
+    def query_vector(self, text: str) -> np.ndarray:
+        return self.embedder.embed([text])[0]
+
+
+__all__ = ["MemoryOptions", "TieredMemory"]

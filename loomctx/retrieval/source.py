@@ -1,0 +1,132 @@
+"""Memory sources for the builder: L2 important memories and unified retrieval (L4 + knowledge).
+
+Unified retrieval (the seed's passive channel, run before every LLM call): rewrite the query from
+the recent turns, recall lexically and densely from the store and from each knowledge base in
+parallel, rerank everything with one :class:`UnifiedReranker`, and hand the builder ranked
+evidence items that keep the ids they were stored with.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+
+from loomctx.errors import ConfigError
+from loomctx.items import ContextItem, Tier
+from loomctx.memory.tiers import TieredMemory
+from loomctx.retrieval.reranker import Candidate, UnifiedReranker
+from loomctx.retrieval.rewriter import QueryRewriter
+from loomctx.sources.knowledge import KnowledgeSource
+from loomctx.sources.protocol import SourceRequest
+from loomctx.stores.protocol import Hit
+
+
+class L2ImportantSource:
+    """The session's L2 (important) memories, as evidence ranked by relevance and importance."""
+
+    def __init__(self, memory: TieredMemory, *, name: str = "L2_important") -> None:
+        self.name = name
+        self.memory = memory
+
+    async def collect(self, request: SourceRequest) -> Sequence[ContextItem]:
+        ids = self.memory.l2_ids
+        if not ids:
+            return []
+        records = await asyncio.to_thread(self.memory.store.get, ids)
+        importance = {i: v[0] for i, v in self.memory._l2.items()}
+        return [
+            ContextItem(id=r.id, source=self.name, content=r.content, kind="evidence",
+                        role=r.role, tier=Tier.P2, priority=importance.get(r.id, 0.6),
+                        timestamp=r.timestamp, seq=r.seq,
+                        metadata={"origin": "memory:L2", "level": r.level})
+            for r in records
+        ]
+
+
+class UnifiedRetrievalSource:
+    """Hybrid recall (lexical + dense) from memory and knowledge, one reranker."""
+
+    def __init__(
+        self, memory: TieredMemory, knowledge: Sequence[KnowledgeSource] = (), *,
+        name: str = "L4_semantic", recall_limit: int = 20, rewriter: QueryRewriter | None = None,
+        reranker: UnifiedReranker | None = None, scope: str = "session",
+    ) -> None:
+        if recall_limit < 1:
+            raise ConfigError(f"recall_limit must be >= 1, got {recall_limit!r}")
+        if scope not in ("session", "global"):
+            raise ConfigError(f"scope must be 'session' or 'global', got {scope!r}")
+        self.name = name
+        self.memory = memory
+        self.knowledge = list(knowledge)
+        self.recall_limit = recall_limit
+        self.rewriter = rewriter or QueryRewriter()
+        self.reranker = reranker or UnifiedReranker()
+        self.scope = scope
+
+    async def collect(self, request: SourceRequest) -> Sequence[ContextItem]:
+        if not request.query.strip():
+            return []
+        query = self.rewriter.rewrite(request.query, self.memory.recent_texts(
+            self.rewriter.last_n))
+        store = self.memory.store
+        session = self.memory.session if self.scope == "session" else None
+        limit = self.recall_limit
+        qvec = self.memory.query_vector(query)
+        lexical, dense, *kb = await asyncio.gather(
+            asyncio.to_thread(store.search_lexical, query, limit=limit, session=session),
+            asyncio.to_thread(store.search_vector, qvec, limit=limit, session=session),
+            *(k.collect(request) for k in self.knowledge),
+        )
+        cands: dict[str, Candidate] = {}
+        for kind, hits in (("lexical", lexical), ("dense", dense)):
+            self._add_hits(cands, kind, hits)
+        for source_items in kb:
+            for rank, it in enumerate(source_items):
+                c = cands.setdefault(it.id, Candidate(id=it.id, content=it.content,
+                                                      origin=f"knowledge:{it.source}",
+                                                      payload=it))
+                c.ranks["lexical"] = rank
+        if not cands:
+            return []
+        missing = [c for c in cands.values() if c.vector == 0.0]
+        if missing:
+            vecs = self.memory.embedder.embed([c.content for c in missing])
+            for c, v in zip(missing, vecs):
+                c.vector = float(v @ qvec)
+        counter = request.counter
+        for c in cands.values():
+            c.tokens = counter.count(c.content)
+        ranked = self.reranker.rerank(query, list(cands.values()))
+        return [self._item(c) for c in ranked]
+
+    def _add_hits(self, cands: dict[str, Candidate], kind: str, hits: list[Hit]) -> None:
+        rank = 0
+        for h in hits:
+            r = h.record
+            c = cands.get(r.id)
+            if c is None:
+                c = cands[r.id] = Candidate(id=r.id, content=r.content,
+                                            origin=f"memory:{r.level}", payload=r)
+            c.ranks[kind] = rank
+            if kind == "dense":
+                c.vector = h.score
+            rank += 1
+            if rank >= self.recall_limit:
+                break
+
+    def _item(self, c: Candidate) -> ContextItem:
+        if isinstance(c.payload, ContextItem):
+            it = c.payload
+            return ContextItem(id=it.id, source=self.name, content=it.content, kind="evidence",
+                               tier=Tier.P2, seq=it.seq, scores={"bm25": c.score, **c.signals},
+                               metadata={**it.metadata, "origin": c.origin})
+        r = c.payload
+        return ContextItem(
+            id=r.id, source=self.name, content=r.content, kind="evidence", role=r.role,
+            tier=Tier.P2, timestamp=r.timestamp, seq=r.seq,
+            scores={"bm25": c.score, **c.signals},
+            metadata={"origin": c.origin, "level": r.level, "session": r.session},
+        )
+
+
+__all__ = ["L2ImportantSource", "UnifiedRetrievalSource"]

@@ -1,0 +1,171 @@
+"""``Session``: the everyday entry point — add messages, build a context for each LLM call.
+
+A session owns its memory tiers (L1 window, L2 important, L4 archive in the store) and its
+builder. ``add_message`` writes through to the store; ``build`` runs the whole pipeline with the
+recent window, important memories, unified retrieval, and any system prompt, tools, skills and
+knowledge the session was given. Lifecycle: ACTIVE → PAUSED → ACTIVE … → ENDED.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from enum import Enum
+from typing import Any
+
+from loomctx.budget.manager import BudgetManager
+from loomctx.builder import BuildOptions, BuildResult, ContextBuilder
+from loomctx.compress.summarize import ExtractiveSummarizer
+from loomctx.embed.cache import CachedEmbedder
+from loomctx.embed.protocol import Embedder
+from loomctx.errors import ConfigError
+from loomctx.memory.importance import ImportanceScorer
+from loomctx.memory.tiers import MemoryOptions, TieredMemory
+from loomctx.retrieval.source import L2ImportantSource, UnifiedRetrievalSource
+from loomctx.sources.knowledge import KnowledgeSource
+from loomctx.sources.skills import Skill, SkillSource
+from loomctx.sources.static import SystemPromptSource, UserInputSource
+from loomctx.sources.tools import ToolSource
+from loomctx.stores.memory import InMemoryStore
+from loomctx.stores.protocol import MemoryRecord, MemoryStore
+
+
+class SessionState(str, Enum):
+    ACTIVE = "active"
+    PAUSED = "paused"
+    ENDED = "ended"
+
+
+def default_embedder() -> Embedder:
+    """The offline default: multilingual Universal Sentence Encoder (ships in its package)."""
+    from loomctx.embed.use import UniversalSentenceEncoder
+
+    return UniversalSentenceEncoder()
+
+
+class Session:
+    """A conversation with tiered memory and a context builder."""
+
+    def __init__(
+        self, id: str | None = None, *, agent: str = "agent", store: MemoryStore | None = None,
+        embedder: Embedder | None = None, model: str = "gpt-4o", system_prompt: str = "",
+        tools: Sequence[Mapping[str, Any]] = (), skills: Sequence[Skill] = (),
+        knowledge: Sequence[KnowledgeSource] = (), memory: MemoryOptions | None = None,
+        options: BuildOptions | None = None, budget: BudgetManager | None = None,
+        importance: ImportanceScorer | None = None, clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.id = id or uuid.uuid4().hex[:12]
+        self.agent = agent
+        self.state = SessionState.ACTIVE
+        self.clock = clock
+        self.store = store if store is not None else InMemoryStore()
+        inner = embedder if embedder is not None else default_embedder()
+        self.embedder = inner if isinstance(inner, CachedEmbedder) else CachedEmbedder(
+            inner, store=self.store)
+        opts = options or BuildOptions(model=model)
+        if options is not None and model != "gpt-4o" and options.model != model:
+            raise ConfigError(f"model={model!r} disagrees with options.model={options.model!r}")
+        sources: list[Any] = [SystemPromptSource(system_prompt), UserInputSource()]
+        # The builder resolves the tokenizer; memory counts with the same one.
+        probe = ContextBuilder(sources, options=opts, budget=budget)
+        self.memory = TieredMemory(self.store, self.embedder, probe.tokenizer.counter,
+                                   session=self.id, agent=agent, options=memory,
+                                   importance=importance)
+        sources += [self.memory.l1, L2ImportantSource(self.memory),
+                    UnifiedRetrievalSource(self.memory, knowledge)]
+        if tools:
+            sources.append(ToolSource(tools))
+        if skills:
+            sources.append(SkillSource(skills))
+        self.builder = ContextBuilder(sources, options=opts, budget=budget)
+
+    # -- writing ---------------------------------------------------------------------------
+    def _check_active(self) -> None:
+        if self.state is not SessionState.ACTIVE:
+            raise ConfigError(f"session {self.id!r} is {self.state.value}: resume() it first"
+                              if self.state is SessionState.PAUSED else
+                              f"session {self.id!r} has ended: start a new Session")
+
+    def add_message(
+        self, role: str, content: Any = None, *, id: str | None = None,
+        timestamp: float | str | None = None, tool_calls: Sequence[Mapping[str, Any]] | None
+        = None, tool_call_id: str | None = None, name: str | None = None,
+    ) -> str:
+        """Add one message (OpenAI fields); returns its id (given or generated)."""
+        msg: dict[str, Any] = {"role": role, "content": content}
+        for key, value in (("id", id), ("timestamp", timestamp), ("tool_calls", tool_calls),
+                           ("tool_call_id", tool_call_id), ("name", name)):
+            if value is not None:
+                msg[key] = list(value) if key == "tool_calls" else value
+        return self.add_messages([msg])[0]
+
+    def add_messages(self, messages: Sequence[Mapping[str, Any]]) -> list[str]:
+        """Add many messages at once (one store transaction, one embedding batch)."""
+        self._check_active()
+        prepared = []
+        for m in messages:
+            m = dict(m)
+            m.setdefault("id", f"{self.id}:{uuid.uuid4().hex[:10]}")
+            prepared.append(m)
+        return self.memory.add(prepared, now=self.clock())
+
+    # -- building --------------------------------------------------------------------------
+    async def build(self, query: str = "", *, max_tokens: int | None = None,
+                    phase: str | None = None, now: float | None = None) -> BuildResult:
+        """Build the context for the next LLM call (see :class:`ContextBuilder`)."""
+        if self.state is SessionState.ENDED:
+            raise ConfigError(f"session {self.id!r} has ended: start a new Session")
+        return await self.builder.build(query, max_tokens=max_tokens, phase=phase,
+                                        now=self.clock() if now is None else now)
+
+    def build_sync(self, query: str = "", **kwargs: Any) -> BuildResult:
+        """The same as :meth:`build` for synchronous code."""
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return asyncio.run(self.build(query, **kwargs))
+        raise ConfigError("build_sync() was called inside a running event loop: "
+                          "use 'await session.build(...)' there")
+
+    # -- lifecycle -------------------------------------------------------------------------
+    def pause(self) -> None:
+        self._check_active()
+        self.state = SessionState.PAUSED
+
+    def resume(self) -> None:
+        if self.state is SessionState.ENDED:
+            raise ConfigError(f"session {self.id!r} has ended: start a new Session")
+        self.state = SessionState.ACTIVE
+
+    def end(self, *, summary_tokens: int = 300) -> str | None:
+        """End the session: write an L3 summary for the agent, move L1/L2 to L4. Returns the
+        summary record id (None for an empty session)."""
+        if self.state is SessionState.ENDED:
+            return None
+        items = list(self.memory.l1.items)
+        records = list(self.store.scan(session=self.id))
+        self.state = SessionState.ENDED
+        if not records:
+            return None
+        from loomctx.items import ContextItem
+
+        as_items = [ContextItem(id=r.id, source="memory", content=r.content, role=r.role)
+                    for r in records]
+        text = asyncio.run(ExtractiveSummarizer().summarize(
+            as_items, summary_tokens, self.memory.counter)) if as_items else ""
+        self.store.set_level([r.id for r in records if r.level in ("L1", "L2")], "L4")
+        self.memory.l1.extend([])
+        del items
+        if not text:
+            return None
+        sid = f"{self.id}:summary"
+        self.store.put([MemoryRecord(id=sid, content=text, level="L3", session=self.id,
+                                     agent=self.agent, timestamp=self.clock(),
+                                     importance=1.0, metadata={"kind": "session_summary"})],
+                       self.embedder.embed([text]))
+        return sid
+
+
+__all__ = ["Session", "SessionState", "default_embedder"]

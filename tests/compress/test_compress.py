@@ -1,0 +1,108 @@
+"""Compression: truncation with a marker, section-priority cuts, the extractive summarizer."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from loomctx.compress.summarize import ExtractiveSummarizer, Summarizer
+from loomctx.compress.truncate import MARKER, truncate_item, truncate_sections
+from loomctx.items import ContextItem
+from loomctx.tokens.registry import counter_for_model
+
+COUNTER = counter_for_model("gpt-4o").counter
+LOG = "\n".join(f"2024-05-0{i % 8 + 1} scan SHP-{40000 + i} Lyon cross-dock 海关扣留"
+                for i in range(200))
+
+
+def cost(it: ContextItem) -> int:
+    return COUNTER.count(it.content) + 4
+
+
+@settings(max_examples=60, deadline=None, derandomize=True)
+@given(target=st.integers(0, 3000), start=st.integers(0, 5000))
+def test_truncated_item_fits_its_target_and_keeps_a_prefix(target: int, start: int) -> None:
+    text = LOG[start:]
+    it = ContextItem(id="log", source="L1_recent", content=text, kind="message", role="tool",
+                     message={"role": "tool", "tool_call_id": "c1", "content": text})
+    cut = truncate_item(it, target, COUNTER, cost)
+    if cut is None:
+        assert target < 40 or not text  # nothing useful fits only for tiny targets
+        return
+    assert cut.tokens == cost(cut) <= target
+    head, marker = cut.content.split("\n…[truncated: ")
+    assert text.startswith(head)
+    assert marker.endswith("full text id=log]")
+    assert cut.message == {"role": "tool", "tool_call_id": "c1", "content": cut.content}
+    assert cut.metadata["truncated_from"] == COUNTER.count(text)
+    assert it.content == text  # the original is untouched
+    assert f"of {COUNTER.count(text)} tokens shown" in cut.content
+
+
+def test_truncate_item_refuses_list_content() -> None:
+    msg = {"role": "user", "content": [{"type": "text", "text": LOG}]}
+    it = ContextItem(id="u", source="h", content=LOG, kind="message", role="user", message=msg)
+    assert truncate_item(it, 200, COUNTER, cost) is None
+
+
+def test_marker_names_shown_and_total_tokens() -> None:
+    it = ContextItem(id="doc#3", source="k", content=LOG, kind="evidence")
+    cut = truncate_item(it, 100, COUNTER, cost)
+    assert cut is not None
+    shown = COUNTER.count(cut.content.split("\n…[truncated")[0])
+    assert MARKER.format(shown=shown, total=COUNTER.count(LOG), id="doc#3") in cut.content
+
+
+SECTIONED = ("[Role & Policies]\nYou are Atlas. Never invent tracking numbers.\n\n"
+             "[Task]\nWhat is the refund policy?\n\n"
+             "[Evidence]\n" + "Refunds are issued within 30 days. " * 40 + "\n\n"
+             "[Context]\n" + LOG + "\n")
+
+
+@pytest.mark.parametrize("limit", [40, 120, 400, 900, 5000])
+def test_truncate_sections_fits_and_cuts_context_first(limit: int) -> None:
+    out = truncate_sections(SECTIONED, limit, COUNTER)
+    assert COUNTER.count(out) <= limit
+    if COUNTER.count(SECTIONED) <= limit:
+        assert out == SECTIONED
+        return
+    if limit >= 120:  # the role and the task survive while anything else can give way
+        assert "You are Atlas" in out and "What is the refund policy?" in out
+        assert "[Context]" not in out or "…[section truncated]" in out
+    if limit == 900:
+        assert "Refunds are issued" in out  # evidence outranks context
+
+
+def test_extractive_summary_prefers_decisions_and_never_repeats() -> None:
+    items = [
+        ContextItem(id=f"m{i}", source="L1_recent", content=text, kind="message", role=role)
+        for i, (role, text) in enumerate([
+            ("user", "hello there. how are you today?"),
+            ("assistant", "Fine, thanks for asking."),
+            ("user", "We decided to move all Hamburg pickups to Tuesdays. Remember that."),
+            ("tool", "scan SHP-1 arrived\nscan SHP-1 arrived\nscan SHP-1 arrived"),
+        ])
+    ]
+    s = ExtractiveSummarizer()
+    assert isinstance(s, Summarizer)
+    text = asyncio.run(s.summarize(items, 40, COUNTER))
+    assert COUNTER.count(text) <= 40
+    assert "- user: We decided to move all Hamburg pickups to Tuesdays." in text
+    lines = text.splitlines()
+    assert len(lines) == len(set(lines))
+    assert asyncio.run(s.summarize([], 100, COUNTER)) == ""
+
+
+@settings(max_examples=60, deadline=None, derandomize=True)
+@given(texts=st.lists(st.text(min_size=0, max_size=300), max_size=8),
+       budget=st.integers(0, 200))
+def test_extractive_summary_respects_its_budget(texts: list[str], budget: int) -> None:
+    items = [ContextItem(id=f"m{i}", source="h", content=t, kind="message", role="user")
+             for i, t in enumerate(texts)]
+    text = asyncio.run(ExtractiveSummarizer().summarize(items, budget, COUNTER))
+    assert COUNTER.count(text) <= budget
+    for line in text.splitlines():
+        assert line.startswith("- user: ")

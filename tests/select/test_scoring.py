@@ -1,0 +1,101 @@
+"""Scoring: recency decay, per-source normalised relevance, composite, MMR, option checks."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from loomctx.errors import ConfigError
+from loomctx.items import ContextItem
+from loomctx.select.scoring import SelectOptions, mmr_order, recency, score
+
+NOW = 1_000_000.0
+
+
+def ev(iid: str, text: str, *, source: str = "RAG", priority: float = 0.5,
+       timestamp: float | None = None, kind: str = "evidence") -> ContextItem:
+    return ContextItem(id=iid, source=source, content=text, kind=kind,  # type: ignore[arg-type]
+                       priority=priority, timestamp=timestamp)
+
+
+def test_recency_is_exponential_decay() -> None:
+    assert recency(None, NOW, 3600) == 1.0
+    assert recency(NOW + 50, NOW, 3600) == 1.0  # future timestamps are not boosted past 1
+    assert recency(NOW - 3600, NOW, 3600) == pytest.approx(math.exp(-1))
+    assert recency(NOW - 7200, NOW, 3600) == pytest.approx(math.exp(-2))
+
+
+@settings(max_examples=60, deadline=None, derandomize=True)
+@given(a=st.floats(0, 1e7), b=st.floats(0, 1e7), tau=st.floats(1, 1e6))
+def test_recency_is_monotone_and_bounded(a: float, b: float, tau: float) -> None:
+    ra, rb = recency(NOW - a, NOW, tau), recency(NOW - b, NOW, tau)
+    assert 0.0 <= ra <= 1.0
+    if a <= b:
+        assert ra >= rb
+
+
+def test_relevance_is_normalised_per_source_and_composite_weighted() -> None:
+    items = [
+        ev("a", "refund policy for customs hold delays"),
+        ev("b", "the Hamburg depot opens at six"),
+        ev("c", "refund requests within 30 days", source="other"),
+        ev("d", "pickup windows for Milano", source="other"),
+    ]
+    opts = SelectOptions()
+    score(items, "refund customs hold", NOW, opts)
+    assert items[0].scores["relevance"] == 1.0
+    assert items[2].scores["relevance"] == 1.0  # each source's best scores 1
+    assert items[1].scores["relevance"] == 0.0
+    assert items[3].scores["relevance"] == 0.0
+    for it in items:
+        expected = (0.7 * it.scores["relevance"] + 0.3 * it.scores["recency"]) * (
+            0.5 + 0.5 * it.priority)
+        assert it.scores["composite"] == pytest.approx(expected)
+
+
+def test_precomputed_bm25_is_used_and_history_is_not_scored() -> None:
+    a, b = ev("a", "x"), ev("b", "y")
+    a.scores["bm25"], b.scores["bm25"] = 4.0, 1.0
+    msg = ev("m", "refund", kind="message")
+    score([a, b, msg], "unrelated words", NOW, SelectOptions())
+    assert a.scores["relevance"] == 1.0 and b.scores["relevance"] == 0.25
+    assert msg.scores == {}
+
+
+def test_without_a_query_relevance_is_the_item_priority() -> None:
+    items = [ev("a", "anything", priority=0.9), ev("b", "else", priority=0.2)]
+    score(items, "   ", NOW, SelectOptions())
+    assert [it.scores["relevance"] for it in items] == [0.9, 0.2]
+    assert items[0].scores["composite"] > items[1].scores["composite"]
+
+
+def test_older_items_score_lower_when_equally_relevant() -> None:
+    items = [ev("new", "refund policy", timestamp=NOW - 10),
+             ev("old", "refund policy", timestamp=NOW - 36_000)]
+    score(items, "refund", NOW, SelectOptions())
+    assert items[0].scores["composite"] > items[1].scores["composite"]
+
+
+def test_mmr_demotes_near_duplicates() -> None:
+    items = [ev("a", "refund policy customs hold"), ev("a2", "refund policy customs hold"),
+             ev("b", "Hamburg pickup Tuesday")]
+    for it, c in zip(items, (0.9, 0.85, 0.6), strict=True):
+        it.scores["composite"] = c
+    terms = {it.id: frozenset(it.content.lower().split()) for it in items}
+    assert [i.id for i in mmr_order(items, 1.0, terms)] == ["a", "a2", "b"]
+    assert [i.id for i in mmr_order(items, 0.5, terms)] == ["a", "b", "a2"]
+    assert sorted(i.id for i in mmr_order(items, 0.5, terms)) == ["a", "a2", "b"]
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [{"relevance_weight": 1.5}, {"recency_weight": -0.1}, {"min_relevance": 2.0},
+     {"mmr_lambda": -1.0}, {"recency_tau": 0.0}],
+)
+def test_select_options_are_validated(kwargs: dict) -> None:
+    with pytest.raises(ConfigError) as info:
+        SelectOptions(**kwargs)
+    assert repr(next(iter(kwargs.values()))) in str(info.value)
