@@ -26,6 +26,7 @@ RESULTS = HERE / "results"
 
 _QUICK_ARGS: dict[str, list[str]] = {
     "bench_store.py": ["--records", "20000"],
+    "bench_tokens.py": ["--mb", "2", "--reps", "3"],
 }
 """Small settings for scripts that have no ``--quick`` flag."""
 

@@ -1,1 +1,131 @@
-"""loomctx."""
+"""loomctx: build the context window for every LLM call an agent makes.
+
+One exact token budget over every source (system prompt, input, history, tools, skills, memory,
+knowledge), the Gather → Select → Compress → Structure pipeline, tiered memory, and a report of
+every candidate item: in or out, why, its tokens and score.
+"""
+
+from loomctx.assembler import ComponentPriority, ContextAssembler
+from loomctx.budget.manager import (
+    DEFAULT_RATIOS,
+    AdaptiveBudgetManager,
+    Allocation,
+    BudgetManager,
+    Limit,
+)
+from loomctx.builder import BuildOptions, BuildResult, ContextBuilder
+from loomctx.compress.summarize import ExtractiveSummarizer, Summarizer
+from loomctx.embed import CachedEmbedder, Embedder, HashingEmbedder, UniversalSentenceEncoder
+from loomctx.errors import (
+    BudgetError,
+    ConfigError,
+    InputError,
+    LoomctxError,
+    MissingDependencyError,
+    SourceError,
+    StoreError,
+    SummaryError,
+)
+from loomctx.items import ContextItem, Tier
+from loomctx.memory.importance import HeuristicImportance, ImportanceScorer
+from loomctx.memory.tiers import MemoryOptions, TieredMemory
+from loomctx.render.protocol import Layout, Rendered, Renderer
+from loomctx.report import BuildReport, ItemReport, SourceReport
+from loomctx.retrieval.reranker import RerankWeights, UnifiedReranker
+from loomctx.retrieval.rewriter import QueryRewriter
+from loomctx.retrieval.source import L2ImportantSource, UnifiedRetrievalSource
+from loomctx.select.scoring import SelectOptions
+from loomctx.session import Session, SessionState
+from loomctx.sources.agent_output import AgentOutput, AgentOutputSource
+from loomctx.sources.history import HistorySource
+from loomctx.sources.knowledge import Document, KnowledgeSource
+from loomctx.sources.protocol import ContextSource, SourceRequest
+from loomctx.sources.skills import Skill, SkillSource
+from loomctx.sources.static import SystemPromptSource, UserInputSource
+from loomctx.sources.tools import ToolSource
+from loomctx.stores import Hit, InMemoryStore, MemoryRecord, MemoryStore, SQLiteStore
+from loomctx.tokens import (
+    BPECounter,
+    CachedCounter,
+    ChatCounter,
+    EstimatingCounter,
+    HFTokenizerCounter,
+    ModelTokenizer,
+    TokenCounter,
+    counter_for_model,
+)
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "AdaptiveBudgetManager",
+    "AgentOutput",
+    "AgentOutputSource",
+    "Allocation",
+    "BPECounter",
+    "BudgetError",
+    "BudgetManager",
+    "BuildOptions",
+    "BuildReport",
+    "BuildResult",
+    "CachedCounter",
+    "CachedEmbedder",
+    "ChatCounter",
+    "ComponentPriority",
+    "ConfigError",
+    "ContextAssembler",
+    "ContextBuilder",
+    "ContextItem",
+    "ContextSource",
+    "DEFAULT_RATIOS",
+    "Document",
+    "Embedder",
+    "EstimatingCounter",
+    "ExtractiveSummarizer",
+    "HFTokenizerCounter",
+    "HashingEmbedder",
+    "HeuristicImportance",
+    "HistorySource",
+    "Hit",
+    "ImportanceScorer",
+    "InMemoryStore",
+    "InputError",
+    "ItemReport",
+    "KnowledgeSource",
+    "L2ImportantSource",
+    "Layout",
+    "Limit",
+    "LoomctxError",
+    "MemoryOptions",
+    "MemoryRecord",
+    "MemoryStore",
+    "MissingDependencyError",
+    "ModelTokenizer",
+    "QueryRewriter",
+    "Rendered",
+    "Renderer",
+    "RerankWeights",
+    "SQLiteStore",
+    "SelectOptions",
+    "Session",
+    "SessionState",
+    "Skill",
+    "SkillSource",
+    "SourceError",
+    "SourceReport",
+    "SourceRequest",
+    "StoreError",
+    "Summarizer",
+    "SummaryError",
+    "SystemPromptSource",
+    "Tier",
+    "TieredMemory",
+    "TokenCounter",
+    "ToolSource",
+    "UnifiedReranker",
+    "UnifiedRetrievalSource",
+    "UniversalSentenceEncoder",
+    "UserInputSource",
+    "__version__",
+    "counter_for_model",
+]

@@ -85,8 +85,8 @@ def _run(args: argparse.Namespace) -> int:
     budgets = _budgets(args.budgets)
     if args.limit is not None and args.limit <= 0:
         raise ConfigError(f"--limit {args.limit!r} must be a positive number of questions")
-    if args.pad_tokens <= 0:
-        raise ConfigError(f"--pad-tokens {args.pad_tokens!r} must be positive")
+    if args.pad_tokens < 0:
+        raise ConfigError(f"--pad-tokens {args.pad_tokens!r} must be >= 0 (0: no padding)")
     path = Path(args.data)
     if not path.is_file():
         raise ConfigError(f"--data {str(path)!r} is not a readable file")

@@ -124,6 +124,7 @@ class RecencyBaseline:
     name = "recency"
 
     def prepare(self, history: tuple[Turn, ...]) -> None:
+        """Measure the turns once, outside the timed builds."""
         turn_token_counts(history)
 
     def run(self, q: EvalQuestion, budget: int) -> EvalOutput:
@@ -147,6 +148,7 @@ class BM25Baseline:
         return index
 
     def prepare(self, history: tuple[Turn, ...]) -> None:
+        """Measure the turns once, outside the timed builds."""
         turn_token_counts(history)
         if history:
             self._indexes.get(history, self._index)
@@ -178,6 +180,7 @@ class DenseBaseline:
         return np.asarray(self.embedder.embed([turn.content for turn in history]), dtype=np.float32)
 
     def prepare(self, history: tuple[Turn, ...]) -> None:
+        """Measure the turns once, outside the timed builds."""
         turn_token_counts(history)
         if history:
             self._matrices.get(history, self._matrix)

@@ -16,7 +16,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from loomctx.errors import InputError
+from loomctx.errors import ConfigError, InputError
 from loomctx.eval.generic import load_generic
 from loomctx.eval.metric import count_tokens
 from loomctx.eval.records import EvalQuestion, Turn, parse_timestamp
@@ -34,6 +34,7 @@ _SESSION_KEY = re.compile(r"session_(\d+)")
 _LOCOMO_DATE = "%I:%M %p on %d %B, %Y"
 _QA_FIELDS = ("question", "evidence", "category")
 _HOTPOT_KEYS = ("question_id", "question_text", "contexts")
+_PARAGRAPH_KEYS = ("id", "title", "paragraph_text")
 
 
 def _read_json(path: str | Path) -> Any:
@@ -154,6 +155,11 @@ def _hotpot_records(path: str | Path) -> list[dict[str, Any]]:
                 raise InputError(
                     f"not a HotpotQA record: missing {missing or ['contexts']}", where=where
                 )
+            for number, para in enumerate(record["contexts"]):
+                if not isinstance(para, dict) or not all(k in para for k in _PARAGRAPH_KEYS):
+                    raise InputError(
+                        f"contexts[{number}] needs the keys {list(_PARAGRAPH_KEYS)}", where=where
+                    )
             records.append(record)
     return records
 
@@ -167,6 +173,8 @@ def load_hotpotqa(
     seed until adding one more would pass ``pad_tokens`` cl100k tokens; the pool is then shuffled
     (same seed) so that neither position nor recency gives the gold paragraphs away.
     """
+    if not isinstance(pad_tokens, int) or pad_tokens < 0:
+        raise ConfigError(f"pad_tokens must be an int >= 0, got {pad_tokens!r}; 16000 is usual")
     records = _hotpot_records(path)
     per_record: list[list[Turn]] = []
     for record in records:

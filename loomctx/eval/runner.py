@@ -2,7 +2,8 @@
 
 Questions are consumed as a stream, one at a time, every system and budget on each, so a large
 generic JSONL file is never held whole in memory. Latency is the wall time of ``run`` only
-(scoring is excluded); the first question of a conversation also pays for indexing it.
+(scoring is excluded). A system's optional ``prepare(history)`` (ingesting a conversation) is
+called once per new history outside the builds and reported apart, as indexing time.
 """
 
 from __future__ import annotations
@@ -19,8 +20,8 @@ import numpy as np
 
 from loomctx.errors import ConfigError
 from loomctx.eval.baselines import EvalSystem
-from loomctx.eval.metric import ENCODING, score_build
-from loomctx.eval.records import EvalQuestion
+from loomctx.eval.metric import ENCODING, count_tokens, score_build
+from loomctx.eval.records import EvalQuestion, Turn
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,6 +37,9 @@ class EvalResult:
     build_ms_p95: float
     over_budget: int
     tokens_mean: float
+    index_ms_p50: float = 0.0
+    index_ms_p95: float = 0.0
+    histories: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,7 +75,7 @@ class EvalReport:
         """A readable text table: recall per budget and category, then latency per budget."""
         n_all = self.get(self.systems[0], self.budgets[0]).n if self.results else 0
         cat_width = max(len(c) for c in self.categories)
-        col = max(9, *(len(s) + 1 for s in self.systems))
+        col = max(9, *(len(s) + 2 for s in self.systems))
         head = f"{'budget':>7}  {'category':<{cat_width}}  {'n':>5}" + "".join(
             f"{s:>{col}}" for s in self.systems
         )
@@ -87,7 +91,7 @@ class EvalReport:
                 )
                 lines.append(f"{budget:>7}  {category:<{cat_width}}  {rows[0].n:>5}{cells}")
         lines += ["", "build latency, ms (p50 / p95)"]
-        lat_col = max(17, col)
+        lat_col = max(20, col)
         lines.append(f"{'budget':>7}" + "".join(f"{s:>{lat_col}}" for s in self.systems))
         for budget in self.budgets:
             cells = ""
@@ -95,6 +99,16 @@ class EvalReport:
                 r = self.get(system, budget)
                 cells += f"{f'{r.build_ms_p50:.2f} / {r.build_ms_p95:.2f}':>{lat_col}}"
             lines.append(f"{budget:>7}{cells}")
+        indexed = [self.get(s, self.budgets[0]) for s in self.systems]
+        if any(r.histories for r in indexed):
+            lines += ["", "history indexing (prepare), ms (p50 / p95); - = no prepare step"]
+            spans = [
+                f"{r.index_ms_p50:.2f} / {r.index_ms_p95:.2f}" if r.histories else "-"
+                for r in indexed
+            ]
+            cells = "".join(f"{span:>{lat_col}}" for span in spans)
+            histories = max(r.histories for r in indexed)
+            lines.append(f"{'':>7}{cells}  ({histories} histories)")
         if any(r.over_budget for r in self.results):
             lines += ["", "!k: k builds were over budget (scored 0)"]
         return "\n".join(lines)
@@ -132,12 +146,21 @@ def evaluate(
     tokens: dict[tuple[str, int, str], list[int]] = defaultdict(list)
     over: dict[tuple[str, int, str], int] = defaultdict(int)
     categories: dict[str, None] = {}
-    texts_of: tuple[Any, dict[str, str]] = ((), {})
+    index_ms: dict[str, list[float]] = {name: [] for name in names}
+    count_tokens("")  # load the tokenizer before anything is timed
+    current: tuple[Turn, ...] | None = None
+    texts: dict[str, str] = {}
     done = 0
     for q in islice(questions, limit):
-        if texts_of[0] is not q.history:
-            texts_of = (q.history, {turn.id: turn.content for turn in q.history})
-        gold = [(gold_id, texts_of[1][gold_id]) for gold_id in q.gold]
+        if current is not q.history:
+            current, texts = q.history, {turn.id: turn.content for turn in q.history}
+            for system in systems:
+                prepare = getattr(system, "prepare", None)
+                if prepare is not None:
+                    start = time.perf_counter()
+                    prepare(q.history)
+                    index_ms[system.name].append((time.perf_counter() - start) * 1000.0)
+        gold = [(gold_id, texts[gold_id]) for gold_id in q.gold]
         cats = ("all",) if q.category is None else ("all", q.category)
         if q.category is not None:
             categories.setdefault(q.category)
@@ -168,6 +191,9 @@ def evaluate(
             build_ms_p95=_percentile(times[(name, budget, cat)], 95),
             over_budget=over[(name, budget, cat)],
             tokens_mean=float(np.mean(tokens[(name, budget, cat)])) if done else 0.0,
+            index_ms_p50=_percentile(index_ms[name], 50),
+            index_ms_p95=_percentile(index_ms[name], 95),
+            histories=len(index_ms[name]),
         )
         for budget in budgets
         for name in names

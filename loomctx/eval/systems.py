@@ -1,7 +1,8 @@
 """The registry of systems ``loomctx eval`` can run, by name.
 
-A registry rather than a fixed list so that loomctx's own session-based system (and any
-experiment) can be added with one ``register`` call, and the CLI picks it up by name.
+A registry rather than a fixed list so that any experiment can be added with one ``register``
+call and the CLI picks it up by name. ``loomctx`` (the library's own session-based pipeline) is
+imported only when chosen, so the baselines run even while it is being changed.
 """
 
 from __future__ import annotations
@@ -37,19 +38,46 @@ def hashing_embedder() -> Embedder:
     return cached(HashingEmbedder())
 
 
+def _loomctx(embedder: Embedder | None = None) -> EvalSystem:
+    from loomctx.eval.loomctx_system import LoomctxSystem
+
+    return LoomctxSystem(embedder)
+
+
+def _loomctx_system() -> EvalSystem:
+    from loomctx.eval.loomctx_system import LoomctxSystem
+
+    return LoomctxSystem(default_embedder())
+
+
 SYSTEMS: dict[str, Callable[[], EvalSystem]] = {
+    "loomctx": _loomctx_system,
+    "loomctx": _loomctx,
     "recency": RecencyBaseline,
     "bm25": BM25Baseline,
     "dense": lambda: DenseBaseline(default_embedder()),
 }
-"""System name → factory. ``loomctx`` registers its own system here."""
+"""System name → factory, in the default run order."""
+
+WITH_EMBEDDER: dict[str, Callable[[Embedder], EvalSystem]] = {
+    "loomctx": _loomctx,
+    "dense": DenseBaseline,
+}
+"""Factories used instead of :data:`SYSTEMS` when the caller chooses the embedder."""
 
 
-def register(name: str, factory: Callable[[], EvalSystem]) -> None:
-    """Add (or replace) a system in :data:`SYSTEMS`."""
+def register(
+    name: str,
+    factory: Callable[[], EvalSystem],
+    *,
+    with_embedder: Callable[[Embedder], EvalSystem] | None = None,
+) -> None:
+    """Add (or replace) a system; ``with_embedder`` builds it around a chosen embedder."""
     if not name or "," in name:
         raise ConfigError(f"system name {name!r} must be non-empty and without commas")
     SYSTEMS[name] = factory
+    if with_embedder is not None:
+        WITH_EMBEDDER[name] = with_embedder
 
 
 def build_systems(
@@ -57,7 +85,7 @@ def build_systems(
 ) -> list[EvalSystem]:
     """Instantiate ``names`` (all registered systems when None), in the order given.
 
-    ``embedder`` replaces the default embedder of the dense baseline (it gets memoised by text).
+    ``embedder`` replaces the default embedder of the systems that use one (memoised by text).
     """
     chosen = list(SYSTEMS) if names is None else list(dict.fromkeys(names))
     unknown = [name for name in chosen if name not in SYSTEMS]
@@ -69,11 +97,19 @@ def build_systems(
         raise ConfigError("no system to evaluate: name at least one of " + ", ".join(SYSTEMS))
     systems: list[EvalSystem] = []
     for name in chosen:
-        if name == "dense" and embedder is not None:
-            systems.append(DenseBaseline(cached(embedder)))
+        if embedder is not None and name in WITH_EMBEDDER:
+            systems.append(WITH_EMBEDDER[name](cached(embedder)))
         else:
             systems.append(SYSTEMS[name]())
     return systems
 
 
-__all__ = ["SYSTEMS", "build_systems", "cached", "default_embedder", "hashing_embedder", "register"]
+__all__ = [
+    "SYSTEMS",
+    "WITH_EMBEDDER",
+    "build_systems",
+    "cached",
+    "default_embedder",
+    "hashing_embedder",
+    "register",
+]

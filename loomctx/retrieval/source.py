@@ -11,9 +11,12 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sequence
 
+import numpy as np
+
 from loomctx.errors import ConfigError
 from loomctx.items import ContextItem, Tier
 from loomctx.memory.tiers import TieredMemory
+from loomctx.retrieval.lexical import BM25Index
 from loomctx.retrieval.reranker import Candidate, UnifiedReranker
 from loomctx.retrieval.rewriter import QueryRewriter
 from loomctx.sources.knowledge import KnowledgeSource
@@ -34,12 +37,19 @@ class L2ImportantSource:
             return []
         records = await asyncio.to_thread(self.memory.store.get, ids)
         importance = {i: v[0] for i, v in self.memory._l2.items()}
+        if request.query.strip():
+            # With a question, an important memory is offered only if it shares terms with it.
+            index = BM25Index()
+            index.add([r.content for r in records])
+            raw = index.scores(request.query)
+        else:
+            raw = np.ones(len(records), dtype=np.float32)
         return [
             ContextItem(id=r.id, source=self.name, content=r.content, kind="evidence",
                         role=r.role, tier=Tier.P2, priority=importance.get(r.id, 0.6),
-                        timestamp=r.timestamp, seq=r.seq,
+                        timestamp=r.timestamp, seq=r.seq, scores={"bm25": float(x)},
                         metadata={"origin": "memory:L2", "level": r.level})
-            for r in records
+            for r, x in zip(records, raw) if x > 0
         ]
 
 

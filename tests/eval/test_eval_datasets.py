@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from loomctx.errors import InputError
+from loomctx.errors import ConfigError, InputError
 from loomctx.eval.datasets import load_generic, load_hotpotqa, load_locomo
 from loomctx.eval.metric import count_tokens
 
@@ -139,6 +139,12 @@ def test_hotpotqa_padding_and_gold(tmp_path: Path) -> None:
 
 def test_hotpotqa_bad_line_names_line(tmp_path: Path) -> None:
     path = tmp_path / "hotpot.jsonl"
+    record = {"question_id": "q", "question_text": "?", "contexts": [{"id": "0"}]}
+    path.write_text(json.dumps(record) + "\n", encoding="utf-8")
+    with pytest.raises(InputError, match=r"hotpot.jsonl:1: contexts\[0\]"):
+        load_hotpotqa(path)
+    with pytest.raises(ConfigError, match="pad_tokens"):
+        load_hotpotqa(path, pad_tokens=-1)
     path.write_text(_hotpot_line("q0", 2, (0,)) + '\n{"question_id": 1}\n', encoding="utf-8")
     with pytest.raises(InputError, match=r"hotpot.jsonl:2"):
         load_hotpotqa(path)

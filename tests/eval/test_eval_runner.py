@@ -104,6 +104,23 @@ def test_bad_arguments(budgets: list[int], limit: int | None) -> None:
         evaluate(QUESTIONS, [RecencyBaseline()], budgets, limit=limit)
 
 
+def test_prepare_runs_once_per_history_and_is_reported() -> None:
+    seen: list[int] = []
+
+    class Preparing(RecencyBaseline):
+        def prepare(self, history: tuple[Turn, ...]) -> None:
+            seen.append(len(history))
+
+    other = HISTORY[:3]
+    questions = [*QUESTIONS[:2], EvalQuestion(id="x", question="?", history=other, gold=("t0",))]
+    report = evaluate(questions, [Preparing(), FirstGoldWhenSmall()], [10, 100])
+    assert seen == [6, 3]
+    assert report.get("recency", 10).histories == 2
+    assert report.get("recency", 100, "a").index_ms_p50 >= 0.0
+    assert report.get("oracle", 10).histories == 0
+    assert "history indexing" in report.table()
+
+
 def test_duplicate_system_names_are_refused() -> None:
     with pytest.raises(ConfigError, match="unique"):
         evaluate(QUESTIONS, [RecencyBaseline(), RecencyBaseline()], [100])

@@ -13,11 +13,12 @@ from loomctx.eval.systems import SYSTEMS, build_systems, cached, register
 
 
 def test_default_systems_are_registered() -> None:
-    assert {"recency", "bm25", "dense"} <= set(SYSTEMS)
+    assert {"loomctx", "recency", "bm25", "dense"} <= set(SYSTEMS)
 
 
 def test_register_and_build(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(registry, "SYSTEMS", dict(SYSTEMS))
+    monkeypatch.setattr(registry, "WITH_EMBEDDER", dict(registry.WITH_EMBEDDER))
 
     class Mine(RecencyBaseline):
         name = "mine"
@@ -25,6 +26,10 @@ def test_register_and_build(monkeypatch: pytest.MonkeyPatch) -> None:
     register("mine", Mine)
     built = build_systems(["mine", "recency", "mine"])
     assert [s.name for s in built] == ["mine", "recency"]
+    chosen: list[object] = []
+    register("mine", Mine, with_embedder=lambda e: chosen.append(e) or Mine())
+    build_systems(["mine"], embedder=HashingEmbedder())
+    assert len(chosen) == 1 and chosen[0].dim == 256  # type: ignore[attr-defined]
     with pytest.raises(ConfigError, match="'nope'"):
         build_systems(["nope"])
     with pytest.raises(ConfigError):
