@@ -1,0 +1,142 @@
+"""Sessions and memory tiers: ids kept, eviction never loses data, retrieval finds old facts."""
+
+import asyncio
+
+import pytest
+
+from loomctx import (
+    ComponentPriority,
+    ConfigError,
+    ContextAssembler,
+    HashingEmbedder,
+    HeuristicImportance,
+    MemoryOptions,
+    QueryRewriter,
+    Session,
+    SessionState,
+    SQLiteStore,
+)
+from loomctx.retrieval.reranker import Candidate, UnifiedReranker
+
+
+def _session(**kw):
+    return Session(embedder=HashingEmbedder(), model="gpt-4o", clock=lambda: 1_700_000_000.0,
+                   memory=MemoryOptions(l1_max_tokens=200, l2_max_items=3), **kw)
+
+
+def _fill(s, n=60):
+    for i in range(n):
+        s.add_message("user" if i % 2 == 0 else "assistant",
+                      f"turn {i} about the weather and nothing else", id=f"t{i}",
+                      timestamp=1_699_990_000 + i)
+
+
+def test_ids_are_kept_and_nothing_is_lost_on_eviction():
+    s = _session()
+    s.add_message("user", "Please remember: my dog is called Biscuit and he is 7.", id="dog",
+                  timestamp=1_699_980_000)
+    _fill(s)
+    assert s.store.count() == 61  # every message is in the store, whatever its tier
+    levels = {r.id: r.level for r in s.store.scan(session=s.id)}
+    assert levels["dog"] in ("L2", "L4")  # evicted from L1, not dropped
+    assert levels["t59"] == "L1"
+    assert sum(1 for v in levels.values() if v == "L2") <= 3  # L2 overflow went to L4
+    assert len(s.memory.l1) < 61
+
+
+def test_build_retrieves_an_evicted_fact_by_its_id():
+    s = _session(system_prompt="Be brief.")
+    s.add_message("user", "Please remember: my dog is called Biscuit.", id="dog")
+    _fill(s)
+    r = s.build_sync("What is my dog called?", max_tokens=300)
+    assert r.tokens <= 300
+    assert "dog" in r.report.included_ids
+    assert "Biscuit" in str(r.messages)
+    row = next(i for i in r.report.items if i.id == "dog" and i.included)
+    assert row.source in ("L2_important", "L4_semantic")
+
+
+def test_importance_signals():
+    imp = HeuristicImportance()
+    assert imp.score("Please remember my flight is on 3 May at 14:05") > 0.6
+    assert imp.score("ok") < 0.3
+    assert imp.score("我决定下周一去北京，记住这个") > 0.6
+
+
+def test_query_rewriter_appends_recent_terms():
+    rw = QueryRewriter(last_n=2, top_k=2)
+    out = rw.rewrite("and the second one?", ["We compared Postgres and SQLite backups",
+                                              "Postgres backups run nightly"])
+    assert out.startswith("and the second one?")
+    assert "postgre" in out and "backup" in out  # terms are stemmed
+
+
+def test_reranker_dedups_and_orders():
+    rr = UnifiedReranker()
+    a = Candidate(id="a", content="the dog is called Biscuit", origin="memory:L4", vector=0.9,
+                  ranks={"lexical": 0, "dense": 0}, tokens=8)
+    b = Candidate(id="b", content="the  dog is called   Biscuit", origin="memory:L4",
+                  vector=0.5, ranks={"lexical": 1}, tokens=8)
+    c = Candidate(id="c", content="weather is fine", origin="memory:L4", vector=0.1,
+                  ranks={"dense": 5}, tokens=4)
+    out = rr.rerank("dog name", [a, b, c])
+    assert [x.id for x in out] == ["a", "c"]  # b is a duplicate of a with a lower vector
+
+
+def test_session_lifecycle_and_l3_summary():
+    s = _session()
+    _fill(s, 10)
+    s.pause()
+    assert s.state is SessionState.PAUSED
+    with pytest.raises(ConfigError):
+        s.add_message("user", "hi")
+    s.resume()
+    sid = s.end()
+    assert s.state is SessionState.ENDED
+    assert sid is not None
+    [summary] = s.store.get([sid])
+    assert summary.level == "L3" and summary.agent == "agent"
+    assert all(r.level in ("L3", "L4") for r in s.store.scan(session=s.id))
+
+
+def test_session_on_sqlite_persists(tmp_path):
+    path = tmp_path / "mem.db"
+    s = Session(store=SQLiteStore(path), embedder=HashingEmbedder(),
+                memory=MemoryOptions(l1_max_tokens=100))
+    _fill(s, 20)
+    s.store.close()
+    again = SQLiteStore(path)
+    assert again.count() == 20
+    assert {r.id for r in again.scan()} == {f"t{i}" for i in range(20)}
+
+
+def test_bad_tool_result_is_rejected_and_leaves_memory_unchanged():
+    s = _session()
+    _fill(s, 4)
+    before = s.store.count()
+    with pytest.raises(ConfigError):
+        s.add_messages([{"role": "tool", "tool_call_id": "nope", "content": "x"}])
+    assert s.store.count() == before
+
+
+def test_build_sync_and_build_agree():
+    s = _session()
+    _fill(s, 12)
+    a = s.build_sync("weather", max_tokens=200, now=1_700_000_000.0)
+    b = asyncio.run(s.build("weather", max_tokens=200, now=1_700_000_000.0))
+    assert a.payload == b.payload and a.tokens == b.tokens
+
+
+def test_assembler_keeps_critical_and_reports():
+    asm = ContextAssembler(40)
+    asm.add_component("need", "Build the Q3 sales report.", ComponentPriority.CRITICAL)
+    asm.add_component("schema", "orders(id, amount, date) " * 30, ComponentPriority.HIGH)
+    asm.add_component("rules", "Use SQL only.", ComponentPriority.LOW)
+    text = asm.assemble()
+    assert "Build the Q3 sales report." in text
+    summary = asm.get_summary()
+    assert summary["total_tokens"] <= 40
+    fates = {c["name"]: c for c in summary["components"]}
+    assert fates["need"]["included"]
+    with pytest.raises(ConfigError):
+        asm.add_component("need", "again")
