@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from loomctx._sync import run_sync
 from loomctx.budget.manager import BudgetManager
 from loomctx.compress.summarize import ExtractiveSummarizer, Summarizer
 from loomctx.compress.truncate import truncate_item
@@ -22,7 +23,7 @@ from loomctx.render.protocol import Layout, Rendered, Renderer
 from loomctx.render.text import TemplateRenderer, TextRenderer
 from loomctx.report import BuildReport, SourceReport
 from loomctx.select.packer import Unit, make_units, pack
-from loomctx.retrieval.lexical import BM25Index
+from loomctx.retrieval.lexical import tokenize
 from loomctx.select.scoring import SelectOptions, mmr_order, recency, score
 from loomctx.sources.protocol import ContextSource, SourceRequest
 from loomctx.tokens.chat import ChatCounter
@@ -31,6 +32,7 @@ from loomctx.tokens.registry import ModelTokenizer, counter_for_model
 Format = Literal["openai", "anthropic", "text", "minimal", "template"]
 FORMATS = ("openai", "anthropic", "text", "minimal", "template")
 MIN_BUDGET = 16
+SUMMARY_SCAN = 8
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -192,13 +194,21 @@ class ContextBuilder:
         timings["gather"] = (time.perf_counter() - t) * 1000
 
         t = time.perf_counter()
-        available = alloc.total - self.renderer.overhead()
+        present = frozenset(
+            sec for name, res in gathered.items() if res[0]
+            for sec in ({"context"} if name in self.tail_sources
+                        else {it.section for it in res[0]}))
+        if self.options.summarize_history and self.tail_sources:
+            present |= {"state"}
+        overhead = self.renderer.overhead(present)
+        available = alloc.total - overhead
         if available <= 0:
             raise BudgetError(
                 f"the budget of {alloc.total} tokens does not cover the format's fixed framing "
-                f"({self.renderer.overhead()} tokens): raise max_tokens",
-                required=self.renderer.overhead(), available=alloc.total)
+                f"({overhead} tokens): raise max_tokens", required=overhead,
+                available=alloc.total)
         reasons: dict[str, str] = {}
+        unmeasured: dict[str, int] = {}
         ordered: dict[str, list[Unit]] = {}
         candidates: dict[str, list[ContextItem]] = {}
         seen: set[str] = set()
@@ -206,7 +216,8 @@ class ContextBuilder:
             items = gathered[src.name][0] or []
             candidates[src.name] = items
             if src.name in self.tail_sources:
-                ordered[src.name] = self._tail_units(items, available, query, now)
+                ordered[src.name], unmeasured[src.name] = self._tail_units(
+                    items, available, query, now)
                 continue
             kept = []
             for it in items:
@@ -237,7 +248,9 @@ class ContextBuilder:
         reasons.update(result.reasons)
         originals: dict[str, ContextItem] = dict(result.truncated)
         included = list(result.included)
-        summary = await self._summarize(candidates, reasons, available - result.spent)
+        summary, failure = await self._summarize(candidates, included, available - result.spent)
+        if failure:
+            reasons["summary:history"] = failure
         if summary is not None:
             included.append(summary)
             reasons[summary.id] = "summary"
@@ -249,21 +262,16 @@ class ContextBuilder:
         timings["total"] = (time.perf_counter() - t0) * 1000
 
         report = self._report(alloc, gathered, candidates, included, reasons, rendered, timings,
-                              summary)
+                              summary, unmeasured)
         return BuildResult(rendered=rendered, report=report, originals=originals)
 
     def build_sync(self, query: str = "", **kwargs: Any) -> BuildResult:
         """The same as :meth:`build`, for synchronous callers (not inside a running loop)."""
-        try:
-            asyncio.get_running_loop()
-        except RuntimeError:
-            return asyncio.run(self.build(query, **kwargs))
-        raise ConfigError("build_sync() was called inside a running event loop: "
-                          "use 'await builder.build(...)' there")
+        return run_sync(self.build(query, **kwargs), name="build")
 
     # -- helpers -------------------------------------------------------------------------
     def _tail_units(self, items: Sequence[ContextItem], available: int, query: str,
-                    now: float) -> list[Unit]:
+                    now: float) -> tuple[list[Unit], int]:
         """Newest-first units; stops measuring once they cannot fit any budget.
 
         Within its own share the tail is packed by position; beyond it, its units compete for
@@ -284,14 +292,11 @@ class ContextBuilder:
                 self._cost(items[i])
                 i -= 1
         opts = self.options.select
-        rel = [0.0] * len(measured)
-        if query.strip() and measured:
-            index = BM25Index()
-            index.add([it.content for it in measured])
-            raw = index.scores(query)
-            top = float(raw.max()) if len(raw) else 0.0
-            rel = [float(x) / top if top > 0 else 0.0 for x in raw]
-        for it, r in zip(measured, rel):
+        q_terms = set(tokenize(query, drop_stopwords=True))
+        for it in measured:
+            # Query-term overlap: cheap (tokenization is memoised) and bounded by the budget.
+            r = (len(q_terms.intersection(tokenize(it.content, drop_stopwords=True)))
+                 / len(q_terms)) if q_terms else 0.0
             rec = recency(it.timestamp, now, opts.recency_tau)
             it.scores["relevance"] = r
             it.scores["recency"] = rec
@@ -302,7 +307,7 @@ class ContextBuilder:
         if i >= 0:  # the rest cannot fit: one unmeasured unit stands for them in the queue
             rest = list(items[: i + 1])
             units.append(Unit(rest, items[0].source, available + 1, 0.0, int(items[0].tier)))
-        return units
+        return units, i + 1
 
     def _rank_units(self, items: list[ContextItem], query: str,
                     reasons: dict[str, str]) -> list[Unit]:
@@ -316,8 +321,6 @@ class ContextBuilder:
             else:
                 kept.append(it)
         if kept and kept[0].kind == "evidence":
-            from loomctx.retrieval.lexical import tokenize
-
             terms = {it.id: frozenset(tokenize(it.content, drop_stopwords=True)) for it in kept}
             kept = mmr_order(kept, opts.mmr_lambda, terms)
         else:
@@ -325,13 +328,29 @@ class ContextBuilder:
         return make_units(kept, self._cost)
 
     async def _summarize(self, candidates: Mapping[str, list[ContextItem]],
-                         reasons: dict[str, str], room: int) -> ContextItem | None:
+                         included: Sequence[ContextItem], room: int,
+                         ) -> tuple[ContextItem | None, str]:
+        """Summarize the dropped history just before the kept tail into the leftover room.
+
+        Reads at most ``SUMMARY_SCAN`` × room tokens of the newest dropped messages: what is
+        older stays archived (and retrievable by id), not summarized on every build.
+        """
         if not self.options.summarize_history or room < self.options.min_fragment:
-            return None
-        dropped = [it for name in self.tail_sources for it in candidates.get(name, [])
-                   if reasons.get(it.id) == "budget"]
+            return None, ""
+        kept = {it.id for it in included}
+        dropped: list[ContextItem] = []
+        for name in self.tail_sources:
+            scanned = 0
+            for it in reversed(candidates.get(name, [])):
+                if it.id in kept:
+                    continue
+                dropped.append(it)
+                scanned += len(it.content) // 4 + 1
+                if scanned > SUMMARY_SCAN * room:
+                    break
         if not dropped:
-            return None
+            return None, ""
+        dropped.reverse()
         head = f"Summary of {len(dropped)} earlier messages (not shown in full):\n"
         overhead = self.renderer.cost(ContextItem(id="summary:history", source="summary",
                                                   content=head, kind="state"))
@@ -339,15 +358,14 @@ class ContextBuilder:
             text = await self.summarizer.summarize(dropped, room - overhead - 2,
                                                    self.tokenizer.counter)
         except Exception as exc:  # a failed summary never replaces content
-            reasons["summary:history"] = f"summary failed: {type(exc).__name__}: {exc}"
-            return None
+            return None, f"summary failed: {type(exc).__name__}: {exc}"
         if not text.strip():
-            return None
+            return None, ""
         item = ContextItem(id="summary:history", source="summary", content=head + text,
                            kind="state", metadata={"summarizes": [it.id for it in dropped]})
         if self._cost(item) > room:
-            return None
-        return item
+            return None, ""
+        return item, ""
 
     def _layout(self, included: Sequence[ContextItem]) -> Layout:
         lay = Layout(output=self.options.output_instructions)
@@ -406,35 +424,51 @@ class ContextBuilder:
     def _report(self, alloc: Any, gathered: Mapping[str, Any],
                 candidates: Mapping[str, list[ContextItem]], included: Sequence[ContextItem],
                 reasons: Mapping[str, str], rendered: Rendered, timings: dict[str, float],
-                summary: ContextItem | None) -> BuildReport:
+                summary: ContextItem | None, unmeasured: Mapping[str, int]) -> BuildReport:
+        """Per-source totals now; item rows on first access (a 100k history costs nothing
+        until someone reads them). Mutable per-build values are snapshotted here."""
         position = {it.id: n for n, it in enumerate(self._ordered_for_report(included))}
         kept = {it.id: it for it in included}
-        summarized = set(summary.metadata["summarizes"]) if summary is not None else set()
-        rows = []
         used: dict[str, int] = {}
         counts: dict[str, int] = {}
-        all_items = [it for name in candidates for it in candidates[name]]
-        if summary is not None:
-            all_items.append(summary)
-        for it in all_items:
-            live = kept.get(it.id)
-            inc = live is not None and live.source == it.source
-            shown = live if inc else it
-            if inc:
-                used[it.source] = used.get(it.source, 0) + (shown.tokens or 0)
-                counts[it.source] = counts.get(it.source, 0) + 1
-            sc = shown.scores.get("composite")
-            reason = reasons.get(it.id, "budget")
-            if not inc and live is not None:
-                reason = "duplicate"  # the same id is in the context through another source
-            rows.append((it.id, it.source, it.kind, int(it.tier), inc,
-                         reason, shown.tokens, sc,
-                         position.get(it.id) if inc else None,
-                         "summary:history" if it.id in summarized else None))
+        for it in included:
+            used[it.source] = used.get(it.source, 0) + (it.tokens or 0)
+            counts[it.source] = counts.get(it.source, 0) + 1
+        lists = {name: list(items) for name, items in candidates.items()}
+        snap = {id(it): (it.tokens, it.scores.get("composite"))
+                for name, items in lists.items()
+                for it in items[unmeasured.get(name, 0):]}
+        summarized = set(summary.metadata["summarizes"]) if summary is not None else set()
         failed = reasons.get("summary:history", "")
-        if summary is None and failed.startswith("summary failed"):  # say so, never silently
-            rows.append(("summary:history", "summary", "state", 3, False, failed, None, None,
-                         None, None))
+        reasons = dict(reasons)
+
+        def rows() -> list[tuple[Any, ...]]:
+            out = []
+            for name, items in lists.items():
+                skip = unmeasured.get(name, 0)
+                for k, it in enumerate(items):
+                    summ = "summary:history" if it.id in summarized else None
+                    if k < skip:  # the oldest history: never measured, could not fit
+                        out.append((it.id, it.source, it.kind, int(it.tier), False, "budget",
+                                    None, None, None, summ))
+                        continue
+                    live = kept.get(it.id)
+                    inc = live is not None and live.source == it.source
+                    tokens, sc = ((live.tokens, live.scores.get("composite")) if inc and live
+                                  else snap.get(id(it), (None, None)))
+                    reason = reasons.get(it.id, "budget")
+                    if not inc and live is not None:
+                        reason = "duplicate"  # the same id is in the context via another source
+                    out.append((it.id, it.source, it.kind, int(it.tier), inc, reason, tokens, sc,
+                                position.get(it.id) if inc else None, summ))
+            if summary is not None:
+                out.append((summary.id, summary.source, summary.kind, int(summary.tier), True,
+                            "summary", summary.tokens, None, position.get(summary.id), None))
+            elif failed.startswith("summary failed"):  # say so, never silently
+                out.append(("summary:history", "summary", "state", 3, False, failed, None, None,
+                            None, None))
+            return out
+
         sources = [
             SourceReport(name=s.name, allocated=alloc.share(s.name), used=used.get(s.name, 0),
                          candidates=len(candidates.get(s.name, [])),

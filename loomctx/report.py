@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -69,13 +69,15 @@ class BuildReport:
     prefix_hash: str
     sources: list[SourceReport]
     timings_ms: dict[str, float]
-    _rows: Sequence[tuple[Any, ...]] = field(repr=False, default=())
+    _rows: Sequence[tuple[Any, ...]] | Callable[[], Sequence[tuple[Any, ...]]] = field(
+        repr=False, default=())
     _items: list[ItemReport] | None = field(default=None, repr=False)
 
     @property
     def items(self) -> list[ItemReport]:
         if self._items is None:
-            self._items = [ItemReport(*row) for row in self._rows]
+            rows = self._rows() if callable(self._rows) else self._rows
+            self._items = [ItemReport(*row) for row in rows]
         return self._items
 
     def item(self, item_id: str) -> ItemReport:

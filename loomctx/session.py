@@ -15,6 +15,7 @@ from collections.abc import Callable, Mapping, Sequence
 from enum import Enum
 from typing import Any
 
+from loomctx._sync import run_sync
 from loomctx.budget.manager import BudgetManager
 from loomctx.builder import BuildOptions, BuildResult, ContextBuilder
 from loomctx.compress.summarize import ExtractiveSummarizer
@@ -121,13 +122,8 @@ class Session:
                                         now=self.clock() if now is None else now)
 
     def build_sync(self, query: str = "", **kwargs: Any) -> BuildResult:
-        """The same as :meth:`build` for synchronous code."""
-        try:
-            asyncio.get_running_loop()
-        except RuntimeError:
-            return asyncio.run(self.build(query, **kwargs))
-        raise ConfigError("build_sync() was called inside a running event loop: "
-                          "use 'await session.build(...)' there")
+        """The same as :meth:`build`, for synchronous callers (not inside a running loop)."""
+        return run_sync(self.build(query, **kwargs), name="build")
 
     # -- lifecycle -------------------------------------------------------------------------
     def pause(self) -> None:

@@ -162,7 +162,7 @@ class AdaptiveBudgetManager(BudgetManager):
         rest = {k: v for k, v in self.ratios.items() if k not in self.user_ratios}
         room = max(0.0, sum(self.ratios.values()) - sum(self.user_ratios.values()))
         rest_total = sum(rest.values())
-        scale = min(1.0, room / rest_total) if rest_total else 0.0
+        scale = room / rest_total if rest_total else 0.0
         return {**{k: v * scale for k, v in rest.items()}, **self.user_ratios}
 
     def ratios_for(self, phase: str | None = None) -> Mapping[str, float]:

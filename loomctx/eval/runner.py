@@ -91,7 +91,7 @@ class EvalReport:
                 )
                 lines.append(f"{budget:>7}  {category:<{cat_width}}  {rows[0].n:>5}{cells}")
         lines += ["", "build latency, ms (p50 / p95)"]
-        lat_col = max(20, col)
+        lat_col = max(22, col)
         lines.append(f"{'budget':>7}" + "".join(f"{s:>{lat_col}}" for s in self.systems))
         for budget in self.budgets:
             cells = ""

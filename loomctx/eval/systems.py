@@ -39,19 +39,13 @@ def hashing_embedder() -> Embedder:
 
 
 def _loomctx(embedder: Embedder | None = None) -> EvalSystem:
+    """loomctx's session-based system (default embedder when None)."""
     from loomctx.eval.loomctx_system import LoomctxSystem
 
     return LoomctxSystem(embedder)
 
 
-def _loomctx_system() -> EvalSystem:
-    from loomctx.eval.loomctx_system import LoomctxSystem
-
-    return LoomctxSystem(default_embedder())
-
-
 SYSTEMS: dict[str, Callable[[], EvalSystem]] = {
-    "loomctx": _loomctx_system,
     "loomctx": _loomctx,
     "recency": RecencyBaseline,
     "bm25": BM25Baseline,

@@ -47,10 +47,16 @@ class OpenAIRenderer:
             return self.chat.message({"role": "user", "content": item.content})
         return self.chat.text(item.content) + 1
 
-    def overhead(self) -> int:
+    def overhead(self, sections: frozenset[str] | None = None) -> int:
+        """Priming, the system message frame, and (when they may appear) the evidence message
+        frame and the tools parameter's fixed cost."""
         frame = self.chat.message({"role": "system", "content": ""})
-        return (self.chat.reply_priming + 2 * frame + self.chat.text(EVIDENCE_HEADER) + 2
-                + self.chat.tools([]) + _tools_fixed(self.chat))
+        total = self.chat.reply_priming + frame
+        if sections is None or sections & {"state", "evidence"}:
+            total += frame + self.chat.text(EVIDENCE_HEADER) + 2
+        if sections is None or "tools" in sections:
+            total += _tools_fixed(self.chat)
+        return total
 
     def render(self, layout: Layout) -> Rendered:
         messages: list[dict[str, Any]] = []
@@ -137,10 +143,16 @@ class AnthropicRenderer:
             return self.chat.message({"role": "user", "content": item.content})
         return self.chat.text(item.content) + 1
 
-    def overhead(self) -> int:
-        return (self.chat.reply_priming + self.chat.system("x") + 2 * self.chat.message(
-            {"role": "user", "content": "x"}) + self.chat.text(EVIDENCE_HEADER) + 2
-            + self.chat.tools([]) + _tools_fixed(self.chat))
+    def overhead(self, sections: frozenset[str] | None = None) -> int:
+        """Priming, system frame, two user turns the layout may add, and (when they may
+        appear) the evidence header and the tools' fixed cost."""
+        total = (self.chat.reply_priming + self.chat.system("x")
+                 + 2 * self.chat.message({"role": "user", "content": "x"}))
+        if sections is None or sections & {"state", "evidence"}:
+            total += self.chat.text(EVIDENCE_HEADER) + 2
+        if sections is None or "tools" in sections:
+            total += _tools_fixed(self.chat)
+        return total
 
     def render(self, layout: Layout) -> Rendered:
         turns: list[dict[str, Any]] = []

@@ -1,7 +1,7 @@
 """The :class:`Renderer` contract: turning chosen items into what is sent to the model.
 
 A renderer knows its format's token arithmetic: ``cost(item)`` is the item's marginal cost when
-rendered (measure before render), ``overhead()`` the fixed framing reserved before packing, and
+rendered (measure before render), ``overhead(sections)`` the fixed framing reserved before packing, and
 ``render(layout)`` produces the payload together with its exact token count.
 """
 
@@ -71,7 +71,9 @@ class Renderer(Protocol):
 
     def cost(self, item: ContextItem) -> int: ...
 
-    def overhead(self) -> int: ...
+    def overhead(self, sections: frozenset[str] | None = None) -> int:
+        """Fixed framing for a build whose candidates fall in ``sections`` (None: any)."""
+        ...
 
     def render(self, layout: Layout) -> Rendered: ...
 

@@ -69,8 +69,13 @@ class TextRenderer:
     def cost(self, item: ContextItem) -> int:
         return self.counter.count(item_line(item)) + 1
 
-    def overhead(self) -> int:
-        return sum(self.counter.count(h) + 2 for h in HEADERS.values()) if self.headers else 0
+    def overhead(self, sections: frozenset[str] | None = None) -> int:
+        """Header lines of the sections that may appear (all when unknown), plus joins."""
+        if not self.headers:
+            return 0
+        names = HEADERS if sections is None else {k: v for k, v in HEADERS.items()
+                                                 if k in sections or k == "output"}
+        return sum(self.counter.count(h) + 2 for h in names.values())
 
     def _join(self, parts: Mapping[str, list[str]], names: tuple[str, ...]) -> str:
         blocks = []
@@ -121,7 +126,7 @@ class TemplateRenderer:
     def cost(self, item: ContextItem) -> int:
         return self.counter.count(item_line(item)) + 1
 
-    def overhead(self) -> int:
+    def overhead(self, sections: frozenset[str] | None = None) -> int:
         return self.counter.count(_PLACEHOLDER.sub("", self.template)) + 2
 
     def render(self, layout: Layout) -> Rendered:

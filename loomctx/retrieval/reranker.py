@@ -53,6 +53,9 @@ class RerankWeights:
     """RRF constant k in 1 / (k + rank)."""
     length_tokens: int = 24
     """Token length at which the length signal reaches 1."""
+    list_weights: dict[str, float] = field(
+        default_factory=lambda: {"lexical": 1.0, "dense": 1.0, "expanded": 0.5})
+    """Weight of each recall list in the rank fusion (unknown lists weigh 1)."""
 
     def __post_init__(self) -> None:
         for name in ("vector", "overlap", "diversity", "length", "fusion"):
@@ -89,7 +92,8 @@ class UnifiedReranker:
             return []
         q_terms = set(tokenize(query, drop_stopwords=True))
         top_vec = max((c.vector for c in cands), default=0.0) or 1.0
-        rrf = {c.id: sum(1.0 / (w.rrf_k + r) for r in c.ranks.values()) for c in cands}
+        rrf = {c.id: sum(w.list_weights.get(k, 1.0) / (w.rrf_k + r) for k, r in c.ranks.items())
+               for c in cands}
         top_rrf = max(rrf.values()) or 1.0
         for c in cands:
             terms = set(tokenize(c.content, drop_stopwords=True))

@@ -38,10 +38,13 @@ class L2ImportantSource:
         records = await asyncio.to_thread(self.memory.store.get, ids)
         importance = {i: v[0] for i, v in self.memory._l2.items()}
         if request.query.strip():
-            # With a question, an important memory is offered only if it shares terms with it.
+            # With a question, unified retrieval (which searches L2 too) decides what is
+            # relevant; this source only offers memories that share terms with the question.
             index = BM25Index()
             index.add([r.content for r in records])
             raw = index.scores(request.query)
+            top = float(raw.max()) if len(raw) else 0.0
+            raw = np.where(raw >= 0.5 * top, raw, 0.0) if top > 0 else raw
         else:
             raw = np.ones(len(records), dtype=np.float32)
         return [
@@ -76,19 +79,28 @@ class UnifiedRetrievalSource:
     async def collect(self, request: SourceRequest) -> Sequence[ContextItem]:
         if not request.query.strip():
             return []
-        query = self.rewriter.rewrite(request.query, self.memory.recent_texts(
-            self.rewriter.last_n))
+        query = request.query
+        expanded = self.rewriter.rewrite(query, self.memory.recent_texts(self.rewriter.last_n))
         store = self.memory.store
         session = self.memory.session if self.scope == "session" else None
         limit = self.recall_limit
         qvec = self.memory.query_vector(query)
-        lexical, dense, *kb = await asyncio.gather(
+
+        async def nothing() -> list[Hit]:
+            return []
+
+        # The question itself drives recall; the rewritten query (recent-turn terms appended)
+        # is one more lexical list, so a follow-up finds its topic without the expansion
+        # drowning a self-contained question.
+        lexical, dense, extra, *kb = await asyncio.gather(
             asyncio.to_thread(store.search_lexical, query, limit=limit, session=session),
             asyncio.to_thread(store.search_vector, qvec, limit=limit, session=session),
+            asyncio.to_thread(store.search_lexical, expanded, limit=limit, session=session)
+            if expanded != query else nothing(),
             *(k.collect(request) for k in self.knowledge),
         )
         cands: dict[str, Candidate] = {}
-        for kind, hits in (("lexical", lexical), ("dense", dense)):
+        for kind, hits in (("lexical", lexical), ("dense", dense), ("expanded", extra)):
             self._add_hits(cands, kind, hits)
         for source_items in kb:
             for rank, it in enumerate(source_items):

@@ -175,11 +175,7 @@ def pack(
                 q.pop(0)
         if q and s not in stopped:
             heapq.heappush(heap, (-q[0].score, s))
-    for q in queues.values():
-        for u in q:
-            for it in u.items:
-                res.reasons.setdefault(it.id, "budget")
-    return res
+    return res  # anything without a reason did not fit: the report says "budget"
 
 
 def _cut_unit(

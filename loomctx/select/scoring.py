@@ -83,25 +83,32 @@ def score(items: Sequence[ContextItem], query: str, now: float, options: SelectO
 def mmr_order(
     items: Sequence[ContextItem], lam: float, terms: dict[str, frozenset[str]]
 ) -> list[ContextItem]:
-    """Maximal marginal relevance order: relevance minus λ-weighted redundancy (Jaccard)."""
+    """Maximal marginal relevance order: λ·relevance − (1−λ)·max Jaccard to those chosen."""
     remaining = sorted(items, key=lambda it: (-it.scores.get("composite", 0.0), it.seq))
-    if lam >= 1.0 or len(remaining) < 3:
+    n = len(remaining)
+    if lam >= 1.0 or n < 3:
         return remaining
-    chosen: list[ContextItem] = []
-    while remaining:
-        best, best_val = 0, -math.inf
-        for i, it in enumerate(remaining):
-            sim = 0.0
-            a = terms[it.id]
-            for c in chosen:
-                b = terms[c.id]
-                if a and b:
-                    sim = max(sim, len(a & b) / len(a | b))
-            val = lam * it.scores.get("composite", 0.0) - (1 - lam) * sim
-            if val > best_val:
-                best, best_val = i, val
-        chosen.append(remaining.pop(best))
-    return chosen
+    sets = [terms[it.id] for it in remaining]
+    rel = [lam * it.scores.get("composite", 0.0) for it in remaining]
+    max_sim = [0.0] * n
+    left = list(range(n))
+    order: list[int] = []
+    while left:
+        best = max(left, key=lambda i: (rel[i] - (1 - lam) * max_sim[i], -i))
+        left.remove(best)
+        order.append(best)
+        b = sets[best]
+        if not b:
+            continue
+        for i in left:  # update each candidate's redundancy with the newly chosen one
+            a = sets[i]
+            if a:
+                inter = len(a & b)
+                if inter:
+                    sim = inter / (len(a) + len(b) - inter)
+                    if sim > max_sim[i]:
+                        max_sim[i] = sim
+    return [remaining[i] for i in order]
 
 
 __all__ = ["SCORED_KINDS", "SelectOptions", "mmr_order", "recency", "score"]

@@ -6,12 +6,27 @@ group. The packer keeps a contiguous recent tail; a tool call is never split fro
 
 from __future__ import annotations
 
+from collections import ChainMap
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from loomctx.items import ContextItem, Tier
 from loomctx.sources.messages import message_text, provider_message, validate_history
 from loomctx.sources.protocol import SourceRequest
+
+
+class _LayeredSet:
+    """A set view of ``base`` plus what is added, without copying ``base``."""
+
+    def __init__(self, base: set[str]) -> None:
+        self.base = base
+        self.added: set[str] = set()
+
+    def __contains__(self, key: object) -> bool:
+        return key in self.added or key in self.base
+
+    def add(self, key: str) -> None:
+        self.added.add(key)
 
 
 class HistorySource:
@@ -33,11 +48,14 @@ class HistorySource:
         """Append messages (validated together with what came before); return the new items."""
         if not messages:
             return []
-        # Validate on copies of the state so a bad batch leaves the source unchanged.
-        open_calls, ids = dict(self._open_calls), set(self._ids)
+        # Validate against layers over the state, so a bad batch leaves the source unchanged
+        # and a single append costs O(batch), not O(history).
+        calls: ChainMap[str, str] = ChainMap({}, self._open_calls)
+        ids = _LayeredSet(self._ids)
         checked = validate_history(messages, origin=self._origin, start=self._next_seq,
-                                   open_calls=open_calls, seen_ids=ids)
-        self._open_calls, self._ids = open_calls, ids
+                                   open_calls=calls, seen_ids=ids)  # type: ignore[arg-type]
+        self._open_calls.update(calls.maps[0])
+        self._ids |= ids.added
         new = []
         for msg in checked:
             new.append(self._item(msg, self._next_seq))

@@ -162,8 +162,6 @@ def test_shares_never_exceed_the_total(window: int, reserve: float) -> None:
     assert sum(alloc.shares.values()) <= alloc.total
 
 
-@pytest.mark.xfail(strict=True, reason="AdaptiveBudgetManager._merged caps the rescale at 1: a "
-                   "share a user lowers is not refilled, so the ratios sum to less than 1")
 def test_adaptive_refills_a_share_the_user_lowered() -> None:
     out = AdaptiveBudgetManager(user_ratios={"L1_recent": 0.0}).ratios_for("early")
     assert out["L1_recent"] == 0.0
