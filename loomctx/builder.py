@@ -183,7 +183,8 @@ class ContextBuilder:
         now = time.time() if now is None else now
         requests = {
             s.name: SourceRequest(query=query, now=now, counter=self.tokenizer.counter,
-                                  budget=alloc.share(s.name), phase=phase,
+                                  budget=alloc.share(s.name), total=alloc.total,
+                                  phase=phase,
                                   context=dict(context or {}))
             for s in self.sources
         }

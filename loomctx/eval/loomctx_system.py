@@ -51,6 +51,10 @@ class LoomctxSystem:
         self._sessions = {id(history): (history, session)}  # one conversation at a time
         return session
 
+    def prepare(self, history: tuple[Turn, ...]) -> None:
+        """Ingest a conversation (timed apart from the builds by the runner)."""
+        self._session(history)
+
     def run(self, q: EvalQuestion, budget: int) -> EvalOutput:
         session = self._session(q.history)
         last = max((t.timestamp for t in q.history if t.timestamp is not None), default=0.0)

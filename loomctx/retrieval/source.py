@@ -11,12 +11,9 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sequence
 
-import numpy as np
-
 from loomctx.errors import ConfigError
 from loomctx.items import ContextItem, Tier
 from loomctx.memory.tiers import TieredMemory
-from loomctx.retrieval.lexical import BM25Index
 from loomctx.retrieval.reranker import Candidate, UnifiedReranker
 from loomctx.retrieval.rewriter import QueryRewriter
 from loomctx.sources.knowledge import KnowledgeSource
@@ -25,7 +22,7 @@ from loomctx.stores.protocol import Hit
 
 
 class L2ImportantSource:
-    """The session's L2 (important) memories, as evidence ranked by relevance and importance."""
+    """The session's L2 (important) memories for builds without a question, by importance."""
 
     def __init__(self, memory: TieredMemory, *, name: str = "L2_important") -> None:
         self.name = name
@@ -35,24 +32,18 @@ class L2ImportantSource:
         ids = self.memory.l2_ids
         if not ids:
             return []
+        if request.query.strip():
+            # With a question, unified retrieval (which searches L2 as well as L4) ranks every
+            # memory on one scale; a second, L2-only ranking would crowd it out.
+            return []
         records = await asyncio.to_thread(self.memory.store.get, ids)
         importance = {i: v[0] for i, v in self.memory._l2.items()}
-        if request.query.strip():
-            # With a question, unified retrieval (which searches L2 too) decides what is
-            # relevant; this source only offers memories that share terms with the question.
-            index = BM25Index()
-            index.add([r.content for r in records])
-            raw = index.scores(request.query)
-            top = float(raw.max()) if len(raw) else 0.0
-            raw = np.where(raw >= 0.5 * top, raw, 0.0) if top > 0 else raw
-        else:
-            raw = np.ones(len(records), dtype=np.float32)
         return [
             ContextItem(id=r.id, source=self.name, content=r.content, kind="evidence",
                         role=r.role, tier=Tier.P2, priority=importance.get(r.id, 0.6),
-                        timestamp=r.timestamp, seq=r.seq, scores={"bm25": float(x)},
+                        timestamp=r.timestamp, seq=r.seq,
                         metadata={"origin": "memory:L2", "level": r.level})
-            for r, x in zip(records, raw) if x > 0
+            for r in records
         ]
 
 
@@ -83,7 +74,9 @@ class UnifiedRetrievalSource:
         expanded = self.rewriter.rewrite(query, self.memory.recent_texts(self.rewriter.last_n))
         store = self.memory.store
         session = self.memory.session if self.scope == "session" else None
-        limit = self.recall_limit
+        # Recall enough to fill the whole build if retrieval wins the leftover (~16 tokens a
+        # memory at least), never fewer than recall_limit.
+        limit = max(self.recall_limit, request.total // 16)
         qvec = self.memory.query_vector(query)
 
         async def nothing() -> list[Hit]:
@@ -133,8 +126,6 @@ class UnifiedRetrievalSource:
             if kind == "dense":
                 c.vector = h.score
             rank += 1
-            if rank >= self.recall_limit:
-                break
 
     def _item(self, c: Candidate) -> ContextItem:
         if isinstance(c.payload, ContextItem):

@@ -161,7 +161,10 @@ def pack(
             take(u, "selected")
             q.pop(0)
         else:
-            cut = _cut_unit(u, room, truncate, min_fragment)
+            # A cut history unit takes at most half the room left, so that what is older can
+            # still be summarized into the rest.
+            cut_room = max(min_fragment, room // 2) if s in tail_sources else room
+            cut = _cut_unit(u, min(room, cut_room), truncate, min_fragment)
             if cut is not None:
                 originals, copy = cut
                 res.truncated.update(originals)

@@ -22,6 +22,8 @@ class SourceRequest:
     """The target model's counter, for sources that chunk or cut by tokens."""
     budget: int
     """Tokens allocated to this source (a hint: the packer enforces the real limit)."""
+    total: int = 0
+    """Tokens of the whole build (sources that rank candidates size their recall by it)."""
     phase: str | None = None
     """Task phase (early / middle / late) when the caller knows it."""
     context: dict[str, Any] = field(default_factory=dict)

@@ -161,6 +161,6 @@ def test_budget_and_query_usage_errors(tmp_path: Path,
     assert "not both" in _error(capsys, "--history", hist, "--max-tokens", 100,
                                 "--window", 1000)
     assert "--query" in _error(capsys, "--history", hist, "--max-tokens", 300)
-    msg = _error(capsys, "--history", hist, "--max-tokens", 100, "--format", "anthropic",
+    msg = _error(capsys, "--history", hist, "--max-tokens", 20, "--format", "anthropic",
                  "--query", "q")
     assert "raise max_tokens" in msg

@@ -11,10 +11,11 @@ from hypothesis import strategies as st
 
 from loomctx.budget.manager import Allocation, BudgetManager, Limit
 from loomctx.builder import BuildOptions, ContextBuilder
+from loomctx.compress.summarize import ExtractiveSummarizer
 from loomctx.compress.truncate import MARKER
 from loomctx.errors import BudgetError
 from loomctx.items import ContextItem, Tier
-from loomctx.select.packer import Unit, make_units, pack
+from loomctx.select.packer import PackResult, Unit, make_units, pack
 from loomctx.sources.history import HistorySource
 from loomctx.sources.static import SystemPromptSource, UserInputSource
 
@@ -27,6 +28,11 @@ def item(iid: str, source: str, tokens: int, *, score: float = 0.5, tier: Tier =
                      seq=seq, tokens=tokens)
     it.scores["composite"] = score
     return it
+
+
+def reason(res: PackResult, item_id: str) -> str:
+    """The packer leaves units that did not fit without a reason; the report says "budget"."""
+    return res.reasons.get(item_id, "budget")
 
 
 def units(*items: ContextItem) -> list[Unit]:
@@ -52,7 +58,8 @@ def test_pinned_goes_first_and_p1_before_shares() -> None:
                "ev": units(item("e", "ev", 30))}
     res = pack(ordered, allocation=alloc(100, {"sys": 10, "skills": 0, "ev": 30}), available=100,
                tail_sources=frozenset())
-    assert res.reasons == {"s": "pinned", "k": "required", "e": "budget"}
+    assert {i: reason(res, i) for i in "ske"} == {"s": "pinned", "k": "required", "e": "budget"}
+    assert [i.id for i in res.included] == ["s", "k"]
     assert res.spent == 90
 
 
@@ -72,7 +79,7 @@ def test_unused_share_flows_to_sources_with_candidates() -> None:
                tail_sources=frozenset())
     assert res.used == {"a": 10, "b": 250}  # b got 2 units from its share, 3 from a's leftover
     assert [i.id for i in res.included] == ["a0", "b0", "b1", "b2", "b3", "b4"]
-    assert res.reasons["b5"] == "budget"
+    assert reason(res, "b5") == "budget"
     assert res.spent <= 300
 
 
@@ -94,7 +101,7 @@ def test_history_tail_is_contiguous_even_when_an_older_unit_would_fit() -> None:
     res = pack({"L1": tail}, allocation=alloc(100, {"L1": 100}), available=100,
                tail_sources=frozenset({"L1"}))
     assert [i.id for i in res.included] == ["m5"]
-    assert res.reasons["m3"] == "budget"  # would fit, but would leave a hole
+    assert reason(res, "m3") == "budget"  # would fit, but would leave a hole
 
 
 def test_a_non_tail_source_skips_what_does_not_fit() -> None:
@@ -124,7 +131,8 @@ def test_units_are_atomic_and_the_tail_is_a_suffix(costs: list[tuple[int, int]],
         assert ids <= kept or not ids & kept
     seqs = sorted(i.seq for i in res.included)
     assert seqs == list(range(len(items) - len(seqs), len(items)))
-    assert set(res.reasons) == {i.id for i in items}
+    assert all((reason(res, i.id) == "selected") == (i.id in kept) for i in items)
+    assert all(reason(res, i.id) in ("selected", "budget") for i in items)
 
 
 def test_cut_unit_keeps_the_original_and_fits() -> None:
@@ -138,10 +146,11 @@ def test_cut_unit_keeps_the_original_and_fits() -> None:
     call = item("c", "L1", 10, seq=0, group="g")
     res = pack({"L1": list(reversed(units(call, big)))}, allocation=alloc(200, {"L1": 50}),
                available=200, tail_sources=frozenset({"L1"}), truncate=cut, min_fragment=64)
-    assert calls == [("t", 190)]
+    # A cut history unit takes at most half the room (200 // 2), leaving the rest for a summary.
+    assert calls == [("t", 90)]
     assert res.truncated["t"] is big and big.tokens == 500
     assert res.reasons == {"c": "selected", "t": "truncated"}
-    assert res.spent == 200
+    assert res.spent == 100
 
 
 def test_no_cut_below_min_fragment() -> None:
@@ -150,7 +159,7 @@ def test_no_cut_below_min_fragment() -> None:
 
     res = pack({"L1": units(item("t", "L1", 500))}, allocation=alloc(60, {"L1": 60}),
                available=60, tail_sources=frozenset({"L1"}), truncate=cut, min_fragment=64)
-    assert res.included == [] and res.reasons == {"t": "budget"}
+    assert res.included == [] and reason(res, "t") == "budget"
 
 
 # ---- through the builder ---------------------------------------------------------------------
@@ -219,6 +228,20 @@ def test_summary_of_dropped_older_history_when_room_is_left() -> None:
     text = json.dumps(result.payload, ensure_ascii=False)
     assert f"Summary of {len(dropped)} earlier messages" in text
     assert result.tokens <= 1000
+
+    seen: list[list[str]] = []
+
+    class Recording(ExtractiveSummarizer):
+        async def summarize(self, items, max_tokens, counter):  # type: ignore[no-untyped-def]
+            seen.append([it.id for it in items])
+            return await super().summarize(items, max_tokens, counter)
+
+    b = ContextBuilder([SystemPromptSource("You are terse."), UserInputSource(),
+                        HistorySource(history)], options=BuildOptions(format="openai"),
+                       summarizer=Recording())
+    again = b.build_sync("when is the Hamburg pickup?", max_tokens=1000, now=NOW)
+    assert seen == [dropped]  # exactly the dropped ids, oldest first
+    assert json.dumps(again.payload) == json.dumps(result.payload)
 
 
 def test_no_summary_when_disabled_or_nothing_dropped() -> None:
