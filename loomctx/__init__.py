@@ -58,6 +58,7 @@ from loomctx.tokens import (
 __version__ = "0.1.0"
 
 __all__ = [
+    "DEFAULT_RATIOS",
     "AdaptiveBudgetManager",
     "AgentOutput",
     "AgentOutputSource",
@@ -77,7 +78,6 @@ __all__ = [
     "ContextBuilder",
     "ContextItem",
     "ContextSource",
-    "DEFAULT_RATIOS",
     "Document",
     "Embedder",
     "EstimatingCounter",

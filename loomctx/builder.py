@@ -22,8 +22,8 @@ from loomctx.render.chat import AnthropicRenderer, OpenAIRenderer
 from loomctx.render.protocol import Layout, Rendered, Renderer
 from loomctx.render.text import TemplateRenderer, TextRenderer
 from loomctx.report import BuildReport, SourceReport
-from loomctx.select.packer import Unit, make_units, pack
 from loomctx.retrieval.lexical import tokenize
+from loomctx.select.packer import Unit, make_units, pack
 from loomctx.select.scoring import SelectOptions, mmr_order, recency, score
 from loomctx.sources.protocol import ContextSource, SourceRequest
 from loomctx.tokens.chat import ChatCounter
@@ -166,7 +166,7 @@ class ContextBuilder:
                 return None, f"{type(exc).__name__}: {exc}", (time.perf_counter() - t) * 1000
 
         results = await asyncio.gather(*(one(s) for s in self.sources))
-        return {s.name: r for s, r in zip(self.sources, results)}
+        return {s.name: r for s, r in zip(self.sources, results, strict=True)}
 
     # -- build ---------------------------------------------------------------------------
     async def build(

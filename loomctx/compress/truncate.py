@@ -65,7 +65,7 @@ def truncate_sections(text: str, max_tokens: int, counter: TokenCounter) -> str:
     if counter.count(text) <= max_tokens:
         return text
     parts = _HEADER.split(text)
-    lead, pairs = parts[0], list(zip(parts[1::2], parts[2::2]))
+    lead, pairs = parts[0], list(zip(parts[1::2], parts[2::2], strict=True))
     sections = {h: body for h, body in pairs}
     order = [h for h in sections if h not in SECTION_PRIORITY] + [
         h for h in SECTION_PRIORITY if h in sections]

@@ -13,10 +13,10 @@ from typing import Protocol, runtime_checkable
 _RULES: tuple[tuple[re.Pattern[str], float], ...] = tuple(
     (re.compile(p, re.IGNORECASE), w) for p, w in (
         (r"\bremember\b|\bdon'?t forget\b|\bnote that\b|\bkeep in mind\b|记住|别忘|请注意", 0.45),
-        (r"\bdecid|\bagreed?\b|\bwe will\b|\bwe'll\b|\bplan(?:ned)? to\b|\bgoing to\b|决定|打算|计划",
-         0.25),
-        (r"\bprefer|\bfavou?rite\b|\bi (?:love|like|hate|enjoy)\b|\balways\b|\bnever\b|喜欢|讨厌|偏好"
-         r"|总是|从不", 0.2),
+        (r"\bdecid|\bagreed?\b|\bwe will\b|\bwe'll\b|\bplan(?:ned)? to\b|\bgoing to\b"
+         r"|决定|打算|计划", 0.25),
+        (r"\bprefer|\bfavou?rite\b|\bi (?:love|like|hate|enjoy)\b|\balways\b|\bnever\b"
+         r"|喜欢|讨厌|偏好|总是|从不", 0.2),
         (r"\b\d{1,4}(?:[:/.-]\d{1,4})*\b|\b(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*"
          r"\b|\b(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday)\b|[年月日号点]",
          0.15),

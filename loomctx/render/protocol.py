@@ -1,7 +1,8 @@
 """The :class:`Renderer` contract: turning chosen items into what is sent to the model.
 
 A renderer knows its format's token arithmetic: ``cost(item)`` is the item's marginal cost when
-rendered (measure before render), ``overhead(sections)`` the fixed framing reserved before packing, and
+rendered (measure before render), ``overhead(sections)`` the fixed framing reserved before
+packing, and
 ``render(layout)`` produces the payload together with its exact token count.
 """
 

@@ -106,7 +106,7 @@ class UnifiedRetrievalSource:
         missing = [c for c in cands.values() if c.vector == 0.0]
         if missing:
             vecs = self.memory.embedder.embed([c.content for c in missing])
-            for c, v in zip(missing, vecs):
+            for c, v in zip(missing, vecs, strict=True):
                 c.vector = float(v @ qvec)
         counter = request.counter
         for c in cands.values():
@@ -115,8 +115,7 @@ class UnifiedRetrievalSource:
         return [self._item(c) for c in ranked]
 
     def _add_hits(self, cands: dict[str, Candidate], kind: str, hits: list[Hit]) -> None:
-        rank = 0
-        for h in hits:
+        for rank, h in enumerate(hits):
             r = h.record
             c = cands.get(r.id)
             if c is None:
@@ -125,7 +124,6 @@ class UnifiedRetrievalSource:
             c.ranks[kind] = rank
             if kind == "dense":
                 c.vector = h.score
-            rank += 1
 
     def _item(self, c: Candidate) -> ContextItem:
         if isinstance(c.payload, ContextItem):

@@ -68,7 +68,7 @@ def score(items: Sequence[ContextItem], query: str, now: float, options: SelectO
             else:
                 raw = [0.0] * len(group)
         top = max((r for r in raw if r is not None), default=0.0)
-        for it, r in zip(group, raw):
+        for it, r in zip(group, raw, strict=True):
             rel = (r or 0.0) / top if top > 0 else 0.0
             if not query.strip():
                 rel = it.priority  # no question: fall back to the item's own importance
