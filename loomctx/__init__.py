@@ -58,7 +58,6 @@ from loomctx.tokens import (
 __version__ = "0.1.0"
 
 __all__ = [
-    "DEFAULT_RATIOS",
     "AdaptiveBudgetManager",
     "AgentOutput",
     "AgentOutputSource",
@@ -78,6 +77,7 @@ __all__ = [
     "ContextBuilder",
     "ContextItem",
     "ContextSource",
+    "DEFAULT_RATIOS",
     "Document",
     "Embedder",
     "EstimatingCounter",

@@ -21,6 +21,9 @@ from loomctx.sources.protocol import SourceRequest
 from loomctx.stores.protocol import Hit
 
 
+MAX_RECALL = 256
+
+
 class L2ImportantSource:
     """The session's L2 (important) memories for builds without a question, by importance."""
 
@@ -76,7 +79,7 @@ class UnifiedRetrievalSource:
         session = self.memory.session if self.scope == "session" else None
         # Recall enough to fill the whole build if retrieval wins the leftover (~16 tokens a
         # memory at least), never fewer than recall_limit.
-        limit = max(self.recall_limit, request.total // 16)
+        limit = max(self.recall_limit, min(MAX_RECALL, request.total // 16))
         qvec = self.memory.query_vector(query)
 
         async def nothing() -> list[Hit]:
@@ -85,11 +88,17 @@ class UnifiedRetrievalSource:
         # The question itself drives recall; the rewritten query (recent-turn terms appended)
         # is one more lexical list, so a follow-up finds its topic without the expansion
         # drowning a self-contained question.
+        mem = self.memory
+
+        def lexical_search(text: str) -> list[Hit]:
+            if session is not None:  # this session: the in-process index
+                return mem.search_lexical(text, limit)
+            return store.search_lexical(text, limit=limit)
+
         lexical, dense, extra, *kb = await asyncio.gather(
-            asyncio.to_thread(store.search_lexical, query, limit=limit, session=session),
+            asyncio.to_thread(lexical_search, query),
             asyncio.to_thread(store.search_vector, qvec, limit=limit, session=session),
-            asyncio.to_thread(store.search_lexical, expanded, limit=limit, session=session)
-            if expanded != query else nothing(),
+            asyncio.to_thread(lexical_search, expanded) if expanded != query else nothing(),
             *(k.collect(request) for k in self.knowledge),
         )
         cands: dict[str, Candidate] = {}

@@ -16,6 +16,7 @@ from loomctx.errors import ConfigError
 from loomctx.items import ContextItem
 from loomctx.retrieval.lexical import BM25Index
 
+MMR_HEAD = 64
 SCORED_KINDS = frozenset({"evidence", "tool", "skill", "state", "custom"})
 
 
@@ -84,10 +85,12 @@ def mmr_order(
     items: Sequence[ContextItem], lam: float, terms: dict[str, frozenset[str]]
 ) -> list[ContextItem]:
     """Maximal marginal relevance order: λ·relevance − (1−λ)·max Jaccard to those chosen."""
-    remaining = sorted(items, key=lambda it: (-it.scores.get("composite", 0.0), it.seq))
+    ranked = sorted(items, key=lambda it: (-it.scores.get("composite", 0.0), it.seq))
+    if lam >= 1.0 or len(ranked) < 3:
+        return ranked
+    # Diversify the head only: MMR is O(k²), and the tail rarely reaches the context.
+    remaining, rest = ranked[:MMR_HEAD], ranked[MMR_HEAD:]
     n = len(remaining)
-    if lam >= 1.0 or n < 3:
-        return remaining
     sets = [terms[it.id] for it in remaining]
     rel = [lam * it.scores.get("composite", 0.0) for it in remaining]
     max_sim = [0.0] * n
@@ -108,7 +111,7 @@ def mmr_order(
                     sim = inter / (len(a) + len(b) - inter)
                     if sim > max_sim[i]:
                         max_sim[i] = sim
-    return [remaining[i] for i in order]
+    return [remaining[i] for i in order] + rest
 
 
 __all__ = ["SCORED_KINDS", "SelectOptions", "mmr_order", "recency", "score"]
