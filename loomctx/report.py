@@ -129,8 +129,9 @@ class BuildReport:
             mark = "+" if r.included else "-"
             score = f"{r.score:.2f}" if r.score is not None else ""
             tokens = "" if r.tokens is None else str(r.tokens)
+            why = f"{r.reason} → in {r.summarized_in}" if r.summarized_in else r.reason
             lines.append(f"{mark} {r.id[:27]:<28}{r.source[:15]:<16}{tokens:>7}{score:>7}"
-                         f"  {r.reason}")
+                         f"  {why}")
         if len(rows) > max_rows:
             lines.append(f"… {len(rows) - max_rows} more rows (use --report json for all)")
         if counts:
