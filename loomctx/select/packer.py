@@ -150,6 +150,7 @@ def pack(
 
     heap = [(-q[0].score, s) for s, q in queues.items() if q]
     heapq.heapify(heap)
+    deferred: list[tuple[float, str, Unit]] = []  # units that fit only if cut
     while heap:
         _, s = heapq.heappop(heap)
         q = queues[s]
@@ -161,23 +162,28 @@ def pack(
             take(u, "selected")
             q.pop(0)
         else:
-            # A cut history unit takes at most half the room left, so that what is older can
-            # still be summarized into the rest.
-            cut_room = max(min_fragment, room // 2) if s in tail_sources else room
-            cut = _cut_unit(u, min(room, cut_room), truncate, min_fragment)
-            if cut is not None:
-                originals, copy = cut
-                res.truncated.update(originals)
-                take(copy, "selected")
-                q.pop(0)
+            # Whole units first, fragments last: a unit that would need a cut waits until
+            # every source has placed what fits whole.
+            if truncate is not None and not u.pinned:
+                deferred.append((u.score, s, u))
+            q.pop(0)
             if s in tail_sources:
-                stopped.add(s)
+                stopped.add(s)  # the tail stays contiguous: nothing older after a gap
                 continue
-            if cut is None:
-                res.reasons.update({it.id: "budget" for it in u.items})
-                q.pop(0)
         if q and s not in stopped:
             heapq.heappush(heap, (-q[0].score, s))
+
+    # 5: cut the best deferred units into what is left.
+    for _, s, u in sorted(deferred, key=lambda d: (-d[0], d[1])):
+        room = min(available - res.spent, ceiling_left(s))
+        # A cut history unit takes at most half the room left, so that what is older can
+        # still be summarized into the rest.
+        cut_room = max(min_fragment, room // 2) if s in tail_sources else room
+        cut = _cut_unit(u, min(room, cut_room), truncate, min_fragment)
+        if cut is not None:
+            originals, copy = cut
+            res.truncated.update(originals)
+            take(copy, "selected")
     return res  # anything without a reason did not fit: the report says "budget"
 
 
