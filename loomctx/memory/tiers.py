@@ -138,17 +138,27 @@ class TieredMemory:
         )
 
     def _evict(self, now: float) -> None:
+        """Move the oldest units out of L1 until it fits; one store write per tier."""
         opts = self.options
+        moved: dict[str, list[str]] = {"L2": [], "L4": []}
+        scores: dict[str, float] = {}
         while self._l1_tokens > opts.l1_max_tokens and len(self.l1) > 1:
             unit = self.l1.evict_oldest()
             self._l1_tokens -= sum(self.counter.count(it.content) for it in unit)
             score = max(self.importance.score(it.content, role=it.role) for it in unit)
             level = "L2" if score > opts.promote_threshold else "L4"
-            ids = [it.id for it in unit]
-            self._set_level(ids, level, score)
-            if level == "L2":
+            for it in unit:
+                moved[level].append(it.id)
+                scores[it.id] = score
+                if level == "L2":
+                    self._l2[it.id] = (score, now)
+        for level, ids in moved.items():
+            if ids:
+                self._set_level(ids, level)  # type: ignore[arg-type]
                 for i in ids:
-                    self._l2[i] = (score, now)
+                    r = self.records.get(i)
+                    if r is not None:
+                        self.records[i] = replace(r, importance=scores[i])
         self._expire(now)
 
     def _expire(self, now: float) -> None:

@@ -73,8 +73,12 @@ class SQLiteStore:
         return self._conn
 
     @contextmanager
-    def _write(self) -> Iterator[sqlite3.Connection]:
-        """One immediate transaction: committed on success, rolled back on any error."""
+    def _write(self, *, keep_index: bool = False) -> Iterator[sqlite3.Connection]:
+        """One immediate transaction: committed on success, rolled back on any error.
+
+        The vector index is dropped afterwards unless ``keep_index`` says the caller keeps it
+        current itself (or the write does not touch vectors, levels or sessions).
+        """
         with self._lock:
             conn = self._db()
             try:
@@ -87,8 +91,12 @@ class SQLiteStore:
                     raise
             except sqlite3.Error as exc:
                 raise StoreError(f"write to SQLite store {self.path!r} failed: {exc}") from exc
-            finally:
+            except BaseException:
                 self._vectors = None
+                raise
+            else:
+                if not keep_index:
+                    self._vectors = None
 
     @contextmanager
     def _read(self) -> Iterator[sqlite3.Connection]:
@@ -105,9 +113,13 @@ class SQLiteStore:
 
         A replaced record loses its old vector unless the call gives a new one.
         """
-        with self._write() as conn:
+        with self._write(keep_index=True) as conn:
             row = conn.execute("SELECT dim FROM vectors LIMIT 1").fetchone()
             cleaned, rows = rec.prepare_put(records, vectors, row[0] if row else None)
+            ids_new = [r.id for r in cleaned]
+            index = self._vectors
+            if index is not None and (rows is None or index.contains_any(ids_new)):
+                self._vectors = index = None  # replacements: reload on the next search
             ids = [(r.id,) for r in cleaned]
             conn.executemany("DELETE FROM records WHERE id = ?", ids)
             conn.executemany("DELETE FROM vectors WHERE id = ?", ids)
@@ -121,6 +133,10 @@ class SQLiteStore:
                     "INSERT INTO vectors (id, dim, vec) VALUES (?, ?, ?)",
                     [(r.id, rows.shape[1], rows[i].tobytes()) for i, r in enumerate(cleaned)],
                 )
+            if index is not None and rows is not None:
+                # Committed below; an exception before then drops the index (see _write).
+                index.append(ids_new, rows, [r.session for r in cleaned],
+                             [r.level for r in cleaned])
 
     def delete(self, ids: Iterable[str]) -> int:
         """Delete these records and their vectors; return how many existed."""
@@ -133,9 +149,12 @@ class SQLiteStore:
     def set_level(self, ids: Iterable[str], level: Level) -> None:
         """Move existing records to ``level``; unknown ids are ignored."""
         rec.check_level(level)
-        keys = [(level, i) for i in rec.id_list(ids)]
-        with self._write() as conn:
+        id_list = rec.id_list(ids)
+        keys = [(level, i) for i in id_list]
+        with self._write(keep_index=True) as conn:
             conn.executemany("UPDATE records SET level = ? WHERE id = ?", keys)
+            if self._vectors is not None:
+                self._vectors.set_level(id_list, level)
 
     # -- reads ----------------------------------------------------------------------------------
 
@@ -249,7 +268,7 @@ class SQLiteStore:
         """Remember embeddings of ``model`` by content hash (replacing older entries)."""
         rec.check_model(model)
         rows = rec.cache_rows(vectors)
-        with self._write() as conn:
+        with self._write(keep_index=True) as conn:  # the cache is not the vector index
             conn.executemany(
                 "INSERT OR REPLACE INTO embedding_cache (model, hash, dim, vec) "
                 "VALUES (?, ?, ?, ?)",
