@@ -9,6 +9,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from loomctx._jsonl import json_lines
 from loomctx.budget.manager import BudgetManager
 from loomctx.builder import BuildOptions, BuildResult, ContextBuilder
 from loomctx.errors import ConfigError, InputError
@@ -21,22 +22,11 @@ from loomctx.sources.tools import ToolSource
 
 def _read_numbered(path: Path) -> list[tuple[int, dict[str, Any]]]:
     out = []
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"cannot read: {exc}", where=str(path)) from exc
-    for n, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise InputError(f"malformed JSON ({exc.msg} at column {exc.colno}): "
-                             "each line must be one JSON message object",
-                             where=f"{path}:{n}") from None
+    for n, where, obj in json_lines(path, label="malformed JSON",
+                                    hint=": each line must be one JSON message object"):
         if not isinstance(obj, dict):
             raise InputError("each line must be a JSON object like "
-                             '{"role": "user", "content": "..."}', where=f"{path}:{n}")
+                             '{"role": "user", "content": "..."}', where=where)
         obj.setdefault("id", f"m{n}")
         out.append((n, obj))
     return out

@@ -16,6 +16,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from loomctx._jsonl import json_lines
 from loomctx.errors import ConfigError, InputError
 from loomctx.eval.generic import load_generic
 from loomctx.eval.metric import count_tokens
@@ -141,26 +142,18 @@ def load_locomo(path: str | Path) -> list[EvalQuestion]:
 
 def _hotpot_records(path: str | Path) -> list[dict[str, Any]]:
     records: list[dict[str, Any]] = []
-    with open(path, encoding="utf-8") as fh:
-        for line_no, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            where = f"{path}:{line_no}"
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise InputError(f"not valid JSON ({exc.msg})", where=where) from exc
-            missing = [k for k in _HOTPOT_KEYS if not isinstance(record, dict) or k not in record]
-            if missing or not isinstance(record["contexts"], list):
+    for _, where, record in json_lines(path):
+        missing = [k for k in _HOTPOT_KEYS if not isinstance(record, dict) or k not in record]
+        if missing or not isinstance(record["contexts"], list):
+            raise InputError(
+                f"not a HotpotQA record: missing {missing or ['contexts']}", where=where
+            )
+        for number, para in enumerate(record["contexts"]):
+            if not isinstance(para, dict) or not all(k in para for k in _PARAGRAPH_KEYS):
                 raise InputError(
-                    f"not a HotpotQA record: missing {missing or ['contexts']}", where=where
+                    f"contexts[{number}] needs the keys {list(_PARAGRAPH_KEYS)}", where=where
                 )
-            for number, para in enumerate(record["contexts"]):
-                if not isinstance(para, dict) or not all(k in para for k in _PARAGRAPH_KEYS):
-                    raise InputError(
-                        f"contexts[{number}] needs the keys {list(_PARAGRAPH_KEYS)}", where=where
-                    )
-            records.append(record)
+        records.append(record)
     return records
 
 

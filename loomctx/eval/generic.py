@@ -20,11 +20,11 @@ a conversation once however it was written.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from loomctx._jsonl import json_lines
 from loomctx.errors import InputError
 from loomctx.eval.records import EvalQuestion, Turn, parse_timestamp
 
@@ -121,43 +121,35 @@ def load_generic(path: str | Path) -> Iterator[EvalQuestion]:
     """
     shared: dict[str, tuple[Turn, ...]] = {}
     previous: tuple[Turn, ...] | None = None
-    with open(path, encoding="utf-8") as fh:
-        for line_no, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            where = f"{path}:{line_no}"
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise InputError(f"not valid JSON ({exc.msg})", where=where) from exc
-            if not isinstance(record, dict):
+    for _, where, record in json_lines(path):
+        if not isinstance(record, dict):
+            raise InputError(
+                f"expected a JSON object, got {type(record).__name__}", where=where
+            )
+        if "histories" in record:
+            block = record["histories"]
+            if not isinstance(block, dict):
+                raise InputError("'histories' must map keys to histories", where=where)
+            for key, raw in block.items():
+                shared[str(key)] = _history(raw, f"{where}: histories[{key!r}]")
+            continue
+        if "history_ref" in record:
+            key = str(record["history_ref"])
+            if key not in shared:
                 raise InputError(
-                    f"expected a JSON object, got {type(record).__name__}", where=where
+                    f"history_ref {key!r} names no earlier 'histories' entry", where=where
                 )
-            if "histories" in record:
-                block = record["histories"]
-                if not isinstance(block, dict):
-                    raise InputError("'histories' must map keys to histories", where=where)
-                for key, raw in block.items():
-                    shared[str(key)] = _history(raw, f"{where}: histories[{key!r}]")
-                continue
-            if "history_ref" in record:
-                key = str(record["history_ref"])
-                if key not in shared:
-                    raise InputError(
-                        f"history_ref {key!r} names no earlier 'histories' entry", where=where
-                    )
-                history = shared[key]
-            elif "history" in record:
-                history = _history(record["history"], where)
-                if previous is not None and history == previous:
-                    history = previous
-            else:
-                raise InputError(
-                    "question line has neither 'history' nor 'history_ref'", where=where
-                )
-            previous = history
-            yield _question(record, history, where)
+            history = shared[key]
+        elif "history" in record:
+            history = _history(record["history"], where)
+            if previous is not None and history == previous:
+                history = previous
+        else:
+            raise InputError(
+                "question line has neither 'history' nor 'history_ref'", where=where
+            )
+        previous = history
+        yield _question(record, history, where)
 
 
 __all__ = ["load_generic"]

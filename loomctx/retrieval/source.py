@@ -20,7 +20,6 @@ from loomctx.sources.knowledge import KnowledgeSource
 from loomctx.sources.protocol import SourceRequest
 from loomctx.stores.protocol import Hit
 
-
 MAX_RECALL = 256
 
 

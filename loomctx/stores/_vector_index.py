@@ -8,6 +8,7 @@ columns (session, level) as small integer codes, and searches that until the dat
 from __future__ import annotations
 
 import sqlite3
+
 import numpy as np
 
 _LEVEL_CODES = {"L1": 0, "L2": 1, "L3": 2, "L4": 3}
