@@ -17,10 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-WORDS = ("project budget meeting deadline weather train ticket hiking weekend dog cat garden "
-         "report invoice customer shipment Lyon Hamburg Milano refund policy paperwork email "
-         "doctor dentist birthday gift concert museum recipe pasta coffee tea 周末 爬山 会议 "
-         "报告 客户 发票 天气 咖啡").split()
+WORDS = ["project", "budget", "meeting", "deadline", "weather", "train", "ticket", "hiking", "weekend", "dog", "cat", "garden", "report", "invoice", "customer", "shipment", "Lyon", "Hamburg", "Milano", "refund", "policy", "paperwork", "email", "doctor", "dentist", "birthday", "gift", "concert", "museum", "recipe", "pasta", "coffee", "tea", "周末", "爬山", "会议", "报告", "客户", "发票", "天气", "咖啡"]
 QUERIES = ["When is the project deadline?", "What did we decide about the Hamburg shipment?",
            "周末去哪里爬山？", "Which refund policy applies to the customer in Lyon?"]
 
