@@ -17,15 +17,62 @@ from pathlib import Path
 
 import numpy as np
 
-WORDS = ["project", "budget", "meeting", "deadline", "weather", "train", "ticket", "hiking", "weekend", "dog", "cat", "garden", "report", "invoice", "customer", "shipment", "Lyon", "Hamburg", "Milano", "refund", "policy", "paperwork", "email", "doctor", "dentist", "birthday", "gift", "concert", "museum", "recipe", "pasta", "coffee", "tea", "周末", "爬山", "会议", "报告", "客户", "发票", "天气", "咖啡"]
-QUERIES = ["When is the project deadline?", "What did we decide about the Hamburg shipment?",
-           "周末去哪里爬山？", "Which refund policy applies to the customer in Lyon?"]
+WORDS = [
+    "project",
+    "budget",
+    "meeting",
+    "deadline",
+    "weather",
+    "train",
+    "ticket",
+    "hiking",
+    "weekend",
+    "dog",
+    "cat",
+    "garden",
+    "report",
+    "invoice",
+    "customer",
+    "shipment",
+    "Lyon",
+    "Hamburg",
+    "Milano",
+    "refund",
+    "policy",
+    "paperwork",
+    "email",
+    "doctor",
+    "dentist",
+    "birthday",
+    "gift",
+    "concert",
+    "museum",
+    "recipe",
+    "pasta",
+    "coffee",
+    "tea",
+    "周末",
+    "爬山",
+    "会议",
+    "报告",
+    "客户",
+    "发票",
+    "天气",
+    "咖啡",
+]
+QUERIES = [
+    "When is the project deadline?",
+    "What did we decide about the Hamburg shipment?",
+    "周末去哪里爬山？",
+    "Which refund policy applies to the customer in Lyon?",
+]
 
 
 def _texts(n: int, seed: int = 3) -> list[str]:
     rng = np.random.default_rng(seed)
-    return [f"msg {i}: " + " ".join(rng.choice(WORDS, size=int(rng.integers(8, 30))))
-            for i in range(n)]
+    return [
+        f"msg {i}: " + " ".join(rng.choice(WORDS, size=int(rng.integers(8, 30)))) for i in range(n)
+    ]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -36,8 +83,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--max-tokens", type=int, default=8000)
     ap.add_argument("--embedder", choices=("use", "hashing"), default="use")
     ap.add_argument("--quick", action="store_true", help="10k messages, 10 builds")
-    ap.add_argument("--out", type=Path,
-                    default=Path(__file__).parent / "results" / "memory.json")
+    ap.add_argument("--out", type=Path, default=Path(__file__).parent / "results" / "memory.json")
     args = ap.parse_args(argv)
     if args.quick:
         args.messages, args.builds = 10_000, 10
@@ -49,14 +95,27 @@ def main(argv: list[str] | None = None) -> int:
     texts = _texts(args.messages)
     with tempfile.TemporaryDirectory() as tmp:
         store = SQLiteStore(Path(tmp) / "memory.db")
-        s = Session(store=store, embedder=embedder, model="gpt-4o",
-                    memory=MemoryOptions(l1_max_tokens=2000), clock=lambda: 1.7e9)
+        s = Session(
+            store=store,
+            embedder=embedder,
+            model="gpt-4o",
+            memory=MemoryOptions(l1_max_tokens=2000),
+            clock=lambda: 1.7e9,
+        )
         t0 = time.perf_counter()
         for start in range(0, len(texts), args.batch):
-            chunk = texts[start:start + args.batch]
-            s.add_messages([{"role": ("user", "assistant")[(start + i) % 2], "content": t,
-                             "id": f"m{start + i}", "timestamp": 1.6e9 + 60 * (start + i)}
-                            for i, t in enumerate(chunk)])
+            chunk = texts[start : start + args.batch]
+            s.add_messages(
+                [
+                    {
+                        "role": ("user", "assistant")[(start + i) % 2],
+                        "content": t,
+                        "id": f"m{start + i}",
+                        "timestamp": 1.6e9 + 60 * (start + i),
+                    }
+                    for i, t in enumerate(chunk)
+                ]
+            )
         add_s = time.perf_counter() - t0
         first = time.perf_counter()
         s.build_sync(QUERIES[0], max_tokens=args.max_tokens)
@@ -73,14 +132,21 @@ def main(argv: list[str] | None = None) -> int:
         store.close()
     times.sort()
     out = {
-        "messages": args.messages, "stored": stored, "embedder": embedder.name,
-        "add_seconds": round(add_s, 1), "add_messages_per_s": round(args.messages / add_s),
+        "messages": args.messages,
+        "stored": stored,
+        "embedder": embedder.name,
+        "add_seconds": round(add_s, 1),
+        "add_messages_per_s": round(args.messages / add_s),
         "first_build_ms": round(first_ms, 1),
-        "warm_build_ms": {"median": round(statistics.median(times), 2),
-                          "p95": round(times[int(0.95 * (len(times) - 1))], 2),
-                          "min": round(times[0], 2), "max": round(times[-1], 2),
-                          "n": len(times)},
-        "max_tokens": args.max_tokens, "file_mb": round(file_mb, 1),
+        "warm_build_ms": {
+            "median": round(statistics.median(times), 2),
+            "p95": round(times[int(0.95 * (len(times) - 1))], 2),
+            "min": round(times[0], 2),
+            "max": round(times[-1], 2),
+            "n": len(times),
+        },
+        "max_tokens": args.max_tokens,
+        "file_mb": round(file_mb, 1),
         "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)
