@@ -14,7 +14,6 @@ from loomctx.builder import BuildOptions
 from loomctx.embed.protocol import Embedder
 from loomctx.eval.baselines import EvalOutput
 from loomctx.eval.records import EvalQuestion, Turn
-from loomctx.select.scoring import SelectOptions
 from loomctx.session import Session
 
 
@@ -38,8 +37,7 @@ class LoomctxSystem:
             self.embedder = default_embedder()
         session = Session(
             embedder=self.embedder, model=self.model,
-            options=BuildOptions(model=self.model, format="text",
-                                 select=SelectOptions(min_relevance=0.1)),
+            options=BuildOptions(model=self.model, format="text"),  # library defaults
             clock=lambda: 0.0,
         )
         messages: list[dict[str, Any]] = [
