@@ -33,6 +33,7 @@ Format = Literal["openai", "anthropic", "text", "minimal", "template"]
 FORMATS = ("openai", "anthropic", "text", "minimal", "template")
 MIN_BUDGET = 16
 SUMMARY_SCAN = 8
+COST_CACHE_MAX = 500_000
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -147,6 +148,8 @@ class ContextBuilder:
             return hit[1]
         c = self.renderer.cost(item)
         item.tokens = c
+        if len(self._costs) >= COST_CACHE_MAX:  # items evicted elsewhere stay referenced here
+            self._costs.clear()
         self._costs[id(item)] = (item, c)
         return c
 

@@ -8,7 +8,6 @@ knowledge the session was given. Lifecycle: ACTIVE → PAUSED → ACTIVE … →
 
 from __future__ import annotations
 
-import asyncio
 import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
@@ -17,11 +16,12 @@ from typing import Any
 
 from loomctx._sync import run_sync
 from loomctx.budget.manager import BudgetManager
-from loomctx.builder import BuildOptions, BuildResult, ContextBuilder
+from loomctx.builder import SUMMARY_SCAN, BuildOptions, BuildResult, ContextBuilder
 from loomctx.compress.summarize import ExtractiveSummarizer
 from loomctx.embed.cache import CachedEmbedder
 from loomctx.embed.protocol import Embedder
 from loomctx.errors import ConfigError
+from loomctx.items import ContextItem
 from loomctx.memory.importance import ImportanceScorer
 from loomctx.memory.tiers import MemoryOptions, TieredMemory
 from loomctx.retrieval.source import L2ImportantSource, UnifiedRetrievalSource
@@ -136,24 +136,32 @@ class Session:
         self.state = SessionState.ACTIVE
 
     def end(self, *, summary_tokens: int = 300) -> str | None:
-        """End the session: write an L3 summary for the agent, move L1/L2 to L4. Returns the
-        summary record id (None for an empty session)."""
+        """End the session: write an L3 summary for the agent, move L1/L2 to L4.
+
+        The summary is extractive, over the session's important (L2) memories and its most
+        recent messages (at most ``SUMMARY_SCAN`` × ``summary_tokens`` tokens of them). Returns
+        the summary record id (None for an empty session).
+        """
         if self.state is SessionState.ENDED:
             return None
-        items = list(self.memory.l1.items)
-        records = list(self.store.scan(session=self.id))
         self.state = SessionState.ENDED
+        records = sorted(self.memory.records.values(), key=lambda r: (r.timestamp, r.seq))
         if not records:
             return None
-        from loomctx.items import ContextItem
-
+        picked = [r for r in records if r.level == "L2"]
+        budget = SUMMARY_SCAN * summary_tokens * 4  # characters, ~4 a token
+        for r in reversed(records):
+            if budget <= 0:
+                break
+            if r.level != "L2":
+                picked.append(r)
+                budget -= len(r.content)
+        picked.sort(key=lambda r: (r.timestamp, r.seq))
         as_items = [ContextItem(id=r.id, source="memory", content=r.content, role=r.role)
-                    for r in records]
-        text = asyncio.run(ExtractiveSummarizer().summarize(
-            as_items, summary_tokens, self.memory.counter)) if as_items else ""
+                    for r in picked]
+        text = run_sync(ExtractiveSummarizer().summarize(as_items, summary_tokens,
+                                                         self.memory.counter), name="end")
         self.store.set_level([r.id for r in records if r.level in ("L1", "L2")], "L4")
-        self.memory.l1.extend([])
-        del items
         if not text:
             return None
         sid = f"{self.id}:summary"

@@ -55,7 +55,7 @@ class OpenAIRenderer:
         if sections is None or sections & {"state", "evidence"}:
             total += frame + self.chat.text(EVIDENCE_HEADER) + 2
         if sections is None or "tools" in sections:
-            total += _tools_fixed(self.chat)
+            total += self.chat.tools_overhead
         return total
 
     def render(self, layout: Layout) -> Rendered:
@@ -79,12 +79,6 @@ class OpenAIRenderer:
             format=self.format, payload=payload, tokens=self.chat.messages(messages, tools),
             prefix_tokens=prefix_tokens, prefix_hash=stable_hash([tools, prefix_msgs]),
         )
-
-
-def _tools_fixed(chat: ChatCounter) -> int:
-    """The one-off cost of a non-empty tools parameter (reserved up front)."""
-    probe = {"type": "function", "function": {"name": "x", "parameters": {"type": "object"}}}
-    return chat.tools([probe]) - chat.tool(probe)
 
 
 def _anthropic_tool(schema: dict[str, Any]) -> dict[str, Any]:
@@ -151,7 +145,7 @@ class AnthropicRenderer:
         if sections is None or sections & {"state", "evidence"}:
             total += self.chat.text(EVIDENCE_HEADER) + 2
         if sections is None or "tools" in sections:
-            total += _tools_fixed(self.chat)
+            total += self.chat.tools_overhead
         return total
 
     def render(self, layout: Layout) -> Rendered:
