@@ -214,6 +214,7 @@ class ContextBuilder:
         reasons: dict[str, str] = {}
         unmeasured: dict[str, int] = {}
         ordered: dict[str, list[Unit]] = {}
+        to_rank: dict[str, list[ContextItem]] = {}
         candidates: dict[str, list[ContextItem]] = {}
         seen: set[str] = set()
         for src in self.sources:
@@ -232,13 +233,10 @@ class ContextBuilder:
                         continue
                     seen.add(fp)
                 kept.append(it)
-            ordered[src.name] = kept  # type: ignore[assignment]
-        flat = [it for its in ordered.values() for it in its if isinstance(it, ContextItem)]
-        score(flat, query, now, self.options.select)
-        for name, items in list(ordered.items()):
-            if name in self.tail_sources:
-                continue
-            ordered[name] = self._rank_units(items, query, reasons)  # type: ignore[arg-type]
+            to_rank[src.name] = kept
+        score([it for its in to_rank.values() for it in its], query, now, self.options.select)
+        for name, kept_items in to_rank.items():
+            ordered[name] = self._rank_units(kept_items, query, reasons)
         timings["select"] = (time.perf_counter() - t) * 1000
 
         t = time.perf_counter()
@@ -447,7 +445,7 @@ class ContextBuilder:
         reasons = dict(reasons)
 
         def rows() -> list[tuple[Any, ...]]:
-            out = []
+            out: list[tuple[Any, ...]] = []
             for name, items in lists.items():
                 skip = unmeasured.get(name, 0)
                 for k, it in enumerate(items):

@@ -96,10 +96,12 @@ class Session:
     ) -> str:
         """Add one message (OpenAI fields); returns its id (given or generated)."""
         msg: dict[str, Any] = {"role": role, "content": content}
-        for key, value in (("id", id), ("timestamp", timestamp), ("tool_calls", tool_calls),
-                           ("tool_call_id", tool_call_id), ("name", name)):
+        if tool_calls is not None:
+            msg["tool_calls"] = list(tool_calls)
+        for key, value in (("id", id), ("timestamp", timestamp), ("tool_call_id", tool_call_id),
+                           ("name", name)):
             if value is not None:
-                msg[key] = list(value) if key == "tool_calls" else value
+                msg[key] = value
         return self.add_messages([msg])[0]
 
     def add_messages(self, messages: Sequence[Mapping[str, Any]]) -> list[str]:

@@ -65,10 +65,11 @@ class HashingEmbedder:
         weights = np.full(hashes.size, _TRIGRAM_WEIGHT)
         weights[:n_terms] = _TERM_WEIGHT
         signs = np.where(hashes >> np.uint32(31), -1.0, 1.0)
-        vec = np.bincount(hashes % self.dim, weights=weights * signs, minlength=self.dim)
+        vec = np.bincount(hashes % self.dim, weights=weights * signs,
+                          minlength=self.dim).astype(np.float32)
         norm = float(np.linalg.norm(vec))
         if norm == 0.0:
-            vec = np.zeros(self.dim)
+            vec = np.zeros(self.dim, dtype=np.float32)
             vec[0] = 1.0
             norm = 1.0
         return (vec / norm).astype(np.float32)

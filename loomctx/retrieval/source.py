@@ -18,7 +18,7 @@ from loomctx.retrieval.reranker import Candidate, UnifiedReranker
 from loomctx.retrieval.rewriter import QueryRewriter
 from loomctx.sources.knowledge import KnowledgeSource
 from loomctx.sources.protocol import SourceRequest
-from loomctx.stores.protocol import Hit
+from loomctx.stores.protocol import Hit, MemoryRecord
 
 MAX_RECALL = 256
 
@@ -94,12 +94,13 @@ class UnifiedRetrievalSource:
                 return mem.search_lexical(text, limit)
             return store.search_lexical(text, limit=limit)
 
-        lexical, dense, extra, *kb = await asyncio.gather(
+        memory_recall = asyncio.gather(
             asyncio.to_thread(lexical_search, query),
             asyncio.to_thread(store.search_vector, qvec, limit=limit, session=session),
             asyncio.to_thread(lexical_search, expanded) if expanded != query else nothing(),
-            *(k.collect(request) for k in self.knowledge),
         )
+        knowledge_recall = asyncio.gather(*(k.collect(request) for k in self.knowledge))
+        (lexical, dense, extra), kb = await asyncio.gather(memory_recall, knowledge_recall)
         cands: dict[str, Candidate] = {}
         for kind, hits in (("lexical", lexical), ("dense", dense), ("expanded", extra)):
             self._add_hits(cands, kind, hits)
@@ -140,6 +141,7 @@ class UnifiedRetrievalSource:
                                tier=Tier.P2, seq=it.seq, scores={"bm25": c.score, **c.signals},
                                metadata={**it.metadata, "origin": c.origin})
         r = c.payload
+        assert isinstance(r, MemoryRecord)
         return ContextItem(
             id=r.id, source=self.name, content=r.content, kind="evidence", role=r.role,
             tier=Tier.P2, timestamp=r.timestamp, seq=r.seq,

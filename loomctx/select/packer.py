@@ -144,9 +144,9 @@ def pack(
         queues[s] = keep
 
     # 4: leftover flows, best next unit first, respecting ceilings and the tail rule.
-    def ceiling_left(s: str) -> float:
+    def ceiling_left(s: str) -> int:
         cap = allocation.ceilings.get(s)
-        return float("inf") if cap is None else cap - res.used.get(s, 0)
+        return available if cap is None else cap - res.used.get(s, 0)
 
     heap = [(-q[0].score, s) for s, q in queues.items() if q]
     heapq.heapify(heap)

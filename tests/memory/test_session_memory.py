@@ -140,3 +140,19 @@ def test_assembler_keeps_critical_and_reports():
     assert fates["need"]["included"]
     with pytest.raises(ConfigError):
         asm.add_component("need", "again")
+
+
+def test_unified_retrieval_ranks_knowledge_and_memory_together():
+    from loomctx import Document, KnowledgeSource
+
+    kb = KnowledgeSource([Document("policy.md", "Refunds for customs holds: a 5% goodwill "
+                                                "credit after five working days.")])
+    s = _session(knowledge=[kb])
+    s.add_message("user", "The Lyon customer asked about a refund for the customs hold.",
+                  id="ask")
+    _fill(s, 40)
+    r = s.build_sync("refund for a customs hold", max_tokens=400)
+    included = r.report.included_ids
+    assert "policy.md#0" in included and "ask" in included
+    row = next(i for i in r.report.items if i.id == "policy.md#0")
+    assert row.source == "L4_semantic"
