@@ -37,6 +37,11 @@ KIND_SECTION: dict[str, Section] = {
 }
 
 
+RAW_RELEVANCE = "raw_relevance"
+"""``scores`` key where a source leaves its own relevance score (BM25, reranker...); the
+selector normalises it within the source. Items without it are scored by the selector."""
+
+
 class Tier(IntEnum):
     """Priority tier: P0 is pinned (never dropped), P4 is the first to go."""
 
@@ -103,4 +108,4 @@ class ContextItem:
         return fingerprint(self.content)
 
 
-__all__ = ["KIND_SECTION", "ContextItem", "Kind", "Section", "Tier", "fingerprint"]
+__all__ = ["KIND_SECTION", "RAW_RELEVANCE", "ContextItem", "Kind", "Section", "Tier", "fingerprint"]

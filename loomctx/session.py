@@ -31,6 +31,7 @@ from loomctx.sources.static import SystemPromptSource, UserInputSource
 from loomctx.sources.tools import ToolSource
 from loomctx.stores.memory import InMemoryStore
 from loomctx.stores.protocol import MemoryRecord, MemoryStore
+from loomctx.tokens.registry import counter_for_model
 
 
 class SessionState(str, Enum):
@@ -51,7 +52,7 @@ class Session:
 
     def __init__(
         self, id: str | None = None, *, agent: str = "agent", store: MemoryStore | None = None,
-        embedder: Embedder | None = None, model: str = "gpt-4o", system_prompt: str = "",
+        embedder: Embedder | None = None, model: str | None = None, system_prompt: str = "",
         tools: Sequence[Mapping[str, Any]] = (), skills: Sequence[Skill] = (),
         knowledge: Sequence[KnowledgeSource] = (), memory: MemoryOptions | None = None,
         options: BuildOptions | None = None, budget: BudgetManager | None = None,
@@ -65,16 +66,17 @@ class Session:
         inner = embedder if embedder is not None else default_embedder()
         self.embedder = inner if isinstance(inner, CachedEmbedder) else CachedEmbedder(
             inner, store=self.store)
-        opts = options or BuildOptions(model=model)
-        if options is not None and model != "gpt-4o" and options.model != model:
-            raise ConfigError(f"model={model!r} disagrees with options.model={options.model!r}")
-        sources: list[Any] = [SystemPromptSource(system_prompt), UserInputSource()]
-        # The builder resolves the tokenizer; memory counts with the same one.
-        probe = ContextBuilder(sources, options=opts, budget=budget)
-        self.memory = TieredMemory(self.store, self.embedder, probe.tokenizer.counter,
+        if options is not None and model is not None and options.model != model:
+            raise ConfigError(f"model={model!r} disagrees with options.model={options.model!r}:"
+                              " pass one of them")
+        opts = options or BuildOptions(model=model or "gpt-4o")
+        # Memory counts with the builder's tokenizer (resolved and cached once per model).
+        tokenizer = counter_for_model(opts.model, fallback=opts.fallback_encoding)
+        self.memory = TieredMemory(self.store, self.embedder, tokenizer.counter,
                                    session=self.id, agent=agent, options=memory,
                                    importance=importance)
-        sources += [self.memory.l1, L2ImportantSource(self.memory),
+        sources: list[Any] = [SystemPromptSource(system_prompt), UserInputSource(),
+                              self.memory.l1, L2ImportantSource(self.memory),
                     UnifiedRetrievalSource(self.memory, knowledge)]
         if tools:
             sources.append(ToolSource(tools))

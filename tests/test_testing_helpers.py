@@ -1,7 +1,8 @@
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from loomctx.testing import HashingEmbedder, WordCounter
+from loomctx.testing import HashingEmbedder, WordCounter, check_truncate
 from loomctx.tokens.protocol import TokenCounter
 
 
@@ -9,15 +10,21 @@ def test_word_counter_is_a_token_counter():
     c = WordCounter()
     assert isinstance(c, TokenCounter)
     assert c.count("a  b\nc") == 3
-    assert c.truncate("one two three", 2) == "one two"
+    assert c.truncate("one two three", 2) == "one two "  # maximal: the space fits too
 
 
 @given(st.text(), st.integers(0, 20))
 def test_word_counter_truncate_is_a_fitting_prefix(text, n):
-    c = WordCounter()
-    cut = c.truncate(text, n)
-    assert text.startswith(cut)
-    assert c.count(cut) <= n
+    check_truncate(WordCounter(), text, n)
+
+
+def test_check_truncate_catches_a_broken_counter():
+    class Greedy(WordCounter):
+        def truncate(self, text, max_tokens):
+            return text  # ignores the limit
+
+    with pytest.raises(AssertionError):
+        check_truncate(Greedy(), "one two three", 1)
 
 
 def test_hashing_embedder_is_exported():

@@ -131,37 +131,48 @@ class RecencyBaseline:
         return pack_turns(q.history, range(len(q.history) - 1, -1, -1), budget)
 
 
-class BM25Baseline:
+class _RankingBaseline:
+    """Index a history once (``_build``), rank its turns per question (``_scores``), pack."""
+
+    def __init__(self) -> None:
+        self._built = _HistoryCache()
+
+    def _build(self, history: tuple[Turn, ...]) -> Any:
+        raise NotImplementedError
+
+    def _scores(self, built: Any, question: str) -> np.ndarray:
+        raise NotImplementedError
+
+    def prepare(self, history: tuple[Turn, ...]) -> None:
+        """Measure and index the turns once, outside the timed builds."""
+        turn_token_counts(history)
+        if history:
+            self._built.get(history, self._build)
+
+    def run(self, q: EvalQuestion, budget: int) -> EvalOutput:
+        if not q.history:
+            return pack_turns(q.history, [], budget)
+        built = self._built.get(q.history, self._build)
+        return pack_turns(q.history, _rank(self._scores(built, q.question)), budget)
+
+
+class BM25Baseline(_RankingBaseline):
     """Turns ranked by BM25 against the question (the library's lexical index)."""
 
     name = "bm25"
 
-    def __init__(self) -> None:
-        self._indexes = _HistoryCache()
-
-    @staticmethod
-    def _index(history: tuple[Turn, ...]) -> Any:
+    def _build(self, history: tuple[Turn, ...]) -> Any:
         from loomctx.retrieval.lexical import BM25Index
 
         index = BM25Index()
         index.add([turn.content for turn in history])
         return index
 
-    def prepare(self, history: tuple[Turn, ...]) -> None:
-        """Measure the turns once, outside the timed builds."""
-        turn_token_counts(history)
-        if history:
-            self._indexes.get(history, self._index)
-
-    def run(self, q: EvalQuestion, budget: int) -> EvalOutput:
-        if not q.history:
-            return pack_turns(q.history, [], budget)
-        index = self._indexes.get(q.history, self._index)
-        scores = np.asarray(index.scores(q.question), dtype=np.float64)
-        return pack_turns(q.history, _rank(scores), budget)
+    def _scores(self, built: Any, question: str) -> np.ndarray:
+        return np.asarray(built.scores(question), dtype=np.float64)
 
 
-class DenseBaseline:
+class DenseBaseline(_RankingBaseline):
     """Turns ranked by the cosine between question and turn embeddings.
 
     Turn vectors are cached per history (and ``embedder`` may memoise them across histories);
@@ -172,25 +183,16 @@ class DenseBaseline:
     name = "dense"
 
     def __init__(self, embedder: Embedder) -> None:
+        super().__init__()
         self.embedder = embedder
         self._query_embedder: Embedder = getattr(embedder, "inner", embedder)
-        self._matrices = _HistoryCache()
 
-    def _matrix(self, history: tuple[Turn, ...]) -> np.ndarray:
+    def _build(self, history: tuple[Turn, ...]) -> np.ndarray:
         return np.asarray(self.embedder.embed([turn.content for turn in history]), dtype=np.float32)
 
-    def prepare(self, history: tuple[Turn, ...]) -> None:
-        """Measure the turns once, outside the timed builds."""
-        turn_token_counts(history)
-        if history:
-            self._matrices.get(history, self._matrix)
-
-    def run(self, q: EvalQuestion, budget: int) -> EvalOutput:
-        if not q.history:
-            return pack_turns(q.history, [], budget)
-        matrix = self._matrices.get(q.history, self._matrix)
-        query = np.asarray(self._query_embedder.embed([q.question]), dtype=np.float32)[0]
-        return pack_turns(q.history, _rank(matrix @ query), budget)
+    def _scores(self, built: Any, question: str) -> np.ndarray:
+        query = np.asarray(self._query_embedder.embed([question]), dtype=np.float32)[0]
+        return np.asarray(built @ query)
 
 
 __all__ = [

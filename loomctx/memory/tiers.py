@@ -88,8 +88,12 @@ class TieredMemory:
         self.l1.extend([{**(r.message or {"role": r.role or "user", "content": r.content}),
                          "id": r.id, "timestamp": r.timestamp} for r in window])
         self._l1_tokens = sum(self.counter.count(r.content) for r in window)
-        self._l2 = {r.id: (max(r.importance, self.options.promote_threshold), r.timestamp)
-                    for r in old if r.level == "L2"}
+        # The store keeps levels, not importance: an L2 record was above the threshold.
+        for r in old:
+            if r.level == "L2":
+                imp = max(r.importance, self.options.promote_threshold)
+                self._l2[r.id] = (imp, r.timestamp)
+                self.records[r.id] = replace(r, importance=imp)
 
     def _index(self, records: Sequence[MemoryRecord]) -> None:
         self._lex.add([r.content for r in records])
@@ -97,14 +101,15 @@ class TieredMemory:
         for r in records:
             self.records[r.id] = r
 
-    def _set_level(self, ids: Sequence[str], level: Level, importance: float | None = None,
-                   ) -> None:
+    def _set_level(self, ids: Sequence[str], level: Level,
+                   importance: Mapping[str, float] | None = None) -> None:
+        """Move records in the store and in this view (with their importance, when given)."""
         self.store.set_level(ids, level)
         for i in ids:
             r = self.records.get(i)
             if r is not None:
-                self.records[i] = replace(r, level=level) if importance is None else replace(
-                    r, level=level, importance=importance)
+                imp = r.importance if importance is None else importance.get(i, r.importance)
+                self.records[i] = replace(r, level=level, importance=imp)
 
     def search_lexical(self, query: str, limit: int) -> list[Hit]:
         """BM25 over this session's records (every tier), best first."""
@@ -154,11 +159,7 @@ class TieredMemory:
                     self._l2[it.id] = (score, now)
         for level, ids in moved.items():
             if ids:
-                self._set_level(ids, level)  # type: ignore[arg-type]
-                for i in ids:
-                    r = self.records.get(i)
-                    if r is not None:
-                        self.records[i] = replace(r, importance=scores[i])
+                self._set_level(ids, level, scores)  # type: ignore[arg-type]
         self._expire(now)
 
     def _expire(self, now: float) -> None:

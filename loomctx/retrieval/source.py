@@ -12,7 +12,7 @@ import asyncio
 from collections.abc import Sequence
 
 from loomctx.errors import ConfigError
-from loomctx.items import ContextItem, Tier
+from loomctx.items import RAW_RELEVANCE, ContextItem, Tier
 from loomctx.memory.tiers import TieredMemory
 from loomctx.retrieval.reranker import Candidate, UnifiedReranker
 from loomctx.retrieval.rewriter import QueryRewriter
@@ -38,11 +38,10 @@ class L2ImportantSource:
             # With a question, unified retrieval (which searches L2 as well as L4) ranks every
             # memory on one scale; a second, L2-only ranking would crowd it out.
             return []
-        records = await asyncio.to_thread(self.memory.store.get, ids)
-        importance = {i: v[0] for i, v in self.memory._l2.items()}
+        records = [self.memory.records[i] for i in ids if i in self.memory.records]
         return [
             ContextItem(id=r.id, source=self.name, content=r.content, kind="evidence",
-                        role=r.role, tier=Tier.P2, priority=importance.get(r.id, 0.6),
+                        role=r.role, tier=Tier.P2, priority=r.importance,
                         timestamp=r.timestamp, seq=r.seq,
                         metadata={"origin": "memory:L2", "level": r.level})
             for r in records
@@ -138,14 +137,15 @@ class UnifiedRetrievalSource:
         if isinstance(c.payload, ContextItem):
             it = c.payload
             return ContextItem(id=it.id, source=self.name, content=it.content, kind="evidence",
-                               tier=Tier.P2, seq=it.seq, scores={"bm25": c.score, **c.signals},
+                               tier=Tier.P2, seq=it.seq,
+                               scores={RAW_RELEVANCE: c.score, **c.signals},
                                metadata={**it.metadata, "origin": c.origin})
         r = c.payload
         assert isinstance(r, MemoryRecord)
         return ContextItem(
             id=r.id, source=self.name, content=r.content, kind="evidence", role=r.role,
             tier=Tier.P2, timestamp=r.timestamp, seq=r.seq,
-            scores={"bm25": c.score, **c.signals},
+            scores={RAW_RELEVANCE: c.score, **c.signals},
             metadata={"origin": c.origin, "level": r.level, "session": r.session},
         )
 

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from loomctx.errors import ConfigError
-from loomctx.items import ContextItem
+from loomctx.items import RAW_RELEVANCE, ContextItem
 from loomctx.retrieval.lexical import BM25Index
 
 MMR_HEAD = 64
@@ -60,7 +60,7 @@ def score(items: Sequence[ContextItem], query: str, now: float, options: SelectO
         if it.kind in SCORED_KINDS:
             by_source[it.source].append(it)
     for group in by_source.values():
-        raw = [it.scores.get("bm25") for it in group]
+        raw = [it.scores.get(RAW_RELEVANCE) for it in group]
         if any(r is None for r in raw):
             if query.strip():
                 index = BM25Index()

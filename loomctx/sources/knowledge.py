@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from loomctx.errors import ConfigError, InputError
-from loomctx.items import ContextItem, Tier
+from loomctx.items import RAW_RELEVANCE, ContextItem, Tier
 from loomctx.retrieval.lexical import BM25Index
 from loomctx.sources.protocol import SourceRequest
 from loomctx.tokens.protocol import TokenCounter
@@ -124,7 +124,7 @@ class KnowledgeSource:
             cid, text = self._chunks[idx]
             out.append(ContextItem(
                 id=cid, source=self.name, content=text, kind="evidence", tier=Tier.P2,
-                seq=idx, scores={"bm25": float(score)},
+                seq=idx, scores={RAW_RELEVANCE: float(score), "bm25": float(score)},
                 metadata={"origin": "knowledge", "rank": rank},
             ))
         return out

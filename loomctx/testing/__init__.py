@@ -1,6 +1,7 @@
 """Test helpers that ship with loomctx so users can test their agents offline.
 
 - :class:`HashingEmbedder`: a deterministic, fast fake embedder (no model).
+- :func:`check_truncate`: the ``TokenCounter.truncate`` contract, for any counter.
 - :class:`WordCounter`: a fixed tokenizer (one token per whitespace-separated word) for tests
   whose numbers must be computable by hand.
 - ``loomctx.testing.store_conformance``: the contract suite every ``MemoryStore`` passes (needs
@@ -12,6 +13,26 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from loomctx.embed.fake import HashingEmbedder
+from loomctx.tokens.protocol import TokenCounter
+
+
+def check_truncate(counter: TokenCounter, text: str, max_tokens: int) -> str:
+    """Assert ``counter.truncate(text, max_tokens)`` keeps its contract; return the cut.
+
+    The cut is a prefix of ``text`` that fits, the whole text when it fits, and maximal:
+    one more character would not fit.
+    """
+    cut = counter.truncate(text, max_tokens)
+    if not text.startswith(cut):
+        raise AssertionError(f"truncate returned a non-prefix: {cut!r}")
+    if counter.count(cut) > max_tokens:
+        raise AssertionError(f"truncate returned {counter.count(cut)} tokens > {max_tokens}")
+    fits = counter.count(text) <= max_tokens
+    if fits and cut != text:
+        raise AssertionError("text that fits must come back whole")
+    if not fits and counter.count(text[: len(cut) + 1]) <= max_tokens:
+        raise AssertionError("the cut is not maximal: one more character still fits")
+    return cut
 
 
 class WordCounter:
@@ -27,8 +48,8 @@ class WordCounter:
         return [self.count(t) for t in texts]
 
     def truncate(self, text: str, max_tokens: int) -> str:
-        if max_tokens <= 0:
-            return ""
+        """The longest prefix with at most ``max_tokens`` words: it ends just before the
+        first character of word ``max_tokens + 1`` (trailing whitespace included)."""
         words = 0
         in_word = False
         for i, ch in enumerate(text):
@@ -38,8 +59,8 @@ class WordCounter:
                 in_word = True
                 words += 1
                 if words > max_tokens:
-                    return text[:i].rstrip()
+                    return text[:i]
         return text
 
 
-__all__ = ["HashingEmbedder", "WordCounter"]
+__all__ = ["HashingEmbedder", "WordCounter", "check_truncate"]

@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from loomctx.errors import ConfigError
-from loomctx.items import ContextItem
+from loomctx.items import RAW_RELEVANCE, ContextItem
 from loomctx.select.scoring import SelectOptions, mmr_order, recency, score
 
 NOW = 1_000_000.0
@@ -58,7 +58,7 @@ def test_relevance_is_normalised_per_source_and_composite_weighted() -> None:
 
 def test_precomputed_bm25_is_used_and_history_is_not_scored() -> None:
     a, b = ev("a", "x"), ev("b", "y")
-    a.scores["bm25"], b.scores["bm25"] = 4.0, 1.0
+    a.scores[RAW_RELEVANCE], b.scores[RAW_RELEVANCE] = 4.0, 1.0  # a source's own scores
     msg = ev("m", "refund", kind="message")
     score([a, b, msg], "unrelated words", NOW, SelectOptions())
     assert a.scores["relevance"] == 1.0 and b.scores["relevance"] == 0.25

@@ -8,6 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from loomctx.errors import ConfigError
+from loomctx.testing import check_truncate
 from loomctx.tokens import BPECounter, TokenCounter
 
 FIXED = [
@@ -95,15 +96,7 @@ def test_lone_surrogates_count_as_replacement_character() -> None:
     encoding=st.sampled_from(["cl100k_base", "o200k_base", "llama3", "qwen3"]),
 )
 def test_truncate_properties(text: str, max_tokens: int, encoding: str) -> None:
-    counter = BPECounter(encoding)
-    cut = counter.truncate(text, max_tokens)
-    assert text.startswith(cut)
-    assert counter.count(cut) <= max_tokens
-    if counter.count(text) <= max_tokens:
-        assert cut == text
-    else:
-        # maximal: one more character does not fit
-        assert counter.count(text[: len(cut) + 1]) > max_tokens
+    check_truncate(BPECounter(encoding), text, max_tokens)
 
 
 def test_truncate_is_within_one_character_of_the_token_cut() -> None:

@@ -9,6 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from loomctx.errors import ConfigError
+from loomctx.testing import check_truncate
 from loomctx.tokens import BPECounter, EstimatingCounter, TokenCounter
 
 ENGLISH = [
@@ -139,11 +140,4 @@ def test_bad_options_are_config_errors(kwargs: dict[str, object]) -> None:
     max_tokens=st.integers(min_value=0, max_value=80),
 )
 def test_truncate_properties(text: str, max_tokens: int) -> None:
-    est = EstimatingCounter(name="estimate:claude")
-    cut = est.truncate(text, max_tokens)
-    assert text.startswith(cut)
-    assert est.count(cut) <= max_tokens
-    if est.count(text) <= max_tokens:
-        assert cut == text
-    else:
-        assert est.count(text[: len(cut) + 1]) > max_tokens
+    check_truncate(EstimatingCounter(name="estimate:claude"), text, max_tokens)

@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from loomctx.errors import ConfigError, MissingDependencyError
+from loomctx.testing import check_truncate
 from loomctx.tokens import HFTokenizerCounter, TokenCounter
 
 tokenizers = pytest.importorskip("tokenizers")
@@ -72,14 +73,7 @@ def test_from_str_gives_the_same_counts(built: tuple[Path, object]) -> None:
 @settings(max_examples=100, deadline=None)
 @given(text=st.text(max_size=120), max_tokens=st.integers(min_value=0, max_value=50))
 def test_truncate_properties(built: tuple[Path, object], text: str, max_tokens: int) -> None:
-    counter = HFTokenizerCounter.from_file(built[0])
-    cut = counter.truncate(text, max_tokens)
-    assert text.startswith(cut)
-    assert counter.count(cut) <= max_tokens
-    if counter.count(text) <= max_tokens:
-        assert cut == text
-    else:
-        assert counter.count(text[: len(cut) + 1]) > max_tokens
+    check_truncate(HFTokenizerCounter.from_file(built[0]), text, max_tokens)
 
 
 def test_missing_file_and_bad_json_are_config_errors(tmp_path: Path) -> None:
