@@ -22,10 +22,10 @@ from loomctx.render.chat import AnthropicRenderer, OpenAIRenderer
 from loomctx.render.protocol import Layout, Rendered, Renderer
 from loomctx.render.text import TemplateRenderer, TextRenderer
 from loomctx.report import BuildReport, SourceReport
-from loomctx.retrieval.lexical import tokenize
 from loomctx.select.packer import Unit, make_units, pack
 from loomctx.select.scoring import SelectOptions, mmr_order, recency, score
 from loomctx.sources.protocol import ContextSource, SourceRequest
+from loomctx.text.lexical import tokenize
 from loomctx.tokens.chat import ChatCounter
 from loomctx.tokens.registry import ModelTokenizer, counter_for_model
 

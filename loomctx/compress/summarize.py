@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
 
 from loomctx.items import ContextItem
-from loomctx.retrieval.lexical import tokenize
+from loomctx.text.lexical import tokenize
 from loomctx.tokens.protocol import TokenCounter
 
 _SENTENCE = re.compile(r"(?<=[.!?。！？])\s+|[\n\r\v\f\x1c-\x1e\x85\u2028\u2029]+")

@@ -1,6 +1,6 @@
 """A deterministic, offline, dependency-free embedder for tests and for machines without a model.
 
-It hashes the text's :func:`~loomctx.retrieval.lexical.tokenize` terms and its character trigrams
+It hashes the text's :func:`~loomctx.text.lexical.tokenize` terms and its character trigrams
 into ``dim`` signed buckets (the "hashing trick"), so texts that share words or spellings get a
 high cosine, and the same text always gets the same vector on every machine (crc32, not Python's
 salted ``hash``). It knows nothing of meaning: a paraphrase without shared words is not close.
@@ -15,7 +15,7 @@ from functools import lru_cache
 import numpy as np
 
 from loomctx.errors import ConfigError
-from loomctx.retrieval.lexical import tokenize
+from loomctx.text.lexical import tokenize
 
 _TERM_WEIGHT = 1.0
 _TRIGRAM_WEIGHT = 0.5

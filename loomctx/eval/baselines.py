@@ -162,7 +162,7 @@ class BM25Baseline(_RankingBaseline):
     name = "bm25"
 
     def _build(self, history: tuple[Turn, ...]) -> Any:
-        from loomctx.retrieval.lexical import BM25Index
+        from loomctx.text.lexical import BM25Index
 
         index = BM25Index()
         index.add([turn.content for turn in history])

@@ -22,9 +22,9 @@ from loomctx.embed.protocol import Embedder
 from loomctx.errors import ConfigError
 from loomctx.items import ContextItem
 from loomctx.memory.importance import HeuristicImportance, ImportanceScorer
-from loomctx.retrieval.lexical import BM25Index
 from loomctx.sources.history import HistorySource
 from loomctx.stores.protocol import Hit, Level, MemoryRecord, MemoryStore
+from loomctx.text.lexical import BM25Index
 from loomctx.tokens.protocol import TokenCounter
 
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from loomctx.errors import ConfigError
 from loomctx.items import fingerprint
-from loomctx.retrieval.lexical import tokenize
+from loomctx.text.lexical import tokenize
 
 
 @dataclass

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from loomctx.errors import ConfigError
-from loomctx.retrieval.lexical import content_terms, tokenize
+from loomctx.text.lexical import content_terms, tokenize
 
 
 @dataclass(frozen=True, kw_only=True)

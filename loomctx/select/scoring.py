@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from loomctx.errors import ConfigError
 from loomctx.items import RAW_RELEVANCE, ContextItem
-from loomctx.retrieval.lexical import BM25Index
+from loomctx.text.lexical import BM25Index
 
 MMR_HEAD = 64
 SCORED_KINDS = frozenset({"evidence", "tool", "skill", "state", "custom"})

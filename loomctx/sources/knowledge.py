@@ -14,8 +14,8 @@ from pathlib import Path
 
 from loomctx.errors import ConfigError, InputError
 from loomctx.items import RAW_RELEVANCE, ContextItem, Tier
-from loomctx.retrieval.lexical import BM25Index
 from loomctx.sources.protocol import SourceRequest
+from loomctx.text.lexical import BM25Index
 from loomctx.tokens.protocol import TokenCounter
 
 SUFFIXES = (".txt", ".md", ".markdown", ".rst")

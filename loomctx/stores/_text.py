@@ -1,7 +1,7 @@
 """The one place where stores get their search tokenizer.
 
 Both the in-memory BM25 index and the SQLite terms index call :func:`tokenize`, on stored text and
-on queries alike. It is the project's word tokenizer (:func:`loomctx.retrieval.lexical.tokenize`:
+on queries alike. It is the project's word tokenizer (:func:`loomctx.text.lexical.tokenize`:
 English words, Chinese words segmented by a dictionary) plus every CJK character and CJK bigram.
 The n-grams are there because dictionary segmentation alone misses a word glued into a longer
 one: "我喜欢吃饺子" segments as ``吃饺子``, so the query "饺子" would find nothing; with the
@@ -17,7 +17,7 @@ import hashlib
 import re
 from functools import lru_cache
 
-from loomctx.retrieval.lexical import tokenize as _word_tokenize
+from loomctx.text.lexical import tokenize as _word_tokenize
 
 _CJK_RUN = re.compile(
     "[\u3040-\u30ff"  # hiragana, katakana

@@ -12,8 +12,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from loomctx.errors import ConfigError
-from loomctx.retrieval.lexical import BM25Index, content_terms, normalize_scores, tokenize
-from loomctx.retrieval.stopwords import CHINESE_STOPWORDS, ENGLISH_STOPWORDS
+from loomctx.text.lexical import BM25Index, content_terms, normalize_scores, tokenize
+from loomctx.text.stopwords import CHINESE_STOPWORDS, ENGLISH_STOPWORDS
 
 
 def test_english_words_are_lowercased_and_split_on_punctuation() -> None:

@@ -48,6 +48,6 @@ CHINESE_STOPWORDS: frozenset[str] = _words(
 """Common Chinese function words: pronouns, particles, conjunctions, prepositions, adverbs."""
 
 STOPWORDS: frozenset[str] = ENGLISH_STOPWORDS | CHINESE_STOPWORDS
-"""Both sets; what :func:`loomctx.retrieval.lexical.tokenize` drops when asked to."""
+"""Both sets; what :func:`loomctx.text.lexical.tokenize` drops when asked to."""
 
 __all__ = ["CHINESE_STOPWORDS", "ENGLISH_STOPWORDS", "STOPWORDS"]

@@ -24,7 +24,7 @@ from functools import lru_cache
 import numpy as np
 
 from loomctx.errors import ConfigError
-from loomctx.retrieval.stopwords import STOPWORDS
+from loomctx.text.stopwords import STOPWORDS
 
 _HAN = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0002ebef\U00030000-\U0003134f"
 _SYLLABIC = "\u3040-\u30ff\u31f0-\u31ff\uff66-\uff9f\u1100-\u11ff\u3130-\u318f\uac00-\ud7af"
@@ -95,7 +95,7 @@ def tokenize(text: str, *, drop_stopwords: bool = False) -> list[str]:
     """Split ``text`` into lowercased search terms (English words, Chinese words, CJK characters).
 
     Punctuation, symbols and emoji are dropped; numbers are kept. With ``drop_stopwords``, the
-    function words in :data:`loomctx.retrieval.stopwords.STOPWORDS` are removed.
+    function words in :data:`loomctx.text.stopwords.STOPWORDS` are removed.
     """
     if len(text) <= _MEMO_MAX_CHARS:
         return list(_tokenize_memo(text, drop_stopwords))
