@@ -105,7 +105,7 @@ def main(argv: list[str] | None = None) -> int:
         t0 = time.perf_counter()
         for start in range(0, len(texts), args.batch):
             chunk = texts[start : start + args.batch]
-            s.add_messages(
+            s.add_messages_sync(
                 [
                     {
                         "role": ("user", "assistant")[(start + i) % 2],

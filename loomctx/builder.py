@@ -1,39 +1,55 @@
 """The build: Budget → Gather → Select → Compress → Structure → Verify → Report.
 
-:class:`ContextBuilder` holds the sources and options; each ``build`` (async) or ``build_sync``
-call produces a :class:`BuildResult`: the rendered payload, its exact token count and the report.
+:class:`ContextBuilder` holds the sources and options and runs the stages over one
+:class:`~loomctx.buildstate.BuildState` per build; each stage lives in its own module:
+
+- Gather: :mod:`loomctx.sources.gather` (every source concurrently, each under a timeout);
+- Select: :mod:`loomctx.select.rank` and :mod:`loomctx.select.packer`;
+- Compress: :mod:`loomctx.compress.history` (compaction, summaries), ``compress.truncate``;
+- Structure: :mod:`loomctx.render.layout` and the format's renderer (:mod:`loomctx.render`);
+- Verify: :mod:`loomctx.render.verify` (budget re-count, provider rules, prefix reuse);
+- Report: :mod:`loomctx.report`.
+
+Two kinds of build. ``build(query)`` answers a question that is not in the history (retrieval
+first, the recent tail by its share). ``build()`` is a *turn*: the input is the history's last
+user message, shown once, and the history is an append-only window that keeps the provider's
+prompt cache warm (see :mod:`loomctx.compress.history`).
 """
 
 from __future__ import annotations
 
-import asyncio
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from loomctx._sync import run_sync
-from loomctx.budget.manager import BudgetManager
+from loomctx.budget.manager import DEFAULT_RATIOS, Allocation, BudgetManager
+from loomctx.buildstate import BuildState
+from loomctx.compress.history import SUMMARY_ID, Compactor, summary_item
 from loomctx.compress.summarize import ExtractiveSummarizer, Summarizer
 from loomctx.compress.truncate import truncate_item
 from loomctx.errors import BudgetError, ConfigError
-from loomctx.items import ContextItem
-from loomctx.render.chat import AnthropicRenderer, OpenAIRenderer
-from loomctx.render.protocol import Layout, Rendered, Renderer
-from loomctx.render.text import TemplateRenderer, TextRenderer
-from loomctx.report import BuildReport, SourceReport
-from loomctx.select.packer import Unit, make_units, pack
-from loomctx.select.scoring import SelectOptions, mmr_order, recency, score
+from loomctx.events import BuildCompleted, EventSink, NullSink
+from loomctx.items import ContextItem, Tier
+from loomctx.render.layout import layout
+from loomctx.render.protocol import Rendered, Renderer
+from loomctx.render.registry import formats, renderer_for
+from loomctx.render.verify import render_within, reused_prefix
+from loomctx.report import BuildReport, build_report
+from loomctx.select.packer import Unit, pack
+from loomctx.select.rank import per_build, rank_units, tail_units, window_units
+from loomctx.select.scoring import SelectOptions, score
+from loomctx.sources.gather import gather, is_history
 from loomctx.sources.protocol import ContextSource, SourceRequest
-from loomctx.text.lexical import tokenize
-from loomctx.tokens.chat import ChatCounter
-from loomctx.tokens.registry import ModelTokenizer, counter_for_model
+from loomctx.tokens.registry import counter_for_model
 
 Format = Literal["openai", "anthropic", "text", "minimal", "template"]
 FORMATS = ("openai", "anthropic", "text", "minimal", "template")
 MIN_BUDGET = 16
-SUMMARY_SCAN = 8
 COST_CACHE_MAX = 500_000
+STABLE_KINDS = frozenset({"system", "tool", "skill", "input"})
+"""Kinds that are the same from turn to turn (the cached prefix) or pinned."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -42,8 +58,8 @@ class BuildOptions:
 
     model: str = "gpt-4o"
     """Target model: decides the tokenizer and the context window."""
-    format: Format | None = None
-    """Output format; None picks the model's provider (openai / anthropic)."""
+    format: str | None = None
+    """Output format (a registered name); None picks the model's provider's format."""
     fallback_encoding: str | None = None
     """Encoding to use when ``model`` is unknown (explicit opt-in, e.g. "cl100k_base")."""
     template: str | None = None
@@ -57,19 +73,32 @@ class BuildOptions:
     select: SelectOptions = field(default_factory=SelectOptions)
     """Scoring, filtering and diversity options."""
     summarize_history: bool = True
-    """Summarize dropped older history into the leftover budget."""
+    """Summarize history that is left out (compacted or dropped) into a block."""
     min_fragment: int = 64
     """Smallest useful truncated fragment, in tokens."""
+    low_water: float = 0.5
+    """Turn builds: after a compaction step the history window is about this share of the
+    room it may use, so the following turns only append."""
+    volatile_share: float = 0.10
+    """Turn builds: most of the budget that per-turn content (retrieved evidence, state) may
+    take; it changes every turn, so it is never cached."""
+    summary_share: float = 0.08
+    """Turn builds: most of the budget the summary of compacted history may take."""
 
     def __post_init__(self) -> None:
-        if self.format is not None and self.format not in FORMATS:
-            raise ConfigError(f"format must be one of {list(FORMATS)!r}, got {self.format!r}")
+        if self.format is not None and self.format not in formats():
+            raise ConfigError(f"format must be one of {list(formats())!r} (or a format "
+                              f"registered with register_format), got {self.format!r}")
         if self.format == "template" and not self.template:
             raise ConfigError("format='template' needs template='... {{task}} ...'")
         if self.source_timeout <= 0:
             raise ConfigError(f"source_timeout must be > 0, got {self.source_timeout!r}")
         if self.min_fragment < 1:
             raise ConfigError(f"min_fragment must be >= 1, got {self.min_fragment!r}")
+        for name in ("low_water", "volatile_share", "summary_share"):
+            v = getattr(self, name)
+            if not 0.0 <= v < 1.0:
+                raise ConfigError(f"{name} must be in [0, 1), got {v!r}")
 
 
 @dataclass(frozen=True)
@@ -101,27 +130,14 @@ class BuildResult:
         return {**self.rendered.payload, "tokens": self.tokens, "report": self.report.to_dict()}
 
 
-def _renderer(tok: ModelTokenizer, options: BuildOptions) -> Renderer:
-    fmt = options.format or ("anthropic" if tok.provider == "anthropic" else "openai")
-    if fmt in ("openai", "anthropic"):
-        chat = ChatCounter(tok.counter, fmt)
-        return OpenAIRenderer(chat) if fmt == "openai" else AnthropicRenderer(chat)
-    if fmt == "template":
-        return TemplateRenderer(options.template or "", tok.counter)
-    return TextRenderer(tok.counter, order=options.text_order, headers=fmt == "text")
-
-
 class ContextBuilder:
     """Builds context windows from sources under one budget (the seeds' ContextOrchestrator)."""
 
     def __init__(
-        self,
-        sources: Sequence[ContextSource],
-        *,
-        options: BuildOptions | None = None,
-        budget: BudgetManager | None = None,
-        summarizer: Summarizer | None = None,
-        tail_sources: Sequence[str] = ("L1_recent",),
+        self, sources: Sequence[ContextSource], *, options: BuildOptions | None = None,
+        budget: BudgetManager | None = None, summarizer: Summarizer | None = None,
+        renderer: Renderer | None = None, events: EventSink | None = None,
+        session: str | None = None, tenant: str = "default",
     ) -> None:
         self.options = options or BuildOptions()
         names = [s.name for s in sources]
@@ -131,366 +147,355 @@ class ContextBuilder:
         self.sources = list(sources)
         self.tokenizer = counter_for_model(self.options.model,
                                            fallback=self.options.fallback_encoding)
-        self.budget = budget or BudgetManager(window=self.tokenizer.context_window)
+        declared = {s.name: float(s.share) for s in self.sources       # type: ignore[attr-defined]
+                    if getattr(s, "share", None) is not None}
+        if budget is None:
+            budget = BudgetManager(window=self.tokenizer.context_window,
+                                   ratios={**DEFAULT_RATIOS, **declared})
+        elif declared:
+            budget = replace(budget, ratios={**declared, **budget.ratios})
+        self.budget = budget
         self.summarizer = summarizer if summarizer is not None else ExtractiveSummarizer()
-        self.tail_sources = frozenset(tail_sources)
-        self.renderer = _renderer(self.tokenizer, self.options)
-        self._costs: dict[int, tuple[ContextItem, int]] = {}
+        self.renderer = renderer if renderer is not None else renderer_for(self.tokenizer,
+                                                                           self.options)
+        self.events = events if events is not None else NullSink()
+        self.session = session
+        self.tenant = tenant
+        self.compactor = Compactor()
+        self._costs: dict[int, tuple[Any, int]] = {}
+        self._clips: dict[tuple[int, int], tuple[Any, ContextItem | None]] = {}
+        self._last_payload: dict[str, Any] | None = None
 
     # -- measure -------------------------------------------------------------------------
-    def _cost(self, item: ContextItem) -> int:
-        if item.kind != "message":
-            item.tokens = self.renderer.cost(item)
-            return item.tokens
-        hit = self._costs.get(id(item))
-        if hit is not None and hit[0] is item:
-            item.tokens = hit[1]
+    def _measure(self, item: ContextItem) -> int:
+        """The item's rendered cost; history messages are cached by their message object."""
+        msg = item.message
+        if item.kind != "message" or msg is None:
+            return self.renderer.cost(item)
+        hit = self._costs.get(id(msg))
+        if hit is not None and hit[0] is msg:
             return hit[1]
         c = self.renderer.cost(item)
-        item.tokens = c
         if len(self._costs) >= COST_CACHE_MAX:  # items evicted elsewhere stay referenced here
             self._costs.clear()
-        self._costs[id(item)] = (item, c)
+        self._costs[id(msg)] = (msg, c)
         return c
 
-    # -- gather --------------------------------------------------------------------------
-    async def _gather(self, requests: Mapping[str, SourceRequest]) -> dict[str, Any]:
-        async def one(src: ContextSource) -> tuple[Sequence[ContextItem] | None, str | None,
-                                                   float]:
-            t = time.perf_counter()
-            try:
-                items = await asyncio.wait_for(src.collect(requests[src.name]),
-                                               self.options.source_timeout)
-                return list(items), None, (time.perf_counter() - t) * 1000
-            except asyncio.TimeoutError:
-                return None, f"timed out after {self.options.source_timeout}s", (
-                    time.perf_counter() - t) * 1000
-            except Exception as exc:  # a source must never fail the build: report it
-                return None, f"{type(exc).__name__}: {exc}", (time.perf_counter() - t) * 1000
-
-        results = await asyncio.gather(*(one(s) for s in self.sources))
-        return {s.name: r for s, r in zip(self.sources, results, strict=True)}
+    def _cost(self, item: ContextItem) -> int:
+        """Measure a per-build item and record its cost on it."""
+        item.tokens = self._measure(item)
+        return item.tokens
 
     # -- build ---------------------------------------------------------------------------
     async def build(
-        self, query: str = "", *, max_tokens: int | None = None, phase: str | None = None,
-        now: float | None = None, context: Mapping[str, Any] | None = None,
+        self, query: str | None = "", *, max_tokens: int | None = None,
+        phase: str | None = None, now: float | None = None,
+        context: Mapping[str, Any] | None = None,
     ) -> BuildResult:
-        """Build one context window for ``query``; see the module docstring for the stages."""
-        timings: dict[str, float] = {}
+        """Build one context window: for ``query``, or a turn when ``query`` is None."""
         t0 = time.perf_counter()
         if max_tokens is not None and (not isinstance(max_tokens, int) or
-                                       max_tokens < MIN_BUDGET):
+                                       isinstance(max_tokens, bool) or max_tokens < MIN_BUDGET):
             raise ConfigError(f"max_tokens must be an int >= {MIN_BUDGET}, got {max_tokens!r}")
+        if query is not None and not isinstance(query, str):
+            raise ConfigError(f"query must be a string or None (a turn), got {query!r}")
         alloc = self.budget.allocate(max_tokens, phase=phase)
-        now = time.time() if now is None else now
-        requests = {
-            s.name: SourceRequest(query=query, now=now, counter=self.tokenizer.counter,
-                                  budget=alloc.share(s.name), total=alloc.total,
-                                  phase=phase,
-                                  context=dict(context or {}))
-            for s in self.sources
-        }
-        timings["budget"] = (time.perf_counter() - t0) * 1000
+        st = BuildState(question=query or "", turn=query is None,
+                        now=time.time() if now is None else now, allocation=alloc)
+        ctx = dict(context or {})
+        st.timings["budget"] = (time.perf_counter() - t0) * 1000
 
         t = time.perf_counter()
-        gathered = await self._gather(requests)
-        timings["gather"] = (time.perf_counter() - t) * 1000
+        await self._gather(st, ctx, phase)
+        st.timings["gather"] = (time.perf_counter() - t) * 1000
 
         t = time.perf_counter()
-        present = frozenset(
-            sec for name, res in gathered.items() if res[0]
-            for sec in ({"context"} if name in self.tail_sources
-                        else {it.section for it in res[0]}))
-        if self.options.summarize_history and self.tail_sources:
-            present |= {"state"}
-        overhead = self.renderer.overhead(present)
-        available = alloc.total - overhead
-        if available <= 0:
+        overhead = self.renderer.overhead(self._sections(st))
+        st.available = alloc.total - overhead
+        if st.available <= 0:
             raise BudgetError(
                 f"the budget of {alloc.total} tokens does not cover the format's fixed framing "
                 f"({overhead} tokens): raise max_tokens", required=overhead,
                 available=alloc.total)
-        reasons: dict[str, str] = {}
-        unmeasured: dict[str, int] = {}
-        ordered: dict[str, list[Unit]] = {}
-        to_rank: dict[str, list[ContextItem]] = {}
-        candidates: dict[str, list[ContextItem]] = {}
-        seen: set[str] = set()
-        for src in self.sources:
-            items = gathered[src.name][0] or []
-            candidates[src.name] = items
-            if src.name in self.tail_sources:
-                ordered[src.name], unmeasured[src.name] = self._tail_units(
-                    items, available, query, now)
-                continue
-            kept = []
-            for it in items:
-                if self.options.select.dedup and it.kind != "message":
-                    fp = it.fingerprint
-                    if fp in seen:
-                        reasons[it.id] = "duplicate"
-                        continue
-                    seen.add(fp)
-                kept.append(it)
-            to_rank[src.name] = kept
-        score([it for its in to_rank.values() for it in its], query, now, self.options.select)
-        for name, kept_items in to_rank.items():
-            ordered[name] = self._rank_units(kept_items, query, reasons)
-        timings["select"] = (time.perf_counter() - t) * 1000
+        ordered, window = self._select(st)
+        st.timings["select"] = (time.perf_counter() - t) * 1000
 
         t = time.perf_counter()
+        await self._pack(st, ordered, window)
+        st.timings["compress"] = (time.perf_counter() - t) * 1000
+
+        t = time.perf_counter()
+        rendered, st.included = render_within(
+            self.renderer, lambda its: layout(its, self.options.output_instructions),
+            st.included, alloc.total, st.reasons)
+        reused = reused_prefix(self.renderer, self._last_payload, rendered.payload)
+        self._last_payload = rendered.payload
+        st.timings["render"] = (time.perf_counter() - t) * 1000
+        st.timings["total"] = (time.perf_counter() - t0) * 1000
+
+        report = build_report(st, self.sources, rendered, self.tokenizer, reused,
+                              lambda its: layout(its, self.options.output_instructions))
+        self.events.emit(BuildCompleted(tenant=self.tenant, session=self.session,
+                                        tokens=rendered.tokens, reused_prefix_tokens=reused,
+                                        report=report, at=st.now))
+        return BuildResult(rendered=rendered, report=report, originals=st.originals)
+
+    def build_sync(self, query: str | None = "", **kwargs: Any) -> BuildResult:
+        """The same as :meth:`build`, for synchronous callers (inside a running loop too)."""
+        return run_sync(self.build(query, **kwargs), name="build")
+
+    # -- stages --------------------------------------------------------------------------
+    def _request(self, st: BuildState, source: ContextSource, ctx: dict[str, Any],
+                 phase: str | None) -> SourceRequest:
+        return SourceRequest(query=st.question, now=st.now, counter=self.tokenizer.counter,
+                             budget=st.allocation.share(source.name),
+                             total=st.allocation.total, phase=phase,
+                             context={**ctx, "turn": st.turn})
+
+    async def _gather(self, st: BuildState, ctx: dict[str, Any], phase: str | None) -> None:
+        """Collect every source; a turn reads the history first to find its input."""
+        timeout = self.options.source_timeout
+        history = [s for s in self.sources if is_history(s)]
+        rest = [s for s in self.sources if not is_history(s)]
+        if st.turn:
+            st.gathered.update(await gather(
+                history, {s.name: self._request(st, s, ctx, phase) for s in history}, timeout))
+            self._turn_input(st, history)
+            todo = rest
+        else:
+            todo = self.sources
+        st.gathered.update(await gather(
+            todo, {s.name: self._request(st, s, ctx, phase) for s in todo}, timeout))
+        for s in self.sources:
+            if s.name not in st.candidates:
+                st.candidates[s.name] = list(st.gathered[s.name].items or [])
+
+    def _turn_input(self, st: BuildState, history: Sequence[ContextSource]) -> None:
+        """The history's last user message becomes the input (shown once, parts kept); the
+        question for retrieval is the last user message's text."""
+        if not history:
+            return
+        items = list(st.gathered[history[0].name].items or [])
+        last = items[-1] if items else None
+        if last is not None and last.role == "user" and last.kind == "message":
+            items.pop()
+            name = next((s.name for s in self.sources if s.name == "user_input"), "user_input")
+            st.candidates[name] = [ContextItem(
+                id=last.id, source=name, content=last.content, kind="input", role="user",
+                tier=Tier.P0, priority=1.0, timestamp=last.timestamp, message=last.message,
+                seq=last.seq)]
+        st.candidates[history[0].name] = items
+        if last is not None and last.role == "user":
+            st.question = last.content
+        else:
+            st.question = next((it.content for it in reversed(items[-64:])
+                                if it.role == "user"), "")
+
+    def _sections(self, st: BuildState) -> frozenset[str]:
+        """The layout sections this build may fill (their framing is reserved up front)."""
+        present: set[str] = set()
+        for s in self.sources:
+            items = st.candidates.get(s.name)
+            if items:
+                present |= {"context"} if is_history(s) else {it.section for it in items}
+        if self.options.summarize_history and any(is_history(s) for s in self.sources):
+            present.add("state")
+        return frozenset(present)
+
+    def _select(self, st: BuildState) -> tuple[dict[str, list[Unit]], list[ContextItem]]:
+        """Rank every source into units; in a turn, fix the history window first."""
+        opts = self.options.select
+        ordered: dict[str, list[Unit]] = {}
+        window: list[ContextItem] = []
+        stable = 0
+        to_rank: dict[str, list[ContextItem]] = {}
+        seen: set[str] = set()
+        for src in self.sources:
+            if is_history(src):
+                continue
+            kept = []
+            for it in st.candidates.get(src.name, []):
+                if opts.dedup and it.kind != "message":
+                    if it.fingerprint in seen:
+                        st.reasons[it.id] = "duplicate"
+                        continue
+                    seen.add(it.fingerprint)
+                kept.append(per_build(it))
+            to_rank[src.name] = kept
+            if st.turn:  # what the prefix needs before the history: pinned and stable parts
+                share = st.allocation.share(src.name)
+                stable += sum(self._measure(it) for it in kept if it.pinned)
+                stable += min(share, sum(self._measure(it) for it in kept
+                                         if not it.pinned and it.kind in STABLE_KINDS))
+        for src in self.sources:
+            if not is_history(src):
+                continue
+            items = [it for it in st.candidates.get(src.name, [])
+                     if not self._pending(st, it)]
+            if st.turn:
+                room, gap, clip = self._turn_room(st, stable)
+                items = self._clipped(st, items, clip)
+                start = self.compactor.window_start(src.name, items, room, gap, self._measure)
+                if start < len(items) or not items:
+                    st.window_start[src.name] = start
+                    window.extend(u_it for u in window_units(items[start:], self._cost)
+                                  for u_it in u.items)
+                    continue
+            ordered[src.name], st.unmeasured[src.name] = tail_units(
+                items, st.available, st.question, st.now, opts, self._cost)
+        score([it for its in to_rank.values() for it in its], st.question, st.now, opts)
+        shown = {it.id for it in window}
+        for name, kept_items in to_rank.items():
+            if shown:
+                for it in kept_items:
+                    if it.id in shown:
+                        st.reasons[f"{name}\0{it.id}"] = "duplicate"
+                kept_items = [it for it in kept_items if it.id not in shown]
+            ordered[name] = rank_units(kept_items, st.question, opts, self._cost, st.reasons)
+        for it in (*window, *(i for its in to_rank.values() for i in its),
+                   *(i for units in ordered.values() for u in units for i in u.items)):
+            st.views.setdefault((it.source, it.id), it)
+        return ordered, window
+
+    def _pending(self, st: BuildState, item: ContextItem) -> bool:
+        if item.metadata.get("pending"):
+            st.reasons[item.id] = "pending_tool_calls"
+            return True
+        return False
+
+    def _turn_room(self, st: BuildState, stable: int) -> tuple[int, int, int]:
+        """Room for the history window in a turn build, the compaction gap, and the size a
+        single history message is clipped to (see compress.history).
+
+        The gap and the clip size depend only on the budget and the stable parts, never on
+        this turn's input, so they stay the same from turn to turn."""
+        opts = self.options
+        volatile = int(opts.volatile_share * st.available)
+        summary = int(opts.summary_share * st.available) if opts.summarize_history else 0
+        inputs = sum(self._measure(it) for its in st.candidates.values() for it in its
+                     if it.kind == "input")
+        nominal = st.available - (stable - inputs) - volatile - summary
+        gap = max(64, int((1.0 - opts.low_water) * nominal) // 64 * 64)
+        clip = max(opts.min_fragment, nominal // 4 // 64 * 64)
+        return max(0, nominal - inputs), gap, clip
+
+    def _clipped(self, st: BuildState, items: Sequence[ContextItem], clip: int,
+                 ) -> list[ContextItem]:
+        """Messages larger than ``clip`` tokens shown cut, the same way on every turn (the
+        cut is cached), with the original kept in ``originals``."""
+        out = []
+        for it in items:
+            if it.message is None or self._measure(it) <= clip:
+                out.append(it)
+                continue
+            key = (id(it.message), clip)
+            hit = self._clips.get(key)
+            if hit is None or hit[0] is not it.message:
+                cut = truncate_item(per_build(it), clip, self.tokenizer.counter,
+                                    self.renderer.cost)
+                if len(self._clips) > 10_000:
+                    self._clips.clear()
+                hit = self._clips[key] = (it.message, cut)
+            if hit[1] is None:
+                out.append(it)
+            else:
+                out.append(hit[1])
+                st.originals[it.id] = it
+        return out
+
+    async def _pack(self, st: BuildState, ordered: dict[str, list[Unit]],
+                    window: list[ContextItem]) -> None:
+        """Window and summary first (turns), then every source by share and leftover."""
+        opts = self.options
+        alloc = st.allocation
+        spent = sum(it.tokens or 0 for it in window)
+        if st.turn and opts.summarize_history:
+            await self._compaction_summary(st)
+            if st.summary is not None:
+                spent += st.summary.tokens or 0
+        if st.turn:
+            alloc = self._turn_allocation(st)
         result = pack(
-            ordered, allocation=alloc, available=available, tail_sources=self.tail_sources,
+            ordered, allocation=alloc, available=max(0, st.available - spent),
+            tail_sources=frozenset(ordered) & {s.name for s in self.sources if is_history(s)},
             # uncached cost: cut copies are new objects every build and must not pile up
             truncate=lambda it, n: truncate_item(it, n, self.tokenizer.counter,
                                                  self.renderer.cost),
-            min_fragment=self.options.min_fragment,
+            min_fragment=opts.min_fragment,
         )
-        reasons.update(result.reasons)
-        originals: dict[str, ContextItem] = dict(result.truncated)
-        included = list(result.included)
-        summary, failure = await self._summarize(candidates, included, available - result.spent)
-        if failure:
-            reasons["summary:history"] = failure
-        if summary is not None:
-            included.append(summary)
-            reasons[summary.id] = "summary"
-        timings["compress"] = (time.perf_counter() - t) * 1000
+        st.reasons.update(result.reasons)
+        st.originals.update(result.truncated)
+        for it in window:
+            st.reasons[it.id] = ("interrupted_call" if it.metadata.get("repair") else
+                                 "truncated" if it.id in st.originals else "window")
+        st.included = [*window, *result.included]
+        if st.summary is None and opts.summarize_history:
+            await self._dropped_summary(st, st.available - spent - result.spent)
+        if st.summary is not None:
+            st.included.append(st.summary)
+            st.reasons[st.summary.id] = "summary"
+        for it in result.included:
+            if it.metadata.get("repair") and st.reasons.get(it.id) != "truncated":
+                st.reasons[it.id] = "interrupted_call"
 
-        t = time.perf_counter()
-        rendered, included = self._render_within(included, alloc.total, reasons)
-        timings["render"] = (time.perf_counter() - t) * 1000
-        timings["total"] = (time.perf_counter() - t0) * 1000
+    def _turn_allocation(self, st: BuildState) -> Allocation:
+        """Per-turn content (evidence, state) capped at ``volatile_share`` of the budget."""
+        cap = int(self.options.volatile_share * st.available)
+        volatile = [s.name for s in self.sources if not is_history(s) and any(
+            it.kind not in STABLE_KINDS for it in st.candidates.get(s.name, []))]
+        ratios = {n: max(st.allocation.share(n), 1) for n in volatile}
+        total = sum(ratios.values()) or 1
+        ceilings = dict(st.allocation.ceilings)
+        for n in volatile:
+            own = ceilings.get(n)
+            share = int(cap * ratios[n] / total)
+            ceilings[n] = share if own is None else min(own, share)
+        shares = {n: (min(v, ceilings[n] or 0) if n in volatile else v)
+                  for n, v in st.allocation.shares.items()}
+        return Allocation(total=st.allocation.total, shares=shares, ceilings=ceilings)
 
-        report = self._report(alloc, gathered, candidates, included, reasons, rendered, timings,
-                              summary, unmeasured)
-        return BuildResult(rendered=rendered, report=report, originals=originals)
+    async def _compaction_summary(self, st: BuildState) -> None:
+        for name, start in st.window_start.items():
+            if start <= 0:
+                continue
+            items = [it for it in st.candidates[name][:start] if not it.metadata.get("repair")]
+            try:
+                st.summary = await self.compactor.summary(
+                    name, items, int(self.options.summary_share * st.available),
+                    self.summarizer, self.tokenizer.counter, self.renderer.cost)
+            except Exception as exc:  # a failed summary never replaces content: report it
+                st.reasons[SUMMARY_ID] = f"summary failed: {type(exc).__name__}: {exc}"
+            if st.summary is not None:
+                st.summary = per_build(st.summary)
+                st.summary.metadata = {**st.summary.metadata, "compacted": True}
+                st.summary.tokens = self.renderer.cost(st.summary)
+            return
 
-    def build_sync(self, query: str = "", **kwargs: Any) -> BuildResult:
-        """The same as :meth:`build`, for synchronous callers (not inside a running loop)."""
-        return run_sync(self.build(query, **kwargs), name="build")
-
-    # -- helpers -------------------------------------------------------------------------
-    def _tail_units(self, items: Sequence[ContextItem], available: int, query: str,
-                    now: float) -> tuple[list[Unit], int]:
-        """Newest-first units; stops measuring once they cannot fit any budget.
-
-        Within its own share the tail is packed by position; beyond it, its units compete for
-        the leftover with a GSSC composite (relevance to the query and recency) like any other
-        candidate.
-        """
-        measured: list[ContextItem] = []
-        spent = 0
-        i = len(items) - 1
-        while i >= 0 and spent <= available:
-            it = items[i]
-            spent += self._cost(it)
-            measured.append(it)
-            i -= 1
-        if i >= 0 and items[i].group is not None:  # finish the group that straddles the cut
-            while i >= 0 and items[i].group == measured[-1].group:
-                measured.append(items[i])
-                self._cost(items[i])
-                i -= 1
-        opts = self.options.select
-        q_terms = set(tokenize(query, drop_stopwords=True))
-        for it in measured:
-            # Query-term overlap: cheap (tokenization is memoised) and bounded by the budget.
-            r = (len(q_terms.intersection(tokenize(it.content, drop_stopwords=True)))
-                 / len(q_terms)) if q_terms else 0.0
-            rec = recency(it.timestamp, now, opts.recency_tau)
-            it.scores["relevance"] = r
-            it.scores["recency"] = rec
-            it.scores["composite"] = (opts.relevance_weight * r + opts.recency_weight * rec) * (
-                0.5 + 0.5 * it.priority)
-        units = make_units(list(reversed(measured)), self._cost)
-        units.reverse()
-        if i >= 0:  # the rest cannot fit: one unmeasured unit stands for them in the queue
-            rest = list(items[: i + 1])
-            units.append(Unit(rest, items[0].source, available + 1, 0.0, int(items[0].tier)))
-        return units, i + 1
-
-    def _rank_units(self, items: list[ContextItem], query: str,
-                    reasons: dict[str, str]) -> list[Unit]:
-        opts = self.options.select
-        kept = []
-        for it in items:
-            if (it.kind == "evidence" and query.strip() and not it.pinned
-                    and it.scores.get("relevance", 0.0) < opts.min_relevance):
-                reasons[it.id] = "low_relevance"
-                it.tokens = it.tokens if it.tokens is not None else self._cost(it)
-            else:
-                kept.append(it)
-        if kept and kept[0].kind == "evidence":
-            terms = {it.id: frozenset(tokenize(it.content, drop_stopwords=True)) for it in kept}
-            kept = mmr_order(kept, opts.mmr_lambda, terms)
-        else:
-            kept.sort(key=lambda it: (-it.scores.get("composite", it.priority), it.seq))
-        return make_units(kept, self._cost)
-
-    async def _summarize(self, candidates: Mapping[str, list[ContextItem]],
-                         included: Sequence[ContextItem], room: int,
-                         ) -> tuple[ContextItem | None, str]:
-        """Summarize the dropped history just before the kept tail into the leftover room.
-
-        Reads at most ``SUMMARY_SCAN`` × room tokens of the newest dropped messages: what is
-        older stays archived (and retrievable by id), not summarized on every build.
-        """
-        if not self.options.summarize_history or room < self.options.min_fragment:
-            return None, ""
-        kept = {it.id for it in included}
+    async def _dropped_summary(self, st: BuildState, room: int) -> None:
+        """Query builds: summarize the newest dropped history into the leftover room."""
+        if room < self.options.min_fragment:
+            return
+        kept = {it.id for it in st.included}
         dropped: list[ContextItem] = []
-        for name in self.tail_sources:
+        for s in self.sources:
+            if not is_history(s):
+                continue
             scanned = 0
-            for it in reversed(candidates.get(name, [])):
-                if it.id in kept:
+            for it in reversed(st.candidates.get(s.name, [])):
+                if it.id in kept or it.metadata.get("pending") or it.metadata.get("repair"):
                     continue
                 dropped.append(it)
                 scanned += len(it.content) // 4 + 1
-                if scanned > SUMMARY_SCAN * room:
+                if scanned > 8 * room:
                     break
         if not dropped:
-            return None, ""
+            return
         dropped.reverse()
-        head = f"Summary of {len(dropped)} earlier messages (not shown in full):\n"
-        overhead = self.renderer.cost(ContextItem(id="summary:history", source="summary",
-                                                  content=head, kind="state"))
         try:
-            text = await self.summarizer.summarize(dropped, room - overhead - 2,
-                                                   self.tokenizer.counter)
-        except Exception as exc:  # a failed summary never replaces content
-            return None, f"summary failed: {type(exc).__name__}: {exc}"
-        if not text.strip():
-            return None, ""
-        item = ContextItem(id="summary:history", source="summary", content=head + text,
-                           kind="state", metadata={"summarizes": [it.id for it in dropped]})
-        if self._cost(item) > room:
-            return None, ""
-        return item, ""
-
-    def _layout(self, included: Sequence[ContextItem]) -> Layout:
-        lay = Layout(output=self.options.output_instructions)
-        for it in sorted(included, key=lambda i: (i.kind != "system", i.seq)):
-            if it.kind in ("system", "skill"):
-                lay.system.append(it)
-            elif it.kind == "tool":
-                lay.tools.append(it)
-            elif it.kind == "message":
-                lay.history.append(it)
-            elif it.kind == "state":
-                lay.state.append(it)
-            elif it.kind == "input":
-                lay.input.append(it)
-            else:
-                lay.evidence.append(it)
-        lay.tools.sort(key=lambda i: i.seq)
-        lay.history.sort(key=lambda i: i.seq)
-        # Retrieved evidence: best first; custom components keep their insertion order.
-        lay.evidence.sort(key=lambda i: (i.kind == "custom", 0.0 if i.kind == "custom"
-                                         else -i.scores.get("composite", 0.0), i.seq))
-        return lay
-
-    def _render_within(self, included: list[ContextItem], total: int,
-                       reasons: dict[str, str]) -> tuple[Rendered, list[ContextItem]]:
-        """Render; while over budget, remove the weakest removable unit (verify step)."""
-        included = list(included)
-        while True:
-            rendered = self.renderer.render(self._layout(included))
-            if rendered.tokens <= total:
-                return rendered, included
-            victim = self._weakest(included)
-            if victim is None:
-                raise BudgetError(
-                    f"rendered context is {rendered.tokens} tokens > budget {total} with only "
-                    "pinned items left: raise max_tokens", required=rendered.tokens,
-                    available=total)
-            gone = {it.id for it in victim}
-            included = [it for it in included if it.id not in gone]
-            reasons.update(dict.fromkeys(gone, "overflow"))
-
-    def _weakest(self, included: Sequence[ContextItem]) -> list[ContextItem] | None:
-        movable = [it for it in included if not it.pinned]
-        if not movable:
-            return None
-        history = sorted((it for it in movable if it.kind == "message"), key=lambda i: i.seq)
-        pool = [it for it in movable if it.kind != "message"]
-        if history:
-            pool.append(history[0])  # only the oldest message may go: the tail stays whole
-        victim = min(pool, key=lambda it: (it.scores.get("composite", it.priority), -it.seq))
-        if victim.group is not None:
-            return [it for it in movable if it.group == victim.group
-                    and it.source == victim.source]
-        return [victim]
-
-    def _report(self, alloc: Any, gathered: Mapping[str, Any],
-                candidates: Mapping[str, list[ContextItem]], included: Sequence[ContextItem],
-                reasons: Mapping[str, str], rendered: Rendered, timings: dict[str, float],
-                summary: ContextItem | None, unmeasured: Mapping[str, int]) -> BuildReport:
-        """Per-source totals now; item rows on first access (a 100k history costs nothing
-        until someone reads them). Mutable per-build values are snapshotted here."""
-        position = {it.id: n for n, it in enumerate(self._ordered_for_report(included))}
-        kept = {it.id: it for it in included}
-        used: dict[str, int] = {}
-        counts: dict[str, int] = {}
-        for it in included:
-            used[it.source] = used.get(it.source, 0) + (it.tokens or 0)
-            counts[it.source] = counts.get(it.source, 0) + 1
-        lists = {name: list(items) for name, items in candidates.items()}
-        snap = {id(it): (it.tokens, it.scores.get("composite"))
-                for name, items in lists.items()
-                for it in items[unmeasured.get(name, 0):]}
-        summarized = set(summary.metadata["summarizes"]) if summary is not None else set()
-        failed = reasons.get("summary:history", "")
-        reasons = dict(reasons)
-
-        def rows() -> list[tuple[Any, ...]]:
-            out: list[tuple[Any, ...]] = []
-            for name, items in lists.items():
-                skip = unmeasured.get(name, 0)
-                for k, it in enumerate(items):
-                    summ = "summary:history" if it.id in summarized else None
-                    if k < skip:  # the oldest history: never measured, could not fit
-                        out.append((it.id, it.source, it.kind, int(it.tier), False, "budget",
-                                    None, None, None, summ))
-                        continue
-                    live = kept.get(it.id)
-                    inc = live is not None and live.source == it.source
-                    tokens, sc = ((live.tokens, live.scores.get("composite")) if inc and live
-                                  else snap.get(id(it), (None, None)))
-                    reason = reasons.get(it.id, "budget")
-                    if not inc and live is not None:
-                        reason = "duplicate"  # the same id is in the context via another source
-                    out.append((it.id, it.source, it.kind, int(it.tier), inc, reason, tokens, sc,
-                                position.get(it.id) if inc else None, summ))
-            if summary is not None:
-                out.append((summary.id, summary.source, summary.kind, int(summary.tier), True,
-                            "summary", summary.tokens, None, position.get(summary.id), None))
-            elif failed.startswith("summary failed"):  # say so, never silently
-                out.append(("summary:history", "summary", "state", 3, False, failed, None, None,
-                            None, None))
-            return out
-
-        sources = [
-            SourceReport(name=s.name, allocated=alloc.share(s.name), used=used.get(s.name, 0),
-                         candidates=len(candidates.get(s.name, [])),
-                         included=counts.get(s.name, 0), elapsed_ms=gathered[s.name][2],
-                         error=gathered[s.name][1])
-            for s in self.sources
-        ]
-        return BuildReport(
-            format=rendered.format, model=self.tokenizer.model, counter=self.tokenizer.counter.name,
-            exact=self.tokenizer.counter.exact, budget=alloc.total, tokens=rendered.tokens,
-            prefix_tokens=rendered.prefix_tokens, prefix_hash=rendered.prefix_hash,
-            sources=sources, timings_ms={k: round(v, 3) for k, v in timings.items()},
-            _rows=rows,
-        )
-
-    def _ordered_for_report(self, included: Sequence[ContextItem]) -> list[ContextItem]:
-        lay = self._layout(included)
-        return [*lay.tools, *lay.system, *lay.history, *lay.state, *lay.evidence, *lay.input]
-
-
+            st.summary = await summary_item(dropped, len(dropped), room, self.summarizer,
+                                            self.tokenizer.counter, self.renderer.cost)
+        except Exception as exc:  # a failed summary never replaces content: report it
+            st.reasons[SUMMARY_ID] = f"summary failed: {type(exc).__name__}: {exc}"
 
 
 __all__ = ["FORMATS", "BuildOptions", "BuildResult", "ContextBuilder"]

@@ -6,6 +6,7 @@
     ├── ConfigError              the caller's mistake: bad option, unknown model, bad input data
     │   └── InputError           a malformed input file or record (names the file and line)
     ├── BudgetError              pinned (P0) content alone does not fit the budget
+    ├── InvalidRequestError      a built request broke its provider's rules (never sent)
     ├── SourceError              a context source failed (reported, never fatal to a build)
     ├── StoreError               a memory store could not read or write
     ├── SummaryError             a summarizer failed (the original content is kept)
@@ -46,6 +47,18 @@ class BudgetError(LoomctxError):
         super().__init__(message)
 
 
+class InvalidRequestError(LoomctxError):
+    """The rendered request broke its provider's structural rules, so it was not returned.
+
+    ``problems`` lists each broken rule. The builder's own stages prevent this; the check is the
+    last line of defence, so seeing it means a bug to report, not an input to fix.
+    """
+
+    def __init__(self, message: str, *, problems: list[str]) -> None:
+        self.problems = problems
+        super().__init__(message)
+
+
 class SourceError(LoomctxError):
     """A context source failed or timed out."""
 
@@ -74,6 +87,7 @@ __all__ = [
     "BudgetError",
     "ConfigError",
     "InputError",
+    "InvalidRequestError",
     "LoomctxError",
     "MissingDependencyError",
     "SourceError",

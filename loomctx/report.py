@@ -11,7 +11,14 @@ import json
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from loomctx.buildstate import BuildState
+    from loomctx.items import ContextItem
+    from loomctx.render.protocol import Layout, Rendered
+    from loomctx.sources.protocol import ContextSource
+    from loomctx.tokens.registry import ModelTokenizer
 
 REASONS = {
     "pinned": "P0, always included",
@@ -23,6 +30,10 @@ REASONS = {
     "duplicate": "same content as an earlier candidate",
     "low_relevance": "relevance below min_relevance",
     "overflow": "removed after rendering to stay within the budget",
+    "window": "in the append-only history window of a turn build",
+    "compacted": "older than the history window's compaction point; summarized and stored",
+    "interrupted_call": "synthetic result for a tool call interrupted before it returned",
+    "pending_tool_calls": "the agent is still waiting for these tool calls' results",
 }
 
 
@@ -69,6 +80,9 @@ class BuildReport:
     prefix_hash: str
     sources: list[SourceReport]
     timings_ms: dict[str, float]
+    reused_prefix_tokens: int = 0
+    """Tokens at the start of this request that repeat the previous build's request (what a
+    provider's prompt cache can reuse); 0 for a builder's first build."""
     _rows: Sequence[tuple[Any, ...]] | Callable[[], Sequence[tuple[Any, ...]]] = field(
         repr=False, default=())
     _items: list[ItemReport] | None = field(default=None, repr=False)
@@ -99,6 +113,7 @@ class BuildReport:
             "format": self.format, "model": self.model, "counter": self.counter,
             "exact": self.exact, "budget": self.budget, "tokens": self.tokens,
             "prefix_tokens": self.prefix_tokens, "prefix_hash": self.prefix_hash,
+            "reused_prefix_tokens": self.reused_prefix_tokens,
             "timings_ms": self.timings_ms,
             "sources": [asdict(s) for s in self.sources],
             "items": [asdict(r) for r in self.items],
@@ -112,7 +127,8 @@ class BuildReport:
         lines = [
             f"budget {self.budget} · used {self.tokens} ({self.counter}"
             f"{'' if self.exact else ', estimated'}) · format {self.format} · "
-            f"stable prefix {self.prefix_tokens} tokens #{self.prefix_hash[:12]}",
+            f"stable prefix {self.prefix_tokens} tokens #{self.prefix_hash[:12]} · "
+            f"repeats previous {self.reused_prefix_tokens}",
             "timings " + " ".join(f"{k}={v:.1f}ms" for k, v in self.timings_ms.items()),
             "",
             f"{'source':<16}{'allocated':>10}{'used':>8}{'items':>12}  status",
@@ -139,4 +155,71 @@ class BuildReport:
         return "\n".join(lines)
 
 
-__all__ = ["REASONS", "BuildReport", "ItemReport", "SourceReport"]
+def build_report(st: BuildState, sources: Sequence[ContextSource], rendered: Rendered,
+                 tokenizer: ModelTokenizer, reused: int,
+                 layout: Callable[[Sequence[ContextItem]], Layout]) -> BuildReport:
+    """The report of one build. Per-source totals now; item rows on first access (a 100k
+    history costs nothing until someone reads them)."""
+    from loomctx.render.layout import in_order
+
+    position = {id(it): n for n, it in enumerate(in_order(layout(st.included)))}
+    kept = {(it.source, it.id): it for it in st.included}
+    views = dict(st.views)
+    used: Counter[str] = Counter()
+    counts: Counter[str] = Counter()
+    for it in st.included:
+        used[it.source] += it.tokens or 0
+        counts[it.source] += 1
+    lists = {name: list(items) for name, items in st.candidates.items()}
+    summary = st.summary
+    summarized = set(summary.metadata["summarizes"]) if summary is not None else set()
+    reasons = dict(st.reasons)
+    failed = reasons.get("summary:history", "")
+    ids_in = {it.id for it in st.included}
+    start = dict(st.window_start)
+    unmeasured = dict(st.unmeasured)
+
+    def rows() -> list[tuple[Any, ...]]:
+        out: list[tuple[Any, ...]] = []
+        for name, items in lists.items():
+            skip = unmeasured.get(name, 0)
+            first = start.get(name, 0)
+            for k, it in enumerate(items):
+                summ = "summary:history" if it.id in summarized else None
+                live = kept.get((name, it.id))
+                view = live or views.get((name, it.id))
+                reason = reasons.get(f"{name}\0{it.id}") or reasons.get(it.id, "budget")
+                if live is None and k < first and reason != "pending_tool_calls":
+                    reason = "compacted"
+                elif live is None and k < skip:
+                    reason = "budget"  # the oldest history: never measured, could not fit
+                elif live is None and it.id in ids_in:
+                    reason = "duplicate"  # the same id is in the context via another source
+                out.append((it.id, name, it.kind, int(it.tier), live is not None, reason,
+                            view.tokens if view is not None else None,
+                            view.scores.get("composite") if view is not None else None,
+                            position.get(id(live)) if live is not None else None, summ))
+        if summary is not None:
+            out.append((summary.id, summary.source, summary.kind, int(summary.tier), True,
+                        "summary", summary.tokens, None, position.get(id(summary)), None))
+        elif failed.startswith("summary failed"):  # say so, never silently
+            out.append(("summary:history", "summary", "state", 3, False, failed, None, None,
+                        None, None))
+        return out
+
+    return BuildReport(
+        format=rendered.format, model=tokenizer.model, counter=tokenizer.counter.name,
+        exact=tokenizer.counter.exact, budget=st.allocation.total, tokens=rendered.tokens,
+        prefix_tokens=rendered.prefix_tokens, prefix_hash=rendered.prefix_hash,
+        sources=[SourceReport(name=s.name, allocated=st.allocation.share(s.name),
+                              used=used.get(s.name, 0),
+                              candidates=len(st.candidates.get(s.name, [])),
+                              included=counts.get(s.name, 0),
+                              elapsed_ms=st.gathered[s.name].elapsed_ms,
+                              error=st.gathered[s.name].error) for s in sources],
+        timings_ms={k: round(v, 3) for k, v in st.timings.items()},
+        reused_prefix_tokens=reused, _rows=rows,
+    )
+
+
+__all__ = ["REASONS", "BuildReport", "ItemReport", "SourceReport", "build_report"]

@@ -2,12 +2,26 @@
 
 A session owns its memory tiers (L1 window, L2 important, L4 archive in the store) and its
 builder. ``add_message`` writes through to the store; ``build`` runs the whole pipeline with the
-recent window, important memories, unified retrieval, and any system prompt, tools, skills and
+history, important memories, unified retrieval, and any system prompt, tools, skills and
 knowledge the session was given. Lifecycle: ACTIVE → PAUSED → ACTIVE … → ENDED.
+
+The turn loop of an agent::
+
+    await s.add_message("user", text)          # the user's message
+    result = await s.build(max_tokens=8000)    # input = that message, shown once
+    ...call the model with result.payload...
+    await s.add_message("assistant", None, tool_calls=[...])
+    await s.add_message("tool", output, tool_call_id="c1")
+    result = await s.build(max_tokens=8000)    # history only appended: the cache stays warm
+
+Every I/O method is async (``add_message``, ``add_messages``, ``build``, ``end``) and has a sync
+twin with the same name plus ``_sync``; both work inside and outside a running event loop (the
+sync form runs the coroutine on a private loop, in a worker thread when a loop is running).
 """
 
 from __future__ import annotations
 
+import asyncio
 import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
@@ -16,16 +30,19 @@ from typing import Any
 
 from loomctx._sync import run_sync
 from loomctx.budget.manager import BudgetManager
-from loomctx.builder import SUMMARY_SCAN, BuildOptions, BuildResult, ContextBuilder
+from loomctx.builder import BuildOptions, BuildResult, ContextBuilder
+from loomctx.compress.history import SUMMARY_SCAN
 from loomctx.compress.summarize import ExtractiveSummarizer
 from loomctx.embed.cache import CachedEmbedder
 from loomctx.embed.protocol import Embedder
 from loomctx.errors import ConfigError
+from loomctx.events import EventSink, NullSink, SessionEnded
 from loomctx.items import ContextItem
 from loomctx.memory.importance import ImportanceScorer
 from loomctx.memory.tiers import MemoryOptions, TieredMemory
 from loomctx.retrieval.source import L2ImportantSource, UnifiedRetrievalSource
 from loomctx.sources.knowledge import KnowledgeSource
+from loomctx.sources.protocol import ContextSource
 from loomctx.sources.skills import Skill, SkillSource
 from loomctx.sources.static import SystemPromptSource, UserInputSource
 from loomctx.sources.tools import ToolSource
@@ -51,17 +68,21 @@ class Session:
     """A conversation with tiered memory and a context builder."""
 
     def __init__(
-        self, id: str | None = None, *, agent: str = "agent", store: MemoryStore | None = None,
-        embedder: Embedder | None = None, model: str | None = None, system_prompt: str = "",
+        self, id: str | None = None, *, agent: str = "agent", tenant: str = "default",
+        store: MemoryStore | None = None, embedder: Embedder | None = None,
+        model: str | None = None, system_prompt: str = "",
         tools: Sequence[Mapping[str, Any]] = (), skills: Sequence[Skill] = (),
-        knowledge: Sequence[KnowledgeSource] = (), memory: MemoryOptions | None = None,
-        options: BuildOptions | None = None, budget: BudgetManager | None = None,
-        importance: ImportanceScorer | None = None, clock: Callable[[], float] = time.time,
+        knowledge: Sequence[KnowledgeSource] = (), sources: Sequence[ContextSource] = (),
+        memory: MemoryOptions | None = None, options: BuildOptions | None = None,
+        budget: BudgetManager | None = None, importance: ImportanceScorer | None = None,
+        events: EventSink | None = None, clock: Callable[[], float] = time.time,
     ) -> None:
         self.id = id or uuid.uuid4().hex[:12]
         self.agent = agent
+        self.tenant = tenant
         self.state = SessionState.ACTIVE
         self.clock = clock
+        self.events = events if events is not None else NullSink()
         self.store = store if store is not None else InMemoryStore()
         inner = embedder if embedder is not None else default_embedder()
         self.embedder = inner if isinstance(inner, CachedEmbedder) else CachedEmbedder(
@@ -74,15 +95,16 @@ class Session:
         tokenizer = counter_for_model(opts.model, fallback=opts.fallback_encoding)
         self.memory = TieredMemory(self.store, self.embedder, tokenizer.counter,
                                    session=self.id, agent=agent, options=memory,
-                                   importance=importance)
-        sources: list[Any] = [SystemPromptSource(system_prompt), UserInputSource(),
-                              self.memory.l1, L2ImportantSource(self.memory),
-                    UnifiedRetrievalSource(self.memory, knowledge)]
+                                   importance=importance, events=self.events, tenant=tenant)
+        built_in: list[Any] = [SystemPromptSource(system_prompt), UserInputSource(),
+                               self.memory.history, L2ImportantSource(self.memory),
+                               UnifiedRetrievalSource(self.memory, knowledge)]
         if tools:
-            sources.append(ToolSource(tools))
+            built_in.append(ToolSource(tools))
         if skills:
-            sources.append(SkillSource(skills))
-        self.builder = ContextBuilder(sources, options=opts, budget=budget)
+            built_in.append(SkillSource(skills))
+        self.builder = ContextBuilder([*built_in, *sources], options=opts, budget=budget,
+                                      events=self.events, session=self.id, tenant=tenant)
 
     # -- writing ---------------------------------------------------------------------------
     def _check_active(self) -> None:
@@ -91,42 +113,61 @@ class Session:
                               if self.state is SessionState.PAUSED else
                               f"session {self.id!r} has ended: start a new Session")
 
-    def add_message(
+    async def add_message(
         self, role: str, content: Any = None, *, id: str | None = None,
         timestamp: float | str | None = None, tool_calls: Sequence[Mapping[str, Any]] | None
         = None, tool_call_id: str | None = None, name: str | None = None,
     ) -> str:
         """Add one message (OpenAI fields); returns its id (given or generated)."""
-        msg: dict[str, Any] = {"role": role, "content": content}
-        if tool_calls is not None:
-            msg["tool_calls"] = list(tool_calls)
-        for key, value in (("id", id), ("timestamp", timestamp), ("tool_call_id", tool_call_id),
-                           ("name", name)):
-            if value is not None:
-                msg[key] = value
-        return self.add_messages([msg])[0]
+        return (await self.add_messages([_message(role, content, id, timestamp, tool_calls,
+                                                  tool_call_id, name)]))[0]
 
-    def add_messages(self, messages: Sequence[Mapping[str, Any]]) -> list[str]:
-        """Add many messages at once (one store transaction, one embedding batch)."""
+    def add_message_sync(
+        self, role: str, content: Any = None, *, id: str | None = None,
+        timestamp: float | str | None = None, tool_calls: Sequence[Mapping[str, Any]] | None
+        = None, tool_call_id: str | None = None, name: str | None = None,
+    ) -> str:
+        """The same as :meth:`add_message`, for synchronous callers."""
+        return self.add_messages_sync([_message(role, content, id, timestamp, tool_calls,
+                                                tool_call_id, name)])[0]
+
+    async def add_messages(self, messages: Sequence[Mapping[str, Any]]) -> list[str]:
+        """Add many messages at once (one store transaction, one embedding batch); the
+        embedding and the store write run in a worker thread, off the event loop."""
         self._check_active()
+        return await asyncio.to_thread(self._add, messages)
+
+    def add_messages_sync(self, messages: Sequence[Mapping[str, Any]]) -> list[str]:
+        """The same as :meth:`add_messages`, for synchronous callers."""
+        self._check_active()
+        return self._add(messages)
+
+    def _add(self, messages: Sequence[Mapping[str, Any]]) -> list[str]:
         prepared = []
         for m in messages:
-            m = dict(m)
-            m.setdefault("id", f"{self.id}:{uuid.uuid4().hex[:10]}")
+            m = dict(m) if isinstance(m, Mapping) else m
+            if isinstance(m, dict) and not m.get("id"):
+                m["id"] = f"{self.id}:{uuid.uuid4().hex[:10]}"
             prepared.append(m)
         return self.memory.add(prepared, now=self.clock())
 
     # -- building --------------------------------------------------------------------------
-    async def build(self, query: str = "", *, max_tokens: int | None = None,
+    async def build(self, query: str | None = None, *, max_tokens: int | None = None,
                     phase: str | None = None, now: float | None = None) -> BuildResult:
-        """Build the context for the next LLM call (see :class:`ContextBuilder`)."""
+        """Build the context for the next LLM call.
+
+        Without ``query`` this is a turn: the input is the history's last user message, shown
+        once (text and images as given), and the history is an append-only window that keeps
+        the provider's prompt cache warm. With ``query``, a question that is not in the
+        history: it is the input and drives retrieval.
+        """
         if self.state is SessionState.ENDED:
             raise ConfigError(f"session {self.id!r} has ended: start a new Session")
         return await self.builder.build(query, max_tokens=max_tokens, phase=phase,
                                         now=self.clock() if now is None else now)
 
-    def build_sync(self, query: str = "", **kwargs: Any) -> BuildResult:
-        """The same as :meth:`build`, for synchronous callers (not inside a running loop)."""
+    def build_sync(self, query: str | None = None, **kwargs: Any) -> BuildResult:
+        """The same as :meth:`build`, for synchronous callers."""
         return run_sync(self.build(query, **kwargs), name="build")
 
     # -- lifecycle -------------------------------------------------------------------------
@@ -139,18 +180,20 @@ class Session:
             raise ConfigError(f"session {self.id!r} has ended: start a new Session")
         self.state = SessionState.ACTIVE
 
-    def end(self, *, summary_tokens: int = 300) -> str | None:
+    async def end(self, *, summary_tokens: int = 300) -> str | None:
         """End the session: write an L3 summary for the agent, move L1/L2 to L4.
 
         The summary is extractive, over the session's important (L2) memories and its most
         recent messages (at most ``SUMMARY_SCAN`` × ``summary_tokens`` tokens of them). Returns
-        the summary record id (None for an empty session).
+        the summary record id (None for an empty session or one already ended).
         """
         if self.state is SessionState.ENDED:
             return None
         self.state = SessionState.ENDED
         records = sorted(self.memory.records.values(), key=lambda r: (r.timestamp, r.seq))
         if not records:
+            self.events.emit(SessionEnded(tenant=self.tenant, session=self.id,
+                                          summary_id=None, at=self.clock()))
             return None
         picked = [r for r in records if r.level == "L2"]
         budget = SUMMARY_SCAN * summary_tokens * 4  # characters, ~4 a token
@@ -163,8 +206,18 @@ class Session:
         picked.sort(key=lambda r: (r.timestamp, r.seq))
         as_items = [ContextItem(id=r.id, source="memory", content=r.content, role=r.role)
                     for r in picked]
-        text = run_sync(ExtractiveSummarizer().summarize(as_items, summary_tokens,
-                                                         self.memory.counter), name="end")
+        text = await ExtractiveSummarizer().summarize(as_items, summary_tokens,
+                                                      self.memory.counter)
+        sid = await asyncio.to_thread(self._archive, records, text)
+        self.events.emit(SessionEnded(tenant=self.tenant, session=self.id, summary_id=sid,
+                                      at=self.clock()))
+        return sid
+
+    def end_sync(self, *, summary_tokens: int = 300) -> str | None:
+        """The same as :meth:`end`, for synchronous callers."""
+        return run_sync(self.end(summary_tokens=summary_tokens), name="end")
+
+    def _archive(self, records: Sequence[MemoryRecord], text: str) -> str | None:
         self.store.set_level([r.id for r in records if r.level in ("L1", "L2")], "L4")
         if not text:
             return None
@@ -174,6 +227,20 @@ class Session:
                                      importance=1.0, metadata={"kind": "session_summary"})],
                        self.embedder.embed([text]))
         return sid
+
+
+def _message(role: str, content: Any, id: str | None, timestamp: float | str | None,
+             tool_calls: Sequence[Mapping[str, Any]] | None, tool_call_id: str | None,
+             name: str | None) -> dict[str, Any]:
+    msg: dict[str, Any] = {"role": role, "content": content}
+    if tool_calls is not None:
+        msg["tool_calls"] = list(tool_calls) if isinstance(tool_calls, (list, tuple)) \
+            else tool_calls
+    for key, value in (("id", id), ("timestamp", timestamp), ("tool_call_id", tool_call_id),
+                       ("name", name)):
+        if value is not None:
+            msg[key] = value
+    return msg
 
 
 __all__ = ["Session", "SessionState", "default_embedder"]

@@ -100,14 +100,17 @@ def test_sync_and_async_give_the_same_result() -> None:
     assert sync.report.included_ids == asyn.report.included_ids
 
 
-def test_build_sync_inside_a_running_loop_is_refused() -> None:
+def test_build_sync_works_inside_a_running_loop_and_matches_build() -> None:
     b = ContextBuilder([UserInputSource()], options=BuildOptions(format="text"))
 
-    async def inner() -> None:
-        with pytest.raises(ConfigError, match="running event loop"):
-            b.build_sync("q", max_tokens=100)
+    async def inner() -> tuple[str, str]:
+        inside = b.build_sync("q", max_tokens=100)  # runs on a worker thread's loop
+        awaited = await b.build("q", max_tokens=100)
+        return inside.text, awaited.text
 
-    asyncio.run(inner())
+    inside, awaited = asyncio.run(inner())
+    assert inside == awaited == b.build_sync("q", max_tokens=100).text
+    assert "q" in inside
 
 
 def test_framing_larger_than_the_budget_is_a_budget_error() -> None:

@@ -92,7 +92,8 @@ def add_build_parser(sub: Any) -> None:
     p.set_defaults(func=run_build)
 
 
-def builder_from_args(args: argparse.Namespace) -> tuple[ContextBuilder, str, dict[str, Any]]:
+def builder_from_args(args: argparse.Namespace,
+                      ) -> tuple[ContextBuilder, str | None, dict[str, Any]]:
     if args.example:
         ex = example_dir()
         args.history = args.history or ex / "conversation.jsonl"
@@ -108,13 +109,11 @@ def builder_from_args(args: argparse.Namespace) -> tuple[ContextBuilder, str, di
     history = _read_history(args.history) if args.history else []
     query = args.query
     context: dict[str, Any] = {}
-    if query is None:
-        if not history or history[-1].get("role") != "user":
-            raise ConfigError("no --query and the history does not end with a user message: "
-                              "pass --query TEXT")
-        last = history.pop()
-        query = last.get("content") if isinstance(last.get("content"), str) else ""
-        context["input_id"] = last["id"]
+    if query is None and (not history or history[-1].get("role") != "user"):
+        raise ConfigError("no --query and the history does not end with a user message: "
+                          "pass --query TEXT")
+    # Without --query the build is a turn: its input is the history's last user message,
+    # shown once with all its parts (text and images).
     sources: list[Any] = []
     if args.system:
         # a file's trailing newline is not part of the prompt

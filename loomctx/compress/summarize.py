@@ -70,7 +70,13 @@ class ExtractiveSummarizer:
                 continue
             chosen.append(i)
             used += cost
-        lines = [f"- {sentences[i][1]}: {sentences[i][2]}" for i in sorted(chosen)]
+        # One bullet per message (its chosen sentences in order), so a summary "of N
+        # messages" never lists more than N lines.
+        by_pos: dict[int, list[str]] = {}
+        for i in sorted(chosen):
+            by_pos.setdefault(sentences[i][0], []).append(sentences[i][2])
+        lines = [f"- {items[pos].role or items[pos].source}: {' '.join(parts)}"
+                 for pos, parts in by_pos.items()]
         text = "\n".join(lines)
         while text and counter.count(text) > max_tokens:
             lines.pop()

@@ -45,7 +45,7 @@ class LoomctxSystem:
              "content": t.content, "timestamp": t.timestamp}
             for t in history
         ]
-        session.add_messages(messages)
+        session.add_messages_sync(messages)
         self._sessions = {id(history): (history, session)}  # one conversation at a time
         return session
 

@@ -1,9 +1,13 @@
 """Memory tiers L1 → L2 → L3 → L4 over one :class:`MemoryStore`, with no silent loss.
 
-- L1: the session's recent window, bounded in tokens; what the history source shows.
+- L1: the session's recent window, bounded in tokens (the newest messages).
 - L2: session-important: evicted L1 units whose importance > ``promote_threshold`` (0.6).
 - L3: agent-level aggregates (session summaries written when a session ends).
 - L4: everything else, persistent and searchable.
+
+The history a build sees is the whole conversation (``history``): the builder decides what of it
+is shown, so a budget that holds the whole conversation gets all of it. The tiers say where a
+record lives in memory and how retrieval ranks it, not what a build may show.
 
 Every message is written to the store when it is added (level L1) and only changes level later:
 eviction from L1 moves it to L2 or L4, L2 overflow and TTL expiry move it to L4. Nothing is
@@ -12,6 +16,8 @@ deleted, so every message stays retrievable by id and by search.
 
 from __future__ import annotations
 
+import threading
+from collections import deque
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -20,6 +26,7 @@ import numpy as np
 
 from loomctx.embed.protocol import Embedder
 from loomctx.errors import ConfigError
+from loomctx.events import EventSink, MessageAdded, NullSink, TierMoved
 from loomctx.items import ContextItem
 from loomctx.memory.importance import HeuristicImportance, ImportanceScorer
 from loomctx.sources.history import HistorySource
@@ -59,7 +66,8 @@ class TieredMemory:
     def __init__(
         self, store: MemoryStore, embedder: Embedder, counter: TokenCounter, *, session: str,
         agent: str, options: MemoryOptions | None = None,
-        importance: ImportanceScorer | None = None,
+        importance: ImportanceScorer | None = None, events: EventSink | None = None,
+        tenant: str = "default",
     ) -> None:
         self.store = store
         self.embedder = embedder
@@ -68,8 +76,13 @@ class TieredMemory:
         self.agent = agent
         self.options = options or MemoryOptions()
         self.importance = importance or HeuristicImportance()
-        self.l1 = HistorySource(name="L1_recent", origin=f"session {session}")
+        self.tenant = tenant
+        self.events = events if events is not None else NullSink()
+        self.history = HistorySource(name="L1_recent", origin=f"session {session}")
+        # The L1 window: (ids of one unit, its tokens), oldest first.
+        self._l1: deque[tuple[list[str], int]] = deque()
         self._l1_tokens = 0
+        self._lock = threading.Lock()
         self._l2: dict[str, tuple[float, float]] = {}  # id -> (importance, moved_at)
         # An in-process lexical index over this session's records: a session-scoped search
         # costs ~1 ms here against tens of ms through the store's full-text index.
@@ -84,10 +97,12 @@ class TieredMemory:
         if not old:
             return
         self._index(old)
-        window = [r for r in old if r.level == "L1"]
-        self.l1.extend([{**(r.message or {"role": r.role or "user", "content": r.content}),
-                         "id": r.id, "timestamp": r.timestamp} for r in window])
-        self._l1_tokens = sum(self.counter.count(r.content) for r in window)
+        messages = sorted((r for r in old if r.level != "L3"), key=lambda r: r.seq)
+        items = self.history.extend([
+            {**(r.message or {"role": r.role or "user", "content": r.content}),
+             "id": r.id, "timestamp": r.timestamp} for r in messages])
+        levels = {r.id: r.level for r in messages}
+        self._window([it for it in items if levels.get(it.id) == "L1"])
         # The store keeps levels, not importance: an L2 record was above the threshold.
         for r in old:
             if r.level == "L2":
@@ -116,24 +131,37 @@ class TieredMemory:
         return [Hit(self.records[self._lex_ids[i]], score)
                 for i, score in self._lex.search(query, limit)]
 
+    def _window(self, items: Sequence[ContextItem]) -> None:
+        """Append items to the L1 window bookkeeping, one entry per unit."""
+        for it in items:
+            tokens = self.counter.count(it.content)
+            if self._l1 and it.group is not None and self._l1[-1][0] and \
+                    self.records.get(self._l1[-1][0][-1]) is not None and \
+                    self.records[self._l1[-1][0][-1]].group == it.group:
+                ids, t = self._l1.pop()
+                self._l1.append(([*ids, it.id], t + tokens))
+            else:
+                self._l1.append(([it.id], tokens))
+            self._l1_tokens += tokens
+
     def add(self, messages: Sequence[Mapping[str, Any]], *, now: float) -> list[str]:
-        """Validate, store (L1) and window the messages; returns their ids."""
-        new = self.l1.extend(messages)
-        if not new:
-            return []
-        vectors = self.embedder.embed([it.content for it in new])
-        records = [self._record(it, now) for it in new]
-        try:
+        """Validate, store (L1) and window the messages; returns their ids.
+
+        Thread-safe: the session's sync and async forms may add from different threads."""
+        with self._lock:
+            new = self.history.validate(messages)
+            if not new:
+                return []
+            vectors = self.embedder.embed([it.content for it in new])
+            records = [self._record(it, now) for it in new]
             self.store.put(records, vectors)
-        except Exception:
-            # Keep the window consistent with the store: undo the append, then re-raise.
-            for _ in new:
-                self.l1._items.pop()
-            raise
-        self._index(records)
-        self._l1_tokens += sum(self.counter.count(it.content) for it in new)
-        self._evict(now)
-        return [it.id for it in new]
+            self.history.commit(new)  # only once the store holds them
+            self._index(records)
+            self._window(new)
+            self.events.emit(MessageAdded(tenant=self.tenant, session=self.session,
+                                          ids=tuple(it.id for it in new), at=now))
+            self._evict(now)
+            return [it.id for it in new]
 
     def _record(self, it: ContextItem, now: float) -> MemoryRecord:
         return MemoryRecord(
@@ -147,19 +175,23 @@ class TieredMemory:
         opts = self.options
         moved: dict[str, list[str]] = {"L2": [], "L4": []}
         scores: dict[str, float] = {}
-        while self._l1_tokens > opts.l1_max_tokens and len(self.l1) > 1:
-            unit = self.l1.evict_oldest()
-            self._l1_tokens -= sum(self.counter.count(it.content) for it in unit)
-            score = max(self.importance.score(it.content, role=it.role) for it in unit)
+        while self._l1_tokens > opts.l1_max_tokens and len(self._l1) > 1:
+            ids, tokens = self._l1.popleft()
+            self._l1_tokens -= tokens
+            unit = [self.records[i] for i in ids if i in self.records]
+            score = max((self.importance.score(r.content, role=r.role) for r in unit),
+                        default=0.0)
             level = "L2" if score > opts.promote_threshold else "L4"
-            for it in unit:
-                moved[level].append(it.id)
-                scores[it.id] = score
+            for i in ids:
+                moved[level].append(i)
+                scores[i] = score
                 if level == "L2":
-                    self._l2[it.id] = (score, now)
+                    self._l2[i] = (score, now)
         for level, ids in moved.items():
             if ids:
                 self._set_level(ids, level, scores)  # type: ignore[arg-type]
+                self.events.emit(TierMoved(tenant=self.tenant, session=self.session,
+                                           ids=tuple(ids), level=level, at=now))
         self._expire(now)
 
     def _expire(self, now: float) -> None:
@@ -175,13 +207,20 @@ class TieredMemory:
             self._set_level(out, "L4")
             for i in out:
                 self._l2.pop(i, None)
+            self.events.emit(TierMoved(tenant=self.tenant, session=self.session,
+                                       ids=tuple(out), level="L4", at=now))
 
     @property
     def l2_ids(self) -> list[str]:
         return list(self._l2)
 
+    @property
+    def l1_ids(self) -> list[str]:
+        """Ids in the L1 window, oldest first."""
+        return [i for ids, _ in self._l1 for i in ids]
+
     def recent_texts(self, n: int) -> list[str]:
-        return [it.content for it in self.l1.items[-n:]]
+        return [it.content for it in self.history.items[-n:]]
 
     def query_vector(self, text: str) -> np.ndarray:
         return self.embedder.embed([text])[0]

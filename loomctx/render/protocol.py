@@ -24,6 +24,8 @@ class Layout:
     """System prompt first, then active skills (stable prefix)."""
     tools: list[ContextItem] = field(default_factory=list)
     """Tool definitions, in their original order (stable prefix)."""
+    summary: list[ContextItem] = field(default_factory=list)
+    """Summary of compacted history: same text until the next compaction step (after system)."""
     history: list[ContextItem] = field(default_factory=list)
     """Conversation, chronological."""
     state: list[ContextItem] = field(default_factory=list)
@@ -51,6 +53,7 @@ class Rendered:
     """Tokens of the stable prefix (tools + system part)."""
     prefix_hash: str
     """sha256 of the stable prefix as rendered; equal across turns means a cache hit."""
+
 
 
 def stable_hash(obj: Any) -> str:

@@ -87,16 +87,24 @@ def pack(
     res = PackResult()
     queues = {s: list(units) for s, units in ordered.items()}
 
-    included_ids: set[str] = set()
+    included_ids: dict[str, ContextItem] = {}
 
     def take(u: Unit, reason: str) -> None:
         cost = u.cost
         for it in u.items:
-            if it.id in included_ids:  # the same memory reached us twice (e.g. tail + recall)
+            other = included_ids.get(it.id)
+            if other is not None and u.source in tail_sources and other.source != u.source:
+                # A retrieved copy of a history message went in first: the history unit wins,
+                # so a tool call is never separated from its results by dedup.
+                res.included.remove(other)
+                res.reasons[f"{other.source}\0{other.id}"] = "duplicate"
+                res.used[other.source] -= other.tokens or 0
+                res.spent -= other.tokens or 0
+            elif other is not None:  # the same memory reached us twice (e.g. tail + recall)
                 res.reasons.setdefault(f"{it.source}\0{it.id}", "duplicate")
                 cost -= it.tokens or 0
                 continue
-            included_ids.add(it.id)
+            included_ids[it.id] = it
             res.included.append(it)
             res.reasons[it.id] = "truncated" if it.id in res.truncated else reason
         res.used[u.source] = res.used.get(u.source, 0) + cost

@@ -53,6 +53,14 @@ def recency(timestamp: float | None, now: float, tau: float) -> float:
     return math.exp(-max(0.0, now - timestamp) / tau)
 
 
+def composite(relevance: float, recency_: float, priority: float,
+              options: SelectOptions) -> float:
+    """The GSSC composite every ranked candidate is compared by: weighted relevance and
+    recency, scaled by the item's own priority (0.5 .. 1)."""
+    return ((options.relevance_weight * relevance + options.recency_weight * recency_)
+            * (0.5 + 0.5 * priority))
+
+
 def score(items: Sequence[ContextItem], query: str, now: float, options: SelectOptions) -> None:
     """Fill ``scores`` (relevance, recency, composite) of every scorable item, in place."""
     by_source: dict[str, list[ContextItem]] = defaultdict(list)
@@ -76,9 +84,7 @@ def score(items: Sequence[ContextItem], query: str, now: float, options: SelectO
             rec = recency(it.timestamp, now, options.recency_tau)
             it.scores["relevance"] = rel
             it.scores["recency"] = rec
-            it.scores["composite"] = (
-                options.relevance_weight * rel + options.recency_weight * rec
-            ) * (0.5 + 0.5 * it.priority)
+            it.scores["composite"] = composite(rel, rec, it.priority, options)
 
 
 def mmr_order(
@@ -114,4 +120,4 @@ def mmr_order(
     return [remaining[i] for i in order] + rest
 
 
-__all__ = ["SCORED_KINDS", "SelectOptions", "mmr_order", "recency", "score"]
+__all__ = ["SCORED_KINDS", "SelectOptions", "composite", "mmr_order", "recency", "score"]

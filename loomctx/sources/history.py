@@ -32,6 +32,11 @@ class _LayeredSet:
 class HistorySource:
     """Chat history; items are built once per message and reused across builds."""
 
+    history = True
+    """History-like: the builder keeps it in order and never ranks it by score."""
+    share: float | None = None
+    """Budget ratio; None uses the budget manager's ratio for this source's name."""
+
     def __init__(
         self, messages: Sequence[Mapping[str, Any]] = (), *, name: str = "L1_recent",
         origin: str = "history",
@@ -42,10 +47,18 @@ class HistorySource:
         self._open_calls: dict[str, str] = {}
         self._ids: set[str] = set()
         self._next_seq = 0
+        self._staged: tuple[list[ContextItem], dict[str, str], set[str]] | None = None
         self.extend(messages)
 
     def extend(self, messages: Sequence[Mapping[str, Any]]) -> list[ContextItem]:
         """Append messages (validated together with what came before); return the new items."""
+        new = self.validate(messages)
+        self.commit(new)
+        return new
+
+    def validate(self, messages: Sequence[Mapping[str, Any]]) -> list[ContextItem]:
+        """Check messages against what came before and make their items, changing nothing;
+        :meth:`commit` appends them (a store write can go in between)."""
         if not messages:
             return []
         # Validate against layers over the state, so a bad batch leaves the source unchanged
@@ -54,14 +67,22 @@ class HistorySource:
         ids = _LayeredSet(self._ids)
         checked = validate_history(messages, origin=self._origin, start=self._next_seq,
                                    open_calls=calls, seen_ids=ids)  # type: ignore[arg-type]
-        self._open_calls.update(calls.maps[0])
-        self._ids |= ids.added
-        new = []
-        for msg in checked:
-            new.append(self._item(msg, self._next_seq))
-            self._next_seq += 1
-        self._items.extend(new)
+        new = [self._item(msg, self._next_seq + k) for k, msg in enumerate(checked)]
+        self._staged = (new, calls.maps[0], ids.added)
         return new
+
+    def commit(self, items: Sequence[ContextItem]) -> None:
+        """Append the items the last :meth:`validate` returned."""
+        if not items:
+            return
+        staged = self._staged
+        if staged is None or staged[0] is not items:
+            raise RuntimeError("commit() takes the items of the last validate()")
+        self._staged = None
+        self._open_calls.update(staged[1])
+        self._ids |= staged[2]
+        self._items.extend(items)
+        self._next_seq += len(items)
 
     def append(self, message: Mapping[str, Any]) -> ContextItem:
         self.extend([message])

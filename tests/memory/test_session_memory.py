@@ -26,14 +26,14 @@ def _session(**kw):
 
 def _fill(s, n=60):
     for i in range(n):
-        s.add_message("user" if i % 2 == 0 else "assistant",
+        s.add_message_sync("user" if i % 2 == 0 else "assistant",
                       f"turn {i} about the weather and nothing else", id=f"t{i}",
                       timestamp=1_699_990_000 + i)
 
 
 def test_ids_are_kept_and_nothing_is_lost_on_eviction():
     s = _session()
-    s.add_message("user", "Please remember: my dog is called Biscuit and he is 7.", id="dog",
+    s.add_message_sync("user", "Please remember: my dog is called Biscuit and he is 7.", id="dog",
                   timestamp=1_699_980_000)
     _fill(s)
     assert s.store.count() == 61  # every message is in the store, whatever its tier
@@ -41,12 +41,12 @@ def test_ids_are_kept_and_nothing_is_lost_on_eviction():
     assert levels["dog"] in ("L2", "L4")  # evicted from L1, not dropped
     assert levels["t59"] == "L1"
     assert sum(1 for v in levels.values() if v == "L2") <= 3  # L2 overflow went to L4
-    assert len(s.memory.l1) < 61
+    assert len(s.memory.l1_ids) < 61
 
 
 def test_build_retrieves_an_evicted_fact_by_its_id():
     s = _session(system_prompt="Be brief.")
-    s.add_message("user", "Please remember: my dog is called Biscuit.", id="dog")
+    s.add_message_sync("user", "Please remember: my dog is called Biscuit.", id="dog")
     _fill(s)
     r = s.build_sync("What is my dog called?", max_tokens=300)
     assert r.tokens <= 300
@@ -89,9 +89,9 @@ def test_session_lifecycle_and_l3_summary():
     s.pause()
     assert s.state is SessionState.PAUSED
     with pytest.raises(ConfigError):
-        s.add_message("user", "hi")
+        s.add_message_sync("user", "hi")
     s.resume()
-    sid = s.end()
+    sid = s.end_sync()
     assert s.state is SessionState.ENDED
     assert sid is not None
     [summary] = s.store.get([sid])
@@ -115,7 +115,7 @@ def test_bad_tool_result_is_rejected_and_leaves_memory_unchanged():
     _fill(s, 4)
     before = s.store.count()
     with pytest.raises(ConfigError):
-        s.add_messages([{"role": "tool", "tool_call_id": "nope", "content": "x"}])
+        s.add_messages_sync([{"role": "tool", "tool_call_id": "nope", "content": "x"}])
     assert s.store.count() == before
 
 
@@ -148,7 +148,7 @@ def test_unified_retrieval_ranks_knowledge_and_memory_together():
     kb = KnowledgeSource([Document("policy.md", "Refunds for customs holds: a 5% goodwill "
                                                 "credit after five working days.")])
     s = _session(knowledge=[kb])
-    s.add_message("user", "The Lyon customer asked about a refund for the customs hold.",
+    s.add_message_sync("user", "The Lyon customer asked about a refund for the customs hold.",
                   id="ask")
     _fill(s, 40)
     r = s.build_sync("refund for a customs hold", max_tokens=400)

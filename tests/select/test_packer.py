@@ -226,7 +226,7 @@ def test_summary_of_dropped_older_history_when_room_is_left() -> None:
     assert sorted(r.id for r in rep.items if r.summarized_in == "summary:history") == \
         sorted(dropped)
     text = json.dumps(result.payload, ensure_ascii=False)
-    assert f"Summary of {len(dropped)} earlier messages" in text
+    assert f"Summary of the {len(dropped)} earlier messages not shown" in text
     assert result.tokens <= 1000
 
     seen: list[list[str]] = []

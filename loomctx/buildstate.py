@@ -1,0 +1,56 @@
+"""What one build knows, in one object handed from stage to stage.
+
+Each :meth:`~loomctx.builder.ContextBuilder.build` makes a fresh :class:`BuildState`; nothing in
+it is shared with another build, and the items it ranks are per-build copies, so concurrent
+builds of one session never see each other's tokens, scores or reasons.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from loomctx.budget.manager import Allocation
+from loomctx.items import ContextItem
+
+
+@dataclass
+class Gathered:
+    """One source's answer: its items (None if it failed), the error, and how long it took."""
+
+    items: list[ContextItem] | None
+    error: str | None
+    elapsed_ms: float
+
+
+@dataclass
+class BuildState:
+    """Per-build data: the request, every candidate, each decision and its reason."""
+
+    question: str
+    """What retrieval and scoring look for (the query, or the turn's last user message)."""
+    turn: bool
+    """A turn build: the input is the history's last user message (shown once)."""
+    now: float
+    allocation: Allocation
+    available: int = 0
+    """Tokens left for items after the format's fixed framing."""
+    gathered: dict[str, Gathered] = field(default_factory=dict)
+    candidates: dict[str, list[ContextItem]] = field(default_factory=dict)
+    """Every candidate by source, as the source gave it (the report's rows)."""
+    views: dict[tuple[str, str], ContextItem] = field(default_factory=dict)
+    """(source, id) → this build's measured and scored copy of a candidate."""
+    reasons: dict[str, str] = field(default_factory=dict)
+    """Item id → why it is in or out (the report's closed vocabulary)."""
+    unmeasured: dict[str, int] = field(default_factory=dict)
+    """History source → how many of its oldest items were never measured (could not fit)."""
+    window_start: dict[str, int] = field(default_factory=dict)
+    """History source → index of the first item shown in full (turn builds); older ones are
+    compacted."""
+    included: list[ContextItem] = field(default_factory=list)
+    originals: dict[str, ContextItem] = field(default_factory=dict)
+    """Full originals of items that were cut, by id."""
+    summary: ContextItem | None = None
+    timings: dict[str, float] = field(default_factory=dict)
+
+
+__all__ = ["BuildState", "Gathered"]

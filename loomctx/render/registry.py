@@ -1,0 +1,71 @@
+"""The one place output formats are registered: format name → renderer factory.
+
+A provider is one module with a :class:`~loomctx.render.protocol.Renderer` (its payload shape and
+token arithmetic) plus one :func:`register_format` call; the builder, the CLI's ``--format``
+choices and the model → default-format choice all read this table. A model's provider (from
+:func:`loomctx.tokens.registry.counter_for_model`) picks the format registered with
+``default_for``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from loomctx.errors import ConfigError
+from loomctx.render.protocol import Renderer
+from loomctx.tokens.registry import ModelTokenizer
+
+if TYPE_CHECKING:
+    from loomctx.builder import BuildOptions
+
+RendererFactory = Callable[[ModelTokenizer, "BuildOptions"], Renderer]
+
+_FACTORIES: dict[str, RendererFactory] = {}
+_DEFAULT_FOR: dict[str, str] = {}
+
+
+def register_format(name: str, factory: RendererFactory, *, default_for: str | None = None
+                    ) -> None:
+    """Register (or replace) a format; ``default_for`` names the model provider it serves."""
+    if not name or not name.isidentifier():
+        raise ConfigError(f"format name must be an identifier, got {name!r}")
+    _FACTORIES[name] = factory
+    if default_for is not None:
+        _DEFAULT_FOR[default_for] = name
+
+
+def formats() -> tuple[str, ...]:
+    """Registered format names, in registration order."""
+    return tuple(_FACTORIES)
+
+
+def renderer_for(tokenizer: ModelTokenizer, options: BuildOptions) -> Renderer:
+    """The renderer for ``options.format``, or for the model's provider when it is None."""
+    name = options.format or _DEFAULT_FOR.get(tokenizer.provider, "openai")
+    factory = _FACTORIES.get(name)
+    if factory is None:
+        raise ConfigError(f"unknown format {name!r}: use one of {list(_FACTORIES)!r} "
+                          "or register it with loomctx.render.registry.register_format")
+    return factory(tokenizer, options)
+
+
+def _builtin() -> None:
+    from loomctx.render.chat import AnthropicRenderer, OpenAIRenderer
+    from loomctx.render.text import TemplateRenderer, TextRenderer
+    from loomctx.tokens.chat import ChatCounter
+
+    register_format("openai", lambda tok, _o: OpenAIRenderer(ChatCounter(tok.counter, "openai")),
+                    default_for="openai")
+    register_format("anthropic", lambda tok, _o: AnthropicRenderer(
+        ChatCounter(tok.counter, "anthropic")), default_for="anthropic")
+    register_format("text", lambda tok, o: TextRenderer(tok.counter, order=o.text_order,
+                                                        headers=True), default_for="text")
+    register_format("minimal", lambda tok, o: TextRenderer(tok.counter, order=o.text_order,
+                                                           headers=False))
+    register_format("template", lambda tok, o: TemplateRenderer(o.template or "", tok.counter))
+
+
+_builtin()
+
+__all__ = ["RendererFactory", "formats", "register_format", "renderer_for"]

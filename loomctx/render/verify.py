@@ -1,0 +1,98 @@
+"""Verify: the rendered request fits the budget, obeys its provider's rules, and how much of it
+repeats the previous request.
+
+Rendering is re-counted with the model's own tokenizer; while it is over budget the weakest
+removable unit goes (reason ``overflow``). The payload is then checked against the provider's
+structural rules (:mod:`loomctx.render.validate`): a request the provider would reject never
+leaves the builder.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from loomctx.errors import BudgetError, InvalidRequestError
+from loomctx.items import ContextItem
+from loomctx.render.protocol import Layout, Rendered, Renderer
+from loomctx.render.validate import check
+
+
+def render_within(renderer: Renderer, layout: Callable[[Sequence[ContextItem]], Layout],
+                  included: list[ContextItem], total: int, reasons: dict[str, str],
+                  ) -> tuple[Rendered, list[ContextItem]]:
+    """Render; while over ``total``, remove the weakest removable unit; then check structure."""
+    included = list(included)
+    while True:
+        rendered = renderer.render(layout(included))
+        if rendered.tokens <= total:
+            break
+        victim = weakest(included)
+        if victim is None:
+            raise BudgetError(
+                f"rendered context is {rendered.tokens} tokens > budget {total} with only "
+                "pinned items left: raise max_tokens", required=rendered.tokens,
+                available=total)
+        gone = {id(it) for it in victim}
+        included = [it for it in included if id(it) not in gone]
+        reasons.update(dict.fromkeys((it.id for it in victim), "overflow"))
+    problems = check(rendered.format, rendered.payload)
+    if problems:
+        raise InvalidRequestError(
+            f"the {rendered.format} request failed its structural check ({'; '.join(problems)});"
+            " this is a loomctx bug: please report it with the session's history",
+            problems=problems)
+    return rendered, included
+
+
+def weakest(included: Sequence[ContextItem]) -> list[ContextItem] | None:
+    """The unit to drop first: lowest score among non-history items and the oldest history
+    unit (the history tail stays contiguous); a tool group goes whole."""
+    movable = [it for it in included if not it.pinned]
+    if not movable:
+        return None
+    history = sorted((it for it in movable if it.kind == "message"), key=lambda i: i.seq)
+    pool = [it for it in movable if it.kind != "message"]
+    if history:
+        pool.append(history[0])
+    victim = min(pool, key=lambda it: (it.scores.get("composite", it.priority), -it.seq))
+    if victim.group is not None:
+        return [it for it in movable if it.group == victim.group
+                and it.source == victim.source]
+    return [victim]
+
+
+def reused_prefix(renderer: Renderer, prev: Mapping[str, Any] | None,
+                  cur: Mapping[str, Any]) -> int:
+    """Tokens at the start of ``cur`` that repeat ``prev`` byte for byte, counted in whole
+    leading parts (the tools block, the system part, each message), as a prompt cache
+    reuses them; 0 when there is no previous request."""
+    if prev is None:
+        return 0
+    if "text" in cur:
+        a, b = str(prev.get("text", "")), str(cur["text"])
+        n = 0
+        limit = min(len(a), len(b))
+        while n < limit and a[n] == b[n]:
+            n += 1
+        counter = getattr(renderer, "counter", None)
+        return counter.count(b[:n]) if counter is not None and n else 0
+    chat = getattr(renderer, "chat", None)
+    if chat is None:
+        return 0
+    tools = cur.get("tools") or []
+    if (prev.get("tools") or []) != tools:
+        return 0
+    reused = chat.tools(tools) if tools else 0
+    if "system" in cur:
+        if prev.get("system") != cur["system"]:
+            return reused
+        reused += chat.system(cur["system"])
+    for old, new in zip(prev.get("messages", []), cur.get("messages", []), strict=False):
+        if old != new:
+            break
+        reused += chat.message(new)
+    return reused
+
+
+__all__ = ["render_within", "reused_prefix", "weakest"]

@@ -1,0 +1,89 @@
+"""Ranking candidates into units: the history tail by position, everything else by score.
+
+Sources hand out items they may reuse across builds (a session's history is built once per
+message). A build never writes into them: it ranks :func:`per_build` copies, so two builds of one
+session can run at the same time without one seeing the other's tokens or scores.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+
+from loomctx.items import ContextItem
+from loomctx.select.packer import Unit, make_units
+from loomctx.select.scoring import SelectOptions, composite, mmr_order, recency
+from loomctx.text.lexical import tokenize
+
+Cost = Callable[[ContextItem], int]
+
+
+def per_build(item: ContextItem) -> ContextItem:
+    """A copy this build may score and measure (the source's item stays untouched)."""
+    return replace(item, scores=dict(item.scores))
+
+
+def tail_units(items: Sequence[ContextItem], available: int, query: str, now: float,
+               options: SelectOptions, cost: Cost) -> tuple[list[Unit], int]:
+    """Newest-first units of a history; stops measuring once they cannot fit any budget.
+
+    Returns the units (per-build copies) and how many of the oldest items were left unmeasured:
+    one unmeasured unit stands for them at the end of the queue. Within its own share the tail
+    is packed by position; beyond it, its units compete for the leftover with the composite of
+    their query-term overlap and recency.
+    """
+    measured: list[ContextItem] = []
+    spent = 0
+    i = len(items) - 1
+    while i >= 0 and spent <= available:
+        it = per_build(items[i])
+        spent += cost(it)
+        measured.append(it)
+        i -= 1
+    if i >= 0 and items[i].group is not None:  # finish the group that straddles the cut
+        while i >= 0 and items[i].group == measured[-1].group:
+            it = per_build(items[i])
+            cost(it)
+            measured.append(it)
+            i -= 1
+    q_terms = set(tokenize(query, drop_stopwords=True))
+    for it in measured:
+        # Query-term overlap: cheap (tokenization is memoised) and bounded by the budget.
+        rel = (len(q_terms.intersection(tokenize(it.content, drop_stopwords=True)))
+               / len(q_terms)) if q_terms else 0.0
+        rec = recency(it.timestamp, now, options.recency_tau)
+        it.scores.update(relevance=rel, recency=rec,
+                         composite=composite(rel, rec, it.priority, options))
+    units = make_units(list(reversed(measured)), cost)
+    units.reverse()
+    if i >= 0:  # the rest cannot fit: one unmeasured unit stands for them in the queue
+        rest = list(items[: i + 1])
+        units.append(Unit(rest, items[0].source, available + 1, 0.0, int(items[0].tier)))
+    return units, i + 1
+
+
+def window_units(items: Sequence[ContextItem], cost: Cost) -> list[Unit]:
+    """A history window placed whole, in order (turn builds): per-build copies, measured."""
+    return make_units([per_build(it) for it in items], cost)
+
+
+def rank_units(items: Sequence[ContextItem], query: str, options: SelectOptions, cost: Cost,
+               reasons: dict[str, str]) -> list[Unit]:
+    """Scored items in preference order; evidence below ``min_relevance`` is left out."""
+    kept = []
+    for it in items:
+        if (it.kind == "evidence" and query.strip() and not it.pinned
+                and it.scores.get("relevance", 0.0) < options.min_relevance):
+            reasons[it.id] = "low_relevance"
+            cost(it)
+        else:
+            kept.append(it)
+    if kept and kept[0].kind == "evidence":
+        terms = {it.id: frozenset(tokenize(it.content, drop_stopwords=True)) for it in kept}
+        kept = mmr_order(kept, options.mmr_lambda, terms)
+    else:
+        kept.sort(key=lambda it: (-it.scores.get("composite", it.priority), it.seq))
+    return make_units(kept, cost)
+
+
+__all__ = ["per_build", "rank_units", "tail_units", "window_units"]

@@ -1,0 +1,41 @@
+"""Gather: every source's ``collect`` runs concurrently, each under a timeout.
+
+A source that fails or is slow never fails the build: its error is kept for the report and the
+build goes on without it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Mapping, Sequence
+
+from loomctx.buildstate import Gathered
+from loomctx.sources.protocol import ContextSource, SourceRequest
+
+
+def is_history(source: ContextSource) -> bool:
+    """Whether the source is conversation history (kept in order, never ranked by score)."""
+    return bool(getattr(source, "history", False))
+
+
+async def gather(sources: Sequence[ContextSource], requests: Mapping[str, SourceRequest],
+                 timeout: float) -> dict[str, Gathered]:
+    """Each source's items (or its error) and elapsed time, by source name."""
+
+    async def one(src: ContextSource) -> Gathered:
+        t = time.perf_counter()
+        try:
+            items = await asyncio.wait_for(src.collect(requests[src.name]), timeout)
+            return Gathered(list(items), None, (time.perf_counter() - t) * 1000)
+        except asyncio.TimeoutError:
+            return Gathered(None, f"timed out after {timeout}s", (time.perf_counter() - t) * 1000)
+        except Exception as exc:  # a source must never fail the build: report it
+            return Gathered(None, f"{type(exc).__name__}: {exc}",
+                            (time.perf_counter() - t) * 1000)
+
+    results = await asyncio.gather(*(one(s) for s in sources))
+    return {s.name: r for s, r in zip(sources, results, strict=True)}
+
+
+__all__ = ["gather", "is_history"]
