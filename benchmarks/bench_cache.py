@@ -1,0 +1,278 @@
+"""Prompt-cache reuse: how much of each request repeats the previous one, turn after turn.
+
+Two 50-turn conversations are replayed as an agent would feed them to a context builder, with a
+build before every model step (after the user's message and after each batch of tool results) at
+a fixed budget. Each request's share that repeats the previous request byte for byte from the
+start (tools, then messages, as sent) is what OpenAI's and Anthropic's prompt caches reuse; it is
+measured in gpt-4o tokens by :func:`loomctx.eval.cache.prefix_reuse`.
+
+Replays (``_replays.py``): a seeded support/logistics agent with 9 tools (50 turns, 228
+messages, 23.3k tokens), and LoCoMo conversation 1 (its first 50 turns, read from ``--locomo``).
+Systems: ``loomctx`` (a ``Session`` fed message by message) and ``naive`` (system prompt, tools and
+the last messages that fit, tool groups whole, exact ChatCounter counts). After each replay, the
+same run answers recall questions at the same budget: LoCoMo questions whose evidence is all in
+the replayed turns, and facts planted in the agent's early turns; a gold message counts when its
+id is included and its whole text is in the request (``loomctx.eval.metric.score_build``).
+
+Run: python benchmarks/bench_cache.py [--quick] [--embedder use|hashing] [--locomo PATH]
+         [--budgets 4000,16000,128000] [--turns 50] [--systems loomctx,naive] [--json PATH]
+Writes benchmarks/results/cache.json (``--json -`` prints it instead) and a table to stdout.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from _replays import Replay, locomo, tool_agent
+
+HERE = Path(__file__).resolve().parent
+DEFAULT_LOCOMO = HERE.parent / ".." / "shared" / "data" / "locomo" / "locomo10.json"
+MODEL = "gpt-4o"
+BUDGETS = (4000, 16000, 128000)
+QUICK_TURNS = 12
+_MESSAGE_KEYS = ("id", "timestamp", "tool_calls", "tool_call_id", "name")
+
+
+def _context_text(payload: dict[str, Any]) -> str:
+    """Every text of a request's messages, for the verbatim gold check."""
+    parts: list[str] = []
+    for msg in payload.get("messages", []):
+        content = msg.get("content")
+        if isinstance(content, str):
+            parts.append(content)
+        elif isinstance(content, list):
+            parts.extend(str(p.get("text", "")) for p in content if isinstance(p, dict))
+    return "\n\n".join(parts)
+
+
+class LoomctxRun:
+    """A ``Session`` given each message as it happens and built before each model step.
+
+    Works with today's API (``add_message``; ``build_sync(query)`` with the last user message as
+    the query) and with the turn API (``add_message_sync``; ``build_sync()`` takes the last user
+    message as the input), detected by ``Session.add_message_sync``.
+    """
+
+    name = "loomctx"
+
+    def __init__(self, replay: Replay, embedder: Any) -> None:
+        from loomctx import Session
+
+        self.now = 0.0
+        self.session = Session(model=MODEL, system_prompt=replay.system_prompt,
+                               tools=replay.tools, embedder=embedder, clock=lambda: self.now)
+        self.turn_api = hasattr(Session, "add_message_sync")
+        self._add = getattr(self.session, "add_message_sync", None) or self.session.add_message
+
+    def add(self, msg: dict[str, Any]) -> None:
+        self.now = float(msg["timestamp"])
+        self._add(msg["role"], msg.get("content"),
+                  **{k: msg[k] for k in _MESSAGE_KEYS if k in msg})
+
+    def request(self, budget: int, last_user: str) -> tuple[dict[str, Any], int]:
+        if self.turn_api:
+            result = self.session.build_sync(max_tokens=budget)
+        else:
+            result = self.session.build_sync(last_user, max_tokens=budget)
+        return result.payload, result.tokens
+
+    def ask(self, question: str, budget: int) -> tuple[dict[str, Any], set[str], int]:
+        result = self.session.build_sync(question, max_tokens=budget)
+        return result.payload, {r.id for r in result.report.items if r.included}, result.tokens
+
+
+class NaiveRun:
+    """System prompt + tools + the last messages that fit the budget, tool groups kept whole."""
+
+    name = "naive"
+
+    def __init__(self, replay: Replay, chat: Any) -> None:
+        self.chat = chat
+        self.tools = replay.tools
+        self.system = {"role": "system", "content": replay.system_prompt}
+        self.groups: list[list[tuple[str, dict[str, Any]]]] = []
+
+    def add(self, msg: dict[str, Any]) -> None:
+        plain = {k: v for k, v in msg.items() if k not in ("id", "timestamp")}
+        joins = msg["role"] == "tool" and self.groups
+        if joins:
+            self.groups[-1].append((msg["id"], plain))
+        else:
+            self.groups.append([(msg["id"], plain)])
+
+    def _fit(self, budget: int, tail: list[dict[str, Any]]) -> tuple[dict[str, Any], set[str],
+                                                                      int]:
+        used = self.chat.messages([self.system, *tail], self.tools)
+        kept: list[list[tuple[str, dict[str, Any]]]] = []
+        for group in reversed(self.groups):
+            cost = sum(self.chat.message(m) for _, m in group)
+            if used + cost > budget:
+                break
+            used += cost
+            kept.append(group)
+        kept.reverse()
+        messages = [self.system, *(m for g in kept for _, m in g), *tail]
+        payload: dict[str, Any] = {"tools": self.tools, "messages": messages}
+        return payload, {i for g in kept for i, _ in g}, used
+
+    def request(self, budget: int, last_user: str) -> tuple[dict[str, Any], int]:
+        payload, _, tokens = self._fit(budget, [])
+        return payload, tokens
+
+    def ask(self, question: str, budget: int) -> tuple[dict[str, Any], set[str], int]:
+        return self._fit(budget, [{"role": "user", "content": question}])
+
+
+def replay_one(replay: Replay, system: Any, budget: int, counter: Any) -> dict[str, Any]:
+    """Feed ``replay`` to ``system``, building before each model step; measure and ask."""
+    from loomctx.eval.cache import prefix_reuse, summarize
+    from loomctx.eval.metric import score_build
+
+    start = time.perf_counter()
+    series = []
+    tokens: list[int] = []
+    previous: dict[str, Any] | None = None
+    last_role, last_user = "", ""
+    for msg in replay.messages:
+        if msg["role"] == "assistant" and last_role not in ("", "assistant"):
+            payload, size = system.request(budget, last_user)
+            series.append(prefix_reuse(previous, payload, counter))
+            tokens.append(size)
+            previous = payload
+        system.add(msg)
+        last_role = msg["role"]
+        if last_role == "user":
+            last_user = str(msg["content"])
+    reuse = summarize(series)
+    texts = {m["id"]: str(m["content"]) for m in replay.messages}
+    recalls = []
+    for q in replay.questions:
+        payload, ids, _ = system.ask(q.text, budget)
+        gold = [(g, texts[g]) for g in q.gold]
+        # The budget is held on the request's own gpt-4o count below, not on cl100k here.
+        recalls.append(score_build(_context_text(payload), ids, gold, sys.maxsize).recall)
+    return {
+        "replay": replay.name, "budget": budget, "system": system.name,
+        "builds": len(series), "mean_reuse": round(reuse["mean"], 4),
+        "min_reuse": round(reuse["min"], 4), "weighted_reuse": round(reuse["weighted"], 4),
+        "mean_tokens": round(statistics.fmean(tokens), 1), "max_tokens": max(tokens),
+        "over_budget": sum(t > budget for t in tokens),
+        "recall": round(statistics.fmean(recalls), 4) if recalls else None,
+        "questions": len(recalls),
+        "per_build": [[r.reused, r.total] for r in series],
+        "seconds": round(time.perf_counter() - start, 1),
+    }
+
+
+def _embedder(kind: str) -> Any:
+    from loomctx.embed.cache import CachedEmbedder
+    from loomctx.testing import HashingEmbedder
+
+    if kind == "hashing":
+        return CachedEmbedder(HashingEmbedder())
+    from loomctx.embed.use import UniversalSentenceEncoder
+
+    return CachedEmbedder(UniversalSentenceEncoder())
+
+
+def _table(runs: list[dict[str, Any]]) -> str:
+    lines = ["| replay | budget | system | builds | mean reuse | min reuse | mean tokens | "
+             "recall (questions) |", "|---|---:|---|---:|---:|---:|---:|---:|"]
+    for r in runs:
+        recall = "n/a" if r["recall"] is None else f"{r['recall']:.2f} ({r['questions']})"
+        lines.append(f"| {r['replay']} | {r['budget']:,} | {r['system']} | {r['builds']} | "
+                     f"{r['mean_reuse']:.2f} | {r['min_reuse']:.2f} | {r['mean_tokens']:,.0f} | "
+                     f"{recall} |")
+    return "\n".join(lines)
+
+
+def _replays(args: argparse.Namespace) -> tuple[list[Replay], list[str]]:
+    replays = [tool_agent(args.turns, seed=args.seed)]
+    notes: list[str] = []
+    path = Path(args.locomo)
+    if path.is_file():
+        replays.append(locomo(path, args.turns))
+    elif args.locomo_given:
+        raise SystemExit(f"--locomo {args.locomo!r}: no such file; pass locomo10.json's path")
+    else:
+        notes.append(f"LoCoMo skipped: {path} not found (pass --locomo PATH)")
+    return replays, notes
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    ap.add_argument("--quick", action="store_true",
+                    help=f"smoke run: the first {QUICK_TURNS} turns of each replay")
+    ap.add_argument("--turns", type=int, default=50, help="turns of each replay (default 50)")
+    ap.add_argument("--budgets", default=",".join(map(str, BUDGETS)),
+                    help="comma-separated max_tokens, e.g. 4000,16000")
+    ap.add_argument("--systems", default="loomctx,naive", help="loomctx, naive or both")
+    ap.add_argument("--embedder", choices=("use", "hashing"), default="use",
+                    help="loomctx's embedder: the default USE model or the hashing fake")
+    ap.add_argument("--locomo", default=None, help=f"locomo10.json (default {DEFAULT_LOCOMO})")
+    ap.add_argument("--seed", type=int, default=1, help="seed of the tool-agent replay")
+    ap.add_argument("--json", default=str(HERE / "results" / "cache.json"),
+                    help="where to write the results; '-' prints them to stdout")
+    args = ap.parse_args(argv)
+    args.locomo_given = args.locomo is not None
+    args.locomo = args.locomo or str(DEFAULT_LOCOMO)
+    if args.quick:
+        args.turns = min(args.turns, QUICK_TURNS)
+    if args.turns < 2:
+        ap.error(f"--turns must be >= 2 to compare consecutive requests, got {args.turns}")
+    budgets = [int(b) for b in args.budgets.split(",") if b]
+    systems = [s for s in args.systems.split(",") if s]
+    if unknown := set(systems) - {"loomctx", "naive"}:
+        ap.error(f"unknown --systems {sorted(unknown)}: use loomctx and/or naive")
+
+    from loomctx import Session
+    from loomctx.tokens.registry import counter_for_model
+
+    tokenizer = counter_for_model(MODEL)
+    chat = tokenizer.chat()
+    embedder = _embedder(args.embedder) if "loomctx" in systems else None
+    replays, notes = _replays(args)
+    runs = []
+    for replay in replays:
+        for budget in budgets:
+            for name in systems:
+                system = (LoomctxRun(replay, embedder) if name == "loomctx"
+                          else NaiveRun(replay, chat))
+                runs.append(replay_one(replay, system, budget, tokenizer.counter))
+                print(f"  {replay.name} {budget} {name}: {runs[-1]['mean_reuse']:.2f} "
+                      f"({runs[-1]['seconds']} s)", file=sys.stderr, flush=True)
+    out = {
+        "model": MODEL, "embedder": args.embedder if embedder is not None else None,
+        "api": "turn" if hasattr(Session, "add_message_sync") else "query",
+        "turns": args.turns, "quick": args.quick, "notes": notes,
+        "replays": [{"name": r.name, "turns": len(r.turns), "messages": len(r.messages),
+                     "tokens": chat.messages(r.messages), "questions": len(r.questions)}
+                    for r in replays],
+        "runs": runs,
+    }
+    text = json.dumps(out, indent=1)
+    if args.json == "-":
+        print(text)
+    else:
+        target = Path(args.json)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text + "\n", encoding="utf-8")
+        print(f"model {MODEL}, embedder {out['embedder']}, API {out['api']}, "
+              f"{args.turns} turns; " + "; ".join(
+                  f"{r['name']}: {r['messages']} messages, {r['tokens']:,} tokens"
+                  for r in out["replays"]))
+        for note in notes:
+            print(note)
+        print(_table(runs))
+        print(f"wrote {target}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

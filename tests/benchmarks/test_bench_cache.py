@@ -1,0 +1,183 @@
+"""The prompt-cache benchmark: its replays and one quick end-to-end run (hashing embedder)."""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+
+from loomctx.tokens.registry import counter_for_model
+
+ROOT = Path(__file__).resolve().parents[2]
+BENCH = ROOT / "benchmarks"
+
+
+@pytest.fixture(scope="module")
+def replays() -> Iterator[ModuleType]:
+    sys.path.insert(0, str(BENCH))
+    try:
+        yield importlib.import_module("_replays")
+    finally:
+        sys.path.remove(str(BENCH))
+
+
+def _locomo_file(path: Path) -> Path:
+    """Three sessions of 8 lines; the second opens with speaker B; questions across them."""
+    conv: dict[str, Any] = {"speaker_a": "Ann", "speaker_b": "Bob"}
+    for s in (1, 2, 3):
+        conv[f"session_{s}_date_time"] = f"1:56 pm on {s} May, 2023"
+        first, second = ("Bob", "Ann") if s == 2 else ("Ann", "Bob")
+        conv[f"session_{s}"] = [
+            {"speaker": first if i % 2 == 0 else second, "dia_id": f"D{s}:{i + 1}",
+             "text": f"line {i + 1} of session {s} about topic {s * 10 + i}"}
+            for i in range(8)
+        ]
+    qa = [
+        {"question": "What was topic 10?", "answer": "a", "evidence": ["D1:1"], "category": 4},
+        {"question": "Topics 12 and 21?", "answer": "a", "evidence": ["D1:3", "D2:2"],
+         "category": 1},
+        {"question": "What was topic 37?", "answer": "a", "evidence": ["D3:8"], "category": 4},
+    ]
+    path.write_text(json.dumps([{"sample_id": "conv-t", "conversation": conv, "qa": qa}]),
+                    encoding="utf-8")
+    return path
+
+
+def test_tool_agent_is_seeded_and_shaped_like_an_agent(replays: ModuleType) -> None:
+    replay = replays.tool_agent()
+    assert replay.turns == replays.tool_agent().turns
+    assert replay.turns != replays.tool_agent(seed=2).turns
+    assert replays.tool_agent(12).turns == replay.turns[:12]
+    assert len(replay.turns) == 50
+    chat = counter_for_model("gpt-4o").chat()
+    assert 18_000 <= chat.messages(replay.messages) <= 28_000
+    tool_sizes = [chat.message(m) for m in replay.messages if m["role"] == "tool"]
+    assert sum(300 <= t <= 1500 for t in tool_sizes) >= 5
+    assert 6 <= len(replay.tools) <= 10
+    for turn in replay.turns:
+        assert turn[0]["role"] == "user" and turn[-1]["role"] == "assistant"
+        for i, msg in enumerate(turn):
+            for call in msg.get("tool_calls") or []:
+                json.loads(call["function"]["arguments"])
+                answers = [m.get("tool_call_id") for m in turn[i + 1 : i + 4]]
+                assert call["id"] in answers
+    ids = [m["id"] for m in replay.messages]
+    assert len(ids) == len(set(ids))
+
+
+def test_tool_agent_plants_facts_it_asks_about(replays: ModuleType) -> None:
+    replay = replays.tool_agent()
+    texts = {m["id"]: m["content"] for m in replay.messages}
+    assert len(replay.questions) == len(replays.FACTS)
+    for question in replay.questions:
+        (gold,) = question.gold
+        assert gold in texts
+        assert texts[gold].split(" ")[0] in {f.split(" ")[0] for f, _ in replays.FACTS}
+    short = replays.tool_agent(3)
+    assert all(set(q.gold) <= {m["id"] for m in short.messages} for q in short.questions)
+
+
+def test_locomo_turns_start_at_a_user_after_someone_else(
+    replays: ModuleType, tmp_path: Path
+) -> None:
+    replay = replays.locomo(_locomo_file(tmp_path / "locomo.json"), turns=50)
+    assert [m["id"] for m in replay.messages][:10] == [f"D1:{i}" for i in range(1, 9)] + [
+        "D2:1", "D2:2"]
+    assert [m["id"] for m in replay.turns[3]] == ["D1:7", "D1:8", "D2:1"]
+    assert all(turn[0]["role"] == "user" for turn in replay.turns)
+    assert len(replay.questions) == 3
+    head = replays.locomo(tmp_path / "locomo.json", turns=5)
+    assert [q.text for q in head.questions] == ["What was topic 10?", "Topics 12 and 21?"]
+
+
+def test_quick_run_end_to_end(tmp_path: Path) -> None:
+    out = tmp_path / "cache.json"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+        p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)}
+    proc = subprocess.run(
+        [sys.executable, str(BENCH / "bench_cache.py"), "--quick", "--embedder", "hashing",
+         "--locomo", str(_locomo_file(tmp_path / "locomo.json")), "--json", str(out)],
+        capture_output=True, text=True, env=env, cwd=ROOT, timeout=600, check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(out.read_text(encoding="utf-8"))
+    assert data["model"] == "gpt-4o" and data["embedder"] == "hashing" and data["quick"]
+    assert [r["name"] for r in data["replays"]] == ["tool agent", "LoCoMo conv 1"]
+    runs = {(r["replay"], r["budget"], r["system"]): r for r in data["runs"]}
+    assert len(runs) == 2 * 3 * 2
+    for (replay, budget, system), run in runs.items():
+        assert f"| {replay} | {budget:,} | {system} |" in proc.stdout
+        assert run["builds"] == len(run["per_build"]) >= 2
+        assert 0.0 <= run["min_reuse"] <= run["mean_reuse"] <= 1.0
+        assert all(0 <= reused <= total for reused, total in run["per_build"])
+        assert run["over_budget"] == 0 and run["max_tokens"] <= budget
+        assert run["recall"] is not None and 0.0 <= run["recall"] <= 1.0
+    tool_builds = {r["builds"] for k, r in runs.items() if k[0] == "tool agent"}
+    assert len(tool_builds) == 1  # every system builds before the same model steps
+    # At 128k everything fits: the naive request only appends, so each build reuses the whole
+    # previous request, and the question is answered from the whole history.
+    for replay in ("tool agent", "LoCoMo conv 1"):
+        naive = runs[(replay, 128000, "naive")]
+        pairs = naive["per_build"]
+        assert all(pairs[i][0] == pairs[i - 1][1] for i in range(1, len(pairs)))
+        assert naive["recall"] == 1.0
+    assert runs[("tool agent", 128000, "naive")]["mean_reuse"] > 0.9
+    assert runs[("tool agent", 4000, "naive")]["min_reuse"] < 1.0
+
+
+def _recording_session(turn_api: bool) -> tuple[type, list[tuple[str, str]]]:
+    """A Session that records its calls, with or without the turn API's sync twin."""
+    from loomctx import Session
+
+    calls: list[tuple[str, str]] = []
+
+    class Recording(Session):
+        def add_message(self, role: str, content: Any = None, **kwargs: Any) -> str:
+            calls.append(("add", role))
+            return super().add_message(role, content, **kwargs)
+
+        def build_sync(self, query: str = "", **kwargs: Any) -> Any:
+            calls.append(("build", query))
+            return super().build_sync(query or "current input", **kwargs)
+
+    if not turn_api:
+        return Recording, calls
+
+    class TurnRecording(Recording):
+        def add_message_sync(self, role: str, content: Any = None, **kwargs: Any) -> str:
+            calls.append(("add_sync", role))
+            return super().add_message(role, content, **kwargs)
+
+    return TurnRecording, calls
+
+
+@pytest.mark.parametrize("turn_api", [False, True])
+def test_loomctx_run_uses_the_api_it_finds(
+    replays: ModuleType, monkeypatch: pytest.MonkeyPatch, turn_api: bool
+) -> None:
+    import loomctx
+    from loomctx.testing import HashingEmbedder
+
+    bench = importlib.import_module("bench_cache")
+    session_class, calls = _recording_session(turn_api)
+    monkeypatch.setattr(loomctx, "Session", session_class)
+    replay = replays.tool_agent(3)
+    run = bench.replay_one(replay, bench.LoomctxRun(replay, HashingEmbedder()), 4000,
+                           counter_for_model("gpt-4o").counter)
+    adds = [c for c in calls if c[0].startswith("add")]
+    assert len(adds) == (2 if turn_api else 1) * len(replay.messages)
+    assert (("add_sync", "user") in calls) == turn_api
+    builds = [q for kind, q in calls if kind == "build"]
+    questions = [q.text for q in replay.questions]
+    assert builds[run["builds"]:] == questions
+    users = [m["content"] for m in replay.messages if m["role"] == "user"]
+    for query in builds[: run["builds"]]:
+        assert (query == "") if turn_api else (query in users)
