@@ -79,7 +79,7 @@ class BuildOptions:
     low_water: float = 0.5
     """Turn builds: after a compaction step the history window is about this share of the
     room it may use, so the following turns only append."""
-    volatile_share: float = 0.10
+    volatile_share: float = 0.05
     """Turn builds: most of the budget that per-turn content (retrieved evidence, state) may
     take; it changes every turn, so it is never cached."""
     summary_share: float = 0.08
