@@ -44,8 +44,8 @@ def item_line(item: ContextItem) -> str:
 
 def sections(layout: Layout) -> dict[str, list[str]]:
     """The lines of each section, read from the layout lists of :data:`SECTION_FIELD`."""
-    parts = {sec: [item_line(i) for i in getattr(layout, fld)]
-             for sec, fld in SECTION_FIELD.items()}
+    parts: dict[str, list[str]] = {sec: [item_line(i) for i in getattr(layout, fld)]
+                                   for sec, fld in SECTION_FIELD.items()}
     parts["output"] = [layout.output] if layout.output else []
     return parts
 
