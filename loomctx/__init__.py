@@ -15,7 +15,13 @@ from loomctx.budget.manager import (
 )
 from loomctx.builder import BuildOptions, BuildResult, ContextBuilder
 from loomctx.compress.summarize import ExtractiveSummarizer, Summarizer
-from loomctx.embed import CachedEmbedder, Embedder, HashingEmbedder, UniversalSentenceEncoder
+from loomctx.embed import (
+    CachedEmbedder,
+    Embedder,
+    HashingEmbedder,
+    UniversalSentenceEncoder,
+    default_embedder,
+)
 from loomctx.errors import (
     BudgetError,
     ConfigError,
@@ -128,4 +134,5 @@ __all__ = [
     "UserInputSource",
     "__version__",
     "counter_for_model",
+    "default_embedder",
 ]

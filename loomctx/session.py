@@ -19,6 +19,7 @@ from loomctx.budget.manager import BudgetManager
 from loomctx.builder import SUMMARY_SCAN, BuildOptions, BuildResult, ContextBuilder
 from loomctx.compress.summarize import ExtractiveSummarizer
 from loomctx.embed.cache import CachedEmbedder
+from loomctx.embed.default import default_embedder
 from loomctx.embed.protocol import Embedder
 from loomctx.errors import ConfigError
 from loomctx.items import ContextItem
@@ -38,13 +39,6 @@ class SessionState(str, Enum):
     ACTIVE = "active"
     PAUSED = "paused"
     ENDED = "ended"
-
-
-def default_embedder() -> Embedder:
-    """The offline default: multilingual Universal Sentence Encoder (ships in its package)."""
-    from loomctx.embed.use import UniversalSentenceEncoder
-
-    return UniversalSentenceEncoder()
 
 
 class Session:
