@@ -30,7 +30,6 @@ from loomctx.errors import (
     MissingDependencyError,
     SourceError,
     StoreError,
-    SummaryError,
 )
 from loomctx.items import ContextItem, Tier
 from loomctx.memory.importance import HeuristicImportance, ImportanceScorer
@@ -122,7 +121,6 @@ __all__ = [
     "SourceRequest",
     "StoreError",
     "Summarizer",
-    "SummaryError",
     "SystemPromptSource",
     "Tier",
     "TieredMemory",
