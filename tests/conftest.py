@@ -1,5 +1,5 @@
-"""Shared fixtures: a fake embedder, counters, a temporary SQLite store, a session factory, and
-a way to run one source.
+"""Shared fixtures: a fake embedder, an exact counter, a temporary SQLite store, a session
+factory, and a way to run one source.
 
 The fakes are the ones loomctx ships in :mod:`loomctx.testing` (what users test with too); these
 fixtures only wire them up, so a test says what it needs by naming it.
@@ -18,7 +18,7 @@ from loomctx.items import ContextItem
 from loomctx.session import Session
 from loomctx.sources.protocol import ContextSource, SourceRequest
 from loomctx.stores.sqlite import SQLiteStore
-from loomctx.testing import HashingEmbedder, WordCounter
+from loomctx.testing import HashingEmbedder
 from loomctx.tokens.protocol import TokenCounter
 from loomctx.tokens.registry import counter_for_model
 
@@ -36,12 +36,6 @@ def embedder() -> HashingEmbedder:
 def counter() -> TokenCounter:
     """gpt-4o's exact counter (o200k_base)."""
     return counter_for_model("gpt-4o").counter
-
-
-@pytest.fixture(scope="session")
-def words() -> WordCounter:
-    """One token per word, for numbers a reader can check by hand."""
-    return WordCounter()
 
 
 @pytest.fixture
