@@ -15,7 +15,13 @@ from loomctx.budget.manager import (
 )
 from loomctx.builder import BuildOptions, BuildResult, ContextBuilder
 from loomctx.compress.summarize import ExtractiveSummarizer, Summarizer
-from loomctx.embed import CachedEmbedder, Embedder, HashingEmbedder, UniversalSentenceEncoder
+from loomctx.embed import (
+    CachedEmbedder,
+    Embedder,
+    HashingEmbedder,
+    UniversalSentenceEncoder,
+    default_embedder,
+)
 from loomctx.errors import (
     BudgetError,
     ConfigError,
@@ -24,7 +30,6 @@ from loomctx.errors import (
     MissingDependencyError,
     SourceError,
     StoreError,
-    SummaryError,
 )
 from loomctx.items import ContextItem, Tier
 from loomctx.memory.importance import HeuristicImportance, ImportanceScorer
@@ -116,7 +121,6 @@ __all__ = [
     "SourceRequest",
     "StoreError",
     "Summarizer",
-    "SummaryError",
     "SystemPromptSource",
     "Tier",
     "TieredMemory",
@@ -128,4 +132,5 @@ __all__ = [
     "UserInputSource",
     "__version__",
     "counter_for_model",
+    "default_embedder",
 ]

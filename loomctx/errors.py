@@ -9,7 +9,6 @@
     ├── InvalidRequestError      a built request broke its provider's rules (never sent)
     ├── SourceError              a context source failed (reported, never fatal to a build)
     ├── StoreError               a memory store could not read or write
-    ├── SummaryError             a summarizer failed (the original content is kept)
     └── MissingDependencyError   an optional extra is not installed (ImportError too)
 
 Caller mistakes are apart from runtime failures so that an application can tell "fix your call"
@@ -60,15 +59,19 @@ class InvalidRequestError(LoomctxError):
 
 
 class SourceError(LoomctxError):
-    """A context source failed or timed out."""
+    """A context source failed or timed out; ``source`` names it.
+
+    A build never raises it: a failed source degrades the build, and the report carries the
+    error. A source may raise it itself to say "unavailable" as opposed to a bug.
+    """
+
+    def __init__(self, message: str, *, source: str) -> None:
+        self.source = source
+        super().__init__(message)
 
 
 class StoreError(LoomctxError):
     """A memory store could not complete a read or a write."""
-
-
-class SummaryError(LoomctxError):
-    """A summarizer failed; the content it was given is kept unchanged."""
 
 
 class MissingDependencyError(LoomctxError, ImportError):
@@ -92,5 +95,4 @@ __all__ = [
     "MissingDependencyError",
     "SourceError",
     "StoreError",
-    "SummaryError",
 ]

@@ -20,7 +20,7 @@ Kind = Literal[
     "skill",  # skill instructions
     "evidence",  # retrieved knowledge or memory
     "state",  # task state / agent output summaries
-    "custom",
+    "custom",  # anything else (assembler components, a user's own source): placed as evidence
 ]
 
 Section = Literal["role", "tools", "task", "state", "evidence", "context", "output"]
@@ -33,8 +33,12 @@ KIND_SECTION: dict[str, Section] = {
     "state": "state",
     "evidence": "evidence",
     "message": "context",
-    "custom": "context",
+    "custom": "evidence",
 }
+"""The one kind → section map: the layout places an item by it and the renderers reserve their
+framing by it, so the two can never disagree. ``custom`` is volatile content that is not a chat
+message (it has no role to be sent with), so it goes with the evidence; ``context`` holds only
+history messages."""
 
 
 RAW_RELEVANCE = "raw_relevance"
@@ -97,7 +101,8 @@ class ContextItem:
 
     @property
     def section(self) -> Section:
-        return KIND_SECTION.get(self.kind, "context")
+        """Where it is laid out (:data:`KIND_SECTION`; an unknown kind counts as ``custom``)."""
+        return KIND_SECTION.get(self.kind, KIND_SECTION["custom"])
 
     @property
     def pinned(self) -> bool:

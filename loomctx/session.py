@@ -34,6 +34,7 @@ from loomctx.builder import BuildOptions, BuildResult, ContextBuilder
 from loomctx.compress.history import SUMMARY_SCAN
 from loomctx.compress.summarize import ExtractiveSummarizer
 from loomctx.embed.cache import CachedEmbedder
+from loomctx.embed.default import default_embedder
 from loomctx.embed.protocol import Embedder
 from loomctx.errors import ConfigError
 from loomctx.events import EventSink, NullSink, SessionEnded
@@ -55,13 +56,6 @@ class SessionState(str, Enum):
     ACTIVE = "active"
     PAUSED = "paused"
     ENDED = "ended"
-
-
-def default_embedder() -> Embedder:
-    """The offline default: multilingual Universal Sentence Encoder (ships in its package)."""
-    from loomctx.embed.use import UniversalSentenceEncoder
-
-    return UniversalSentenceEncoder()
 
 
 class Session:

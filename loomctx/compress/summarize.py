@@ -26,7 +26,8 @@ class Summarizer(Protocol):
     """Condenses messages into at most ``max_tokens`` tokens.
 
     Contract: returns text with ``counter.count(text) <= max_tokens``; may raise any exception,
-    which the builder reports (``SummaryError``) without losing content.
+    which the builder reports ("summary failed: ...") and goes on without the summary, losing
+    no content.
     """
 
     async def summarize(

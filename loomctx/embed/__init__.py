@@ -1,6 +1,7 @@
 """Embedders: text to unit vectors, offline (see :class:`~loomctx.embed.protocol.Embedder`)."""
 
 from loomctx.embed.cache import CachedEmbedder, VectorCache, text_hash
+from loomctx.embed.default import default_embedder
 from loomctx.embed.fake import HashingEmbedder
 from loomctx.embed.protocol import Embedder
 from loomctx.embed.use import UniversalSentenceEncoder
@@ -11,5 +12,6 @@ __all__ = [
     "HashingEmbedder",
     "UniversalSentenceEncoder",
     "VectorCache",
+    "default_embedder",
     "text_hash",
 ]

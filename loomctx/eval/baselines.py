@@ -18,6 +18,7 @@ import numpy as np
 
 from loomctx.eval.metric import count_tokens
 from loomctx.eval.records import EvalQuestion, Turn
+from loomctx.text.lexical import BM25Index
 
 if TYPE_CHECKING:
     from loomctx.embed.protocol import Embedder
@@ -162,8 +163,6 @@ class BM25Baseline(_RankingBaseline):
     name = "bm25"
 
     def _build(self, history: tuple[Turn, ...]) -> Any:
-        from loomctx.text.lexical import BM25Index
-
         index = BM25Index()
         index.add([turn.content for turn in history])
         return index

@@ -11,6 +11,8 @@ from __future__ import annotations
 from typing import Any
 
 from loomctx.builder import BuildOptions
+from loomctx.embed.cache import CachedEmbedder
+from loomctx.embed.default import default_embedder
 from loomctx.embed.protocol import Embedder
 from loomctx.eval.baselines import EvalOutput
 from loomctx.eval.records import EvalQuestion, Turn
@@ -31,10 +33,8 @@ class LoomctxSystem:
         hit = self._sessions.get(id(history))
         if hit is not None and hit[0] is history:
             return hit[1]
-        if self.embedder is None:
-            from loomctx.eval.systems import default_embedder
-
-            self.embedder = default_embedder()
+        if self.embedder is None:  # memoised, as the other systems' embedders are
+            self.embedder = CachedEmbedder(default_embedder())
         session = Session(
             embedder=self.embedder, model=self.model,
             options=BuildOptions(model=self.model, format="text"),  # library defaults

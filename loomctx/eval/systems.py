@@ -8,39 +8,26 @@ imported only when chosen, so the baselines run even while it is being changed.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING
 
+from loomctx.embed import CachedEmbedder, HashingEmbedder, default_embedder
+from loomctx.embed.protocol import Embedder
 from loomctx.errors import ConfigError
 from loomctx.eval.baselines import BM25Baseline, DenseBaseline, EvalSystem, RecencyBaseline
-
-if TYPE_CHECKING:
-    from loomctx.embed.protocol import Embedder
 
 
 def cached(embedder: Embedder) -> Embedder:
     """``embedder`` memoised by text, so turns shared by many questions are embedded once."""
-    from loomctx.embed import CachedEmbedder
-
     return embedder if isinstance(embedder, CachedEmbedder) else CachedEmbedder(embedder)
-
-
-def default_embedder() -> Embedder:
-    """The library's default embedder (multilingual USE), memoised by text."""
-    from loomctx.embed import UniversalSentenceEncoder
-
-    return cached(UniversalSentenceEncoder())
 
 
 def hashing_embedder() -> Embedder:
     """The fast fake embedder (for smoke runs and tests), memoised by text."""
-    from loomctx.embed import HashingEmbedder
-
     return cached(HashingEmbedder())
 
 
 def _loomctx(embedder: Embedder | None = None) -> EvalSystem:
     """loomctx's session-based system (default embedder when None)."""
-    from loomctx.eval.loomctx_system import LoomctxSystem
+    from loomctx.eval.loomctx_system import LoomctxSystem  # lazy: see the module docstring
 
     return LoomctxSystem(embedder)
 
@@ -49,7 +36,7 @@ SYSTEMS: dict[str, Callable[[], EvalSystem]] = {
     "loomctx": _loomctx,
     "recency": RecencyBaseline,
     "bm25": BM25Baseline,
-    "dense": lambda: DenseBaseline(default_embedder()),
+    "dense": lambda: DenseBaseline(cached(default_embedder())),
 }
 """System name → factory, in the default run order."""
 
@@ -103,7 +90,6 @@ __all__ = [
     "WITH_EMBEDDER",
     "build_systems",
     "cached",
-    "default_embedder",
     "hashing_embedder",
     "register",
 ]

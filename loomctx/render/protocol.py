@@ -13,7 +13,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
-from loomctx.items import ContextItem
+from loomctx.items import ContextItem, Section
 
 
 @dataclass
@@ -36,6 +36,21 @@ class Layout:
     """The current user input (last)."""
     output: str = ""
     """Output instructions (stable, with the system part)."""
+
+    def add(self, item: ContextItem) -> None:
+        """Append ``item`` to the place of its section (:data:`~loomctx.items.KIND_SECTION`)."""
+        getattr(self, SECTION_FIELD[item.section]).append(item)
+
+
+SECTION_FIELD: dict[Section, str] = {
+    "role": "system",
+    "tools": "tools",
+    "context": "history",
+    "state": "state",
+    "evidence": "evidence",
+    "task": "input",
+}
+"""Section → the :class:`Layout` list holding its items (``output`` is the text ``output``)."""
 
 
 @dataclass(frozen=True)
@@ -82,4 +97,4 @@ class Renderer(Protocol):
     def render(self, layout: Layout) -> Rendered: ...
 
 
-__all__ = ["Layout", "Rendered", "Renderer", "stable_hash"]
+__all__ = ["SECTION_FIELD", "Layout", "Rendered", "Renderer", "stable_hash"]

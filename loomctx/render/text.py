@@ -14,7 +14,7 @@ from typing import Literal
 
 from loomctx.errors import ConfigError
 from loomctx.items import ContextItem
-from loomctx.render.protocol import Layout, Rendered, stable_hash
+from loomctx.render.protocol import SECTION_FIELD, Layout, Rendered, stable_hash
 from loomctx.tokens.protocol import TokenCounter
 
 HEADERS = {
@@ -43,15 +43,11 @@ def item_line(item: ContextItem) -> str:
 
 
 def sections(layout: Layout) -> dict[str, list[str]]:
-    return {
-        "role": [item_line(i) for i in layout.system],
-        "tools": [item_line(i) for i in layout.tools],
-        "context": [item_line(i) for i in layout.history],
-        "state": [item_line(i) for i in layout.state],
-        "evidence": [item_line(i) for i in layout.evidence],
-        "task": [item_line(i) for i in layout.input],
-        "output": [layout.output] if layout.output else [],
-    }
+    """The lines of each section, read from the layout lists of :data:`SECTION_FIELD`."""
+    parts: dict[str, list[str]] = {sec: [item_line(i) for i in getattr(layout, fld)]
+                                   for sec, fld in SECTION_FIELD.items()}
+    parts["output"] = [layout.output] if layout.output else []
+    return parts
 
 
 class TextRenderer:

@@ -8,6 +8,7 @@ keep the higher vector score.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -58,11 +59,17 @@ class RerankWeights:
     """Weight of each recall list in the rank fusion (unknown lists weigh 1)."""
 
     def __post_init__(self) -> None:
-        for name in ("vector", "overlap", "diversity", "length", "fusion"):
-            if getattr(self, name) < 0:
-                raise ConfigError(f"weight {name} must be >= 0, got {getattr(self, name)!r}")
-        if self.rrf_k < 1 or self.length_tokens < 1:
-            raise ConfigError("rrf_k and length_tokens must be >= 1")
+        # NaN passes a plain ``< 0`` check and would turn every score into NaN.
+        weights = {name: getattr(self, name)
+                   for name in ("vector", "overlap", "diversity", "length", "fusion")}
+        weights.update({f"list_weights[{k!r}]": v for k, v in self.list_weights.items()})
+        for name, value in weights.items():
+            if not (isinstance(value, int | float) and math.isfinite(value) and value >= 0):
+                raise ConfigError(f"weight {name} must be a finite number >= 0, got {value!r}")
+        for name in ("rrf_k", "length_tokens"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or value < 1:
+                raise ConfigError(f"{name} must be an int >= 1, got {value!r}")
 
 
 class UnifiedReranker:

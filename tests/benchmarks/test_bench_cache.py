@@ -142,7 +142,7 @@ def _recording_session(turn_api: bool) -> tuple[type, list[tuple[str, str]]]:
     class Recording(Session):
         def add_message(self, role: str, content: Any = None, **kwargs: Any) -> str:
             calls.append(("add", role))
-            return super().add_message(role, content, **kwargs)
+            return super().add_message_sync(role, content, **kwargs)
 
         def build_sync(self, query: str = "", **kwargs: Any) -> Any:
             calls.append(("build", query))
@@ -154,7 +154,7 @@ def _recording_session(turn_api: bool) -> tuple[type, list[tuple[str, str]]]:
     class TurnRecording(Recording):
         def add_message_sync(self, role: str, content: Any = None, **kwargs: Any) -> str:
             calls.append(("add_sync", role))
-            return super().add_message(role, content, **kwargs)
+            return super().add_message_sync(role, content, **kwargs)
 
     return TurnRecording, calls
 

@@ -1,6 +1,5 @@
 """loomctx's own eval system: finds a planted fact, stays within budget, reports ids."""
 
-from loomctx.embed.fake import HashingEmbedder
 from loomctx.eval.loomctx_system import LoomctxSystem
 from loomctx.eval.metric import count_tokens
 from loomctx.eval.records import EvalQuestion, Turn
@@ -16,10 +15,10 @@ def _history():
     return tuple(turns)
 
 
-def test_finds_the_planted_fact_within_budget():
+def test_finds_the_planted_fact_within_budget(embedder):
     history = _history()
     q = EvalQuestion(id="q", question="Where did Ingrid move?", history=history, gold=("fact",))
-    system = LoomctxSystem(HashingEmbedder())
+    system = LoomctxSystem(embedder)
     system.prepare(history)
     for budget in (128, 512, 2048):
         out = system.run(q, budget)
@@ -28,10 +27,10 @@ def test_finds_the_planted_fact_within_budget():
         assert "My sister Ingrid moved to Trondheim last spring." in out.context
 
 
-def test_runner_scores_it_like_the_baselines():
+def test_runner_scores_it_like_the_baselines(embedder):
     history = _history()
     qs = [EvalQuestion(id="q", question="Where did Ingrid move?", history=history,
                        gold=("fact",), category="single-hop")]
-    report = evaluate(qs, [LoomctxSystem(HashingEmbedder())], [256], dataset="synthetic")
+    report = evaluate(qs, [LoomctxSystem(embedder)], [256], dataset="synthetic")
     row = report.get("loomctx", 256, "all")
     assert row.recall == 1.0 and row.n == 1

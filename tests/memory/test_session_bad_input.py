@@ -2,15 +2,12 @@
 
 import pytest
 
-from loomctx import ConfigError, HashingEmbedder, InputError, Session, SQLiteStore
+from loomctx import ConfigError, InputError
 
 
 @pytest.fixture
-def session(tmp_path):
-    s = Session(store=SQLiteStore(tmp_path / "m.db"), embedder=HashingEmbedder(),
-                clock=lambda: 1_700_000_000.0)
-    yield s
-    s.store.close()
+def session(make_session, sqlite_store):
+    return make_session(store=sqlite_store)
 
 
 def test_duplicate_id_is_an_error_and_nothing_is_written(session):

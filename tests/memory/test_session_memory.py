@@ -8,20 +8,21 @@ from loomctx import (
     ComponentPriority,
     ConfigError,
     ContextAssembler,
-    HashingEmbedder,
     HeuristicImportance,
     MemoryOptions,
     QueryRewriter,
-    Session,
     SessionState,
     SQLiteStore,
 )
 from loomctx.retrieval.reranker import Candidate, UnifiedReranker
 
 
-def _session(**kw):
-    return Session(embedder=HashingEmbedder(), model="gpt-4o", clock=lambda: 1_700_000_000.0,
-                   memory=MemoryOptions(l1_max_tokens=200, l2_max_items=3), **kw)
+@pytest.fixture
+def small_session(make_session):
+    """``small_session(**kw)``: a session with a small L1 window and L2 cap, so eviction and
+    promotion happen within a few dozen messages."""
+    return lambda **kw: make_session(clock=lambda: 1_700_000_000.0, memory=MemoryOptions(
+        l1_max_tokens=200, l2_max_items=3), **kw)
 
 
 def _fill(s, n=60):
@@ -31,8 +32,8 @@ def _fill(s, n=60):
                       timestamp=1_699_990_000 + i)
 
 
-def test_ids_are_kept_and_nothing_is_lost_on_eviction():
-    s = _session()
+def test_ids_are_kept_and_nothing_is_lost_on_eviction(small_session):
+    s = small_session()
     s.add_message_sync("user", "Please remember: my dog is called Biscuit and he is 7.", id="dog",
                   timestamp=1_699_980_000)
     _fill(s)
@@ -44,8 +45,8 @@ def test_ids_are_kept_and_nothing_is_lost_on_eviction():
     assert len(s.memory.l1_ids) < 61
 
 
-def test_build_retrieves_an_evicted_fact_by_its_id():
-    s = _session(system_prompt="Be brief.")
+def test_build_retrieves_an_evicted_fact_by_its_id(small_session):
+    s = small_session(system_prompt="Be brief.")
     s.add_message_sync("user", "Please remember: my dog is called Biscuit.", id="dog")
     _fill(s)
     r = s.build_sync("What is my dog called?", max_tokens=300)
@@ -83,8 +84,8 @@ def test_reranker_dedups_and_orders():
     assert [x.id for x in out] == ["a", "c"]  # b is a duplicate of a with a lower vector
 
 
-def test_session_lifecycle_and_l3_summary():
-    s = _session()
+def test_session_lifecycle_and_l3_summary(small_session):
+    s = small_session()
     _fill(s, 10)
     s.pause()
     assert s.state is SessionState.PAUSED
@@ -99,10 +100,9 @@ def test_session_lifecycle_and_l3_summary():
     assert all(r.level in ("L3", "L4") for r in s.store.scan(session=s.id))
 
 
-def test_session_on_sqlite_persists(tmp_path):
+def test_session_on_sqlite_persists(make_session, tmp_path):
     path = tmp_path / "mem.db"
-    s = Session(store=SQLiteStore(path), embedder=HashingEmbedder(),
-                memory=MemoryOptions(l1_max_tokens=100))
+    s = make_session(store=SQLiteStore(path), memory=MemoryOptions(l1_max_tokens=100))
     _fill(s, 20)
     s.store.close()
     again = SQLiteStore(path)
@@ -110,8 +110,8 @@ def test_session_on_sqlite_persists(tmp_path):
     assert {r.id for r in again.scan()} == {f"t{i}" for i in range(20)}
 
 
-def test_bad_tool_result_is_rejected_and_leaves_memory_unchanged():
-    s = _session()
+def test_bad_tool_result_is_rejected_and_leaves_memory_unchanged(small_session):
+    s = small_session()
     _fill(s, 4)
     before = s.store.count()
     with pytest.raises(ConfigError):
@@ -119,8 +119,8 @@ def test_bad_tool_result_is_rejected_and_leaves_memory_unchanged():
     assert s.store.count() == before
 
 
-def test_build_sync_and_build_agree():
-    s = _session()
+def test_build_sync_and_build_agree(small_session):
+    s = small_session()
     _fill(s, 12)
     a = s.build_sync("weather", max_tokens=200, now=1_700_000_000.0)
     b = asyncio.run(s.build("weather", max_tokens=200, now=1_700_000_000.0))
@@ -142,12 +142,12 @@ def test_assembler_keeps_critical_and_reports():
         asm.add_component("need", "again")
 
 
-def test_unified_retrieval_ranks_knowledge_and_memory_together():
+def test_unified_retrieval_ranks_knowledge_and_memory_together(small_session):
     from loomctx import Document, KnowledgeSource
 
     kb = KnowledgeSource([Document("policy.md", "Refunds for customs holds: a 5% goodwill "
                                                 "credit after five working days.")])
-    s = _session(knowledge=[kb])
+    s = small_session(knowledge=[kb])
     s.add_message_sync("user", "The Lyon customer asked about a refund for the customs hold.",
                   id="ask")
     _fill(s, 40)

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import asyncio
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import pytest
@@ -17,23 +16,18 @@ from loomctx.sources.agent_output import AgentOutput, AgentOutputSource
 from loomctx.sources.history import HistorySource
 from loomctx.sources.knowledge import Document, KnowledgeSource, chunk, load_folder
 from loomctx.sources.messages import content_text, message_text, parse_timestamp
-from loomctx.sources.protocol import ContextSource, SourceRequest
+from loomctx.sources.protocol import ContextSource
 from loomctx.sources.skills import Skill, SkillSource
 from loomctx.sources.static import SystemPromptSource, UserInputSource
 from loomctx.sources.tools import ToolSource, normalize_tool
 from loomctx.tokens.registry import counter_for_model
 
 COUNTER = counter_for_model("gpt-4o").counter
-NOW = 1_714_560_000.0
+Collect = Callable[..., Sequence[ContextItem]]
+NOW = 1_714_560_000.0  # the conftest clock (FIXED_NOW)
 
 
-def collect(src: ContextSource, query: str = "", **context: object) -> Sequence[ContextItem]:
-    req = SourceRequest(query=query, now=NOW, counter=COUNTER, budget=1000,
-                        context=dict(context))
-    return asyncio.run(src.collect(req))
-
-
-def test_static_sources_are_pinned_and_skip_empty_text() -> None:
+def test_static_sources_are_pinned_and_skip_empty_text(collect: Collect) -> None:
     (sys_item,) = collect(SystemPromptSource("Be precise."))
     assert (sys_item.kind, sys_item.tier, sys_item.id) == ("system", Tier.P0, "system")
     assert collect(SystemPromptSource("  \n")) == []
@@ -43,7 +37,7 @@ def test_static_sources_are_pinned_and_skip_empty_text() -> None:
     assert isinstance(UserInputSource(), ContextSource)
 
 
-def test_history_groups_tool_calls_with_their_results() -> None:
+def test_history_groups_tool_calls_with_their_results(collect: Collect) -> None:
     h = HistorySource([
         {"role": "user", "content": "check SHP-1", "timestamp": "2024-05-01T08:00:00Z"},
         {"role": "assistant", "content": None, "tool_calls": [
@@ -108,7 +102,7 @@ def test_timestamps_and_content_text() -> None:
         {"function": {"name": "f", "arguments": "{\"x\":1}"}}]}) == "f({\"x\":1})"
 
 
-def test_tools_normalize_and_reject_bad_definitions() -> None:
+def test_tools_normalize_and_reject_bad_definitions(collect: Collect) -> None:
     bare = normalize_tool({"name": "f", "description": "does f"})
     assert bare == {"type": "function", "function": {
         "name": "f", "description": "does f", "parameters": {"type": "object",
@@ -126,7 +120,7 @@ def test_tools_normalize_and_reject_bad_definitions() -> None:
         ToolSource([{"name": "h", "parameters": "oops"}])
 
 
-def test_skills_named_in_the_query_are_required() -> None:
+def test_skills_named_in_the_query_are_required(collect: Collect) -> None:
     src = SkillSource([Skill(name="refunds", description="refund rules", instructions="R"),
                        Skill(name="customs", description="customs", instructions="C")])
     named, other = collect(src, "apply /refunds please")
@@ -141,7 +135,7 @@ def test_skills_named_in_the_query_are_required() -> None:
                      Skill(name="a", description="", instructions="")])
 
 
-def test_agent_output_priority_decays_with_age() -> None:
+def test_agent_output_priority_decays_with_age(collect: Collect) -> None:
     src = AgentOutputSource([AgentOutput(id="new", content="n", timestamp=NOW),
                              AgentOutput(id="old", content="o", timestamp=NOW - 3600)])
     new, old = collect(src)
@@ -169,7 +163,7 @@ def test_chunks_fit_and_keep_all_text(paras: list[str], size: int) -> None:
     assert squashed == "".join(text.split())  # nothing lost, nothing added
 
 
-def test_knowledge_ranks_by_query_and_needs_one() -> None:
+def test_knowledge_ranks_by_query_and_needs_one(collect: Collect) -> None:
     src = KnowledgeSource([Document(id="refunds.md", text=PARAS[0]),
                            Document(id="hubs.md", text=PARAS[1])], chunk_tokens=50)
     assert collect(src, "") == []

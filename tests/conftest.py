@@ -1,0 +1,80 @@
+"""Shared fixtures: a fake embedder, an exact counter, a temporary SQLite store, a session
+factory, and a way to run one source.
+
+The fakes are the ones loomctx ships in :mod:`loomctx.testing` (what users test with too); these
+fixtures only wire them up, so a test says what it needs by naming it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from loomctx.items import ContextItem
+from loomctx.session import Session
+from loomctx.sources.protocol import ContextSource, SourceRequest
+from loomctx.stores.sqlite import SQLiteStore
+from loomctx.testing import HashingEmbedder
+from loomctx.tokens.protocol import TokenCounter
+from loomctx.tokens.registry import counter_for_model
+
+FIXED_NOW = 1_714_560_000.0
+"""2024-05-01 10:40 UTC: the clock of sessions and source requests made by these fixtures."""
+
+
+@pytest.fixture
+def embedder() -> HashingEmbedder:
+    """The fast deterministic fake embedder (256 dims)."""
+    return HashingEmbedder()
+
+
+@pytest.fixture(scope="session")
+def counter() -> TokenCounter:
+    """gpt-4o's exact counter (o200k_base)."""
+    return counter_for_model("gpt-4o").counter
+
+
+@pytest.fixture
+def sqlite_store(tmp_path: Path) -> Iterator[SQLiteStore]:
+    """A fresh SQLite store in a temporary file, closed after the test."""
+    store = SQLiteStore(tmp_path / "memory.db")
+    yield store
+    store.close()
+
+
+@pytest.fixture
+def make_session(embedder: HashingEmbedder) -> Iterator[Callable[..., Session]]:
+    """``make_session(**kw)``: a gpt-4o :class:`Session` with the fake embedder and a fixed
+    clock (``FIXED_NOW``); keyword arguments override those. Its store is closed afterwards."""
+    made: list[Session] = []
+
+    def make(**kw: Any) -> Session:
+        kw.setdefault("embedder", embedder)
+        kw.setdefault("clock", lambda: FIXED_NOW)
+        if "options" not in kw:
+            kw.setdefault("model", "gpt-4o")
+        session = Session(**kw)
+        made.append(session)
+        return session
+
+    yield make
+    for session in made:
+        session.store.close()
+
+
+@pytest.fixture(scope="session")
+def collect(counter: TokenCounter) -> Callable[..., Sequence[ContextItem]]:
+    """``collect(source, query="", *, now=FIXED_NOW, budget=1000, total=0, **context)``: run one
+    source's ``collect`` with gpt-4o's counter, as the builder would, and return its items."""
+
+    def run(source: ContextSource, query: str = "", *, now: float = FIXED_NOW,
+            budget: int = 1000, total: int = 0, **context: Any) -> Sequence[ContextItem]:
+        request = SourceRequest(query=query, now=now, counter=counter, budget=budget,
+                                total=total, context=context)
+        return asyncio.run(source.collect(request))
+
+    return run

@@ -1,0 +1,133 @@
+"""UnifiedReranker: the seed's weighted signals plus rank fusion, origin diversity, dedup."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from loomctx.errors import ConfigError
+from loomctx.retrieval.reranker import Candidate, RerankWeights, UnifiedReranker
+
+
+def cand(id: str, content: str = "", *, origin: str = "memory:L4", vector: float = 0.0,
+         tokens: int = 0, **ranks: int) -> Candidate:
+    return Candidate(id=id, content=content or f"text of {id}", origin=origin, vector=vector,
+                     tokens=tokens, ranks=dict(ranks))
+
+
+def only(**weights: float) -> RerankWeights:
+    """Every signal off except the ones given."""
+    base = {"vector": 0.0, "overlap": 0.0, "diversity": 0.0, "length": 0.0, "fusion": 0.0}
+    return RerankWeights(**{**base, **weights})  # type: ignore[arg-type]
+
+
+def test_default_weights_are_the_seed_weights() -> None:
+    w = RerankWeights()
+    assert (w.vector, w.overlap, w.diversity, w.length) == (0.40, 0.35, 0.15, 0.10)
+    assert w.list_weights == {"lexical": 1.0, "dense": 1.0, "expanded": 0.5}
+
+
+def test_scores_combine_the_signals_with_their_weights() -> None:
+    a = cand("a", "refund policy for customs", vector=0.8, tokens=12, lexical=0)
+    b = cand("b", "weather report", origin="knowledge:docs", vector=0.4, tokens=48,
+             dense=0, lexical=1)
+    first, second = UnifiedReranker().rerank("refund for customs", [b, a])
+    assert (first.id, second.id) == ("a", "b")
+    # a: best vector, both content terms ("for" is a stopword), half the length saturation,
+    # one list at rank 0 against b's two lists; both are the first of their origin.
+    fusion_a = (1 / 60) / (1 / 60 + 1 / 61)
+    assert first.signals == pytest.approx(
+        {"vector": 1.0, "overlap": 1.0, "length": 0.5, "fusion": fusion_a, "diversity": 1.0})
+    assert first.score == pytest.approx(0.40 + 0.35 + 0.10 * 0.5 + 0.60 * fusion_a + 0.15)
+    assert second.signals == pytest.approx(
+        {"vector": 0.5, "overlap": 0.0, "length": 1.0, "fusion": 1.0, "diversity": 1.0})
+    assert second.score == pytest.approx(0.40 * 0.5 + 0.10 + 0.60 + 0.15)
+
+
+def test_each_weight_alone_decides_the_order() -> None:
+    def fresh() -> list[Candidate]:
+        return [cand("near", "the pasta recipe", vector=0.9, tokens=5, dense=0),
+                cand("words", "customs hold in Lyon", vector=0.1, tokens=5, lexical=3),
+                cand("long", "an unrelated but long note", vector=0.2, tokens=40, lexical=9)]
+
+    def order(weights: RerankWeights) -> list[str]:
+        return [c.id for c in UnifiedReranker(weights).rerank("customs Lyon", fresh())]
+
+    assert order(only(vector=1)) == ["near", "long", "words"]
+    assert order(only(overlap=1)) == ["words", "long", "near"]  # ties by id
+    assert order(only(length=1)) == ["long", "near", "words"]
+    assert order(only(fusion=1)) == ["near", "words", "long"]  # 1/60 > 1/63 > 1/69
+
+
+def test_rank_fusion_weighs_each_recall_list() -> None:
+    ranked = UnifiedReranker(only(fusion=1)).rerank("q", [
+        cand("expanded_first", expanded=0), cand("lexical_second", lexical=1)])
+    # The expanded query's list weighs 0.5: 0.5/60 < 1/61.
+    assert [c.id for c in ranked] == ["lexical_second", "expanded_first"]
+    assert ranked[1].signals["fusion"] == pytest.approx((0.5 / 60) / (1 / 61))
+    custom = RerankWeights(vector=0, overlap=0, diversity=0, length=0, fusion=1,
+                           list_weights={"lexical": 1.0, "expanded": 2.0})
+    ranked = UnifiedReranker(custom).rerank("q", [
+        cand("expanded_first", expanded=0), cand("lexical_second", lexical=1)])
+    assert [c.id for c in ranked] == ["expanded_first", "lexical_second"]
+
+
+def test_origin_diversity_decays_within_an_origin() -> None:
+    ranked = UnifiedReranker(only(diversity=1)).rerank("q", [
+        cand("d"), cand("c", origin="knowledge:docs"), cand("b"), cand("a")])
+    # Before the bonus all tie (order by id): a, b, c, d. The memory ones get 1, 1/2, 1/3 and
+    # the first knowledge one the full bonus.
+    assert [c.id for c in ranked] == ["a", "c", "b", "d"]
+    assert [c.signals["diversity"] for c in ranked] == pytest.approx([1, 1, 1 / 2, 1 / 3])
+
+
+def test_diversity_can_lift_a_second_origin_above_a_third_repeat() -> None:
+    ranked = UnifiedReranker().rerank("tide", [
+        cand("m1", "tide tables", vector=0.9, tokens=24, lexical=0),
+        cand("m2", "tide charts", vector=0.88, tokens=24, lexical=1),
+        cand("m3", "tide clock", vector=0.86, tokens=24, lexical=2),
+        cand("k1", "tide almanac", origin="knowledge:docs", vector=0.84, tokens=24, lexical=3)])
+    assert [c.id for c in ranked] == ["m1", "k1", "m2", "m3"]
+
+
+def test_duplicates_keep_the_higher_vector_and_the_best_ranks() -> None:
+    low = cand("low", "Hello   world", vector=0.2, lexical=3)
+    high = cand("high", "Hello world", vector=0.9, dense=0, lexical=5)
+    other = cand("other", "Goodbye", vector=0.1)
+    kept = UnifiedReranker().dedup([low, high, other])
+    assert [c.id for c in kept] == ["high", "other"]
+    assert kept[0].ranks == {"dense": 0, "lexical": 3}
+    assert [c.id for c in UnifiedReranker().rerank("hello", [low, high])] == ["high"]
+
+
+def test_edge_values() -> None:
+    assert UnifiedReranker().rerank("q", []) == []
+    (c,) = UnifiedReranker().rerank("the of and", [cand("x", "the cat", vector=-0.5)])
+    assert c.signals["vector"] == 0.0  # negative similarity counts as none
+    assert c.signals["overlap"] == 0.0  # a query of stopwords matches nothing
+    assert c.signals["length"] == 0.5  # unknown length is neutral
+    assert c.signals["fusion"] == 0.0  # in no recall list
+    assert math.isfinite(c.score)
+
+
+def test_order_is_deterministic_ties_by_id() -> None:
+    items = [cand(i, f"same words {i}", vector=0.5, tokens=10, lexical=0) for i in "cab"]
+    first = [c.id for c in UnifiedReranker().rerank("words", items)]
+    again = [c.id for c in UnifiedReranker().rerank("words", list(reversed(items)))]
+    assert first == again == ["a", "b", "c"]
+
+
+@pytest.mark.parametrize(("kwargs", "fragment"), [
+    ({"vector": -0.1}, "vector"),
+    ({"fusion": -1.0}, "fusion"),
+    ({"overlap": float("nan")}, "overlap"),
+    ({"length": float("inf")}, "length"),
+    ({"rrf_k": 0}, "rrf_k"),
+    ({"length_tokens": 0}, "length_tokens"),
+    ({"list_weights": {"dense": -1.0}}, "dense"),
+    ({"list_weights": {"lexical": float("nan")}}, "lexical"),
+])
+def test_weights_are_validated(kwargs: dict, fragment: str) -> None:
+    with pytest.raises(ConfigError, match=fragment):
+        RerankWeights(**kwargs)

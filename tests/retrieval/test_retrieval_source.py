@@ -1,0 +1,173 @@
+"""UnifiedRetrievalSource and L2ImportantSource: what memory and knowledge hand the builder."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import pytest
+
+from loomctx.embed.fake import HashingEmbedder
+from loomctx.errors import ConfigError
+from loomctx.items import RAW_RELEVANCE, ContextItem, Tier
+from loomctx.memory.tiers import MemoryOptions, TieredMemory
+from loomctx.retrieval import source as source_module
+from loomctx.retrieval.rewriter import QueryRewriter
+from loomctx.retrieval.source import MAX_RECALL, L2ImportantSource, UnifiedRetrievalSource
+from loomctx.sources.knowledge import Document, KnowledgeSource
+from loomctx.stores.memory import InMemoryStore
+from loomctx.tokens.protocol import TokenCounter
+
+Collect = Callable[..., Sequence[ContextItem]]
+T0 = 1_714_500_000.0
+FILLER = ["We talked about the weather in spring.", "The train was late again today.",
+          "Lunch was a sandwich and an apple.", "The meeting moved to Thursday afternoon."]
+
+
+class ByKeyword:
+    """Importance 0.9 for messages that say "remember", 0.1 otherwise."""
+
+    def score(self, text: str, *, role: str | None = None) -> float:
+        return 0.9 if "remember" in text.lower() else 0.1
+
+
+@pytest.fixture
+def store() -> InMemoryStore:
+    return InMemoryStore()
+
+
+@pytest.fixture
+def make_memory(store: InMemoryStore, embedder: HashingEmbedder,
+                counter: TokenCounter) -> Callable[..., TieredMemory]:
+    def make(session: str = "s1", **options: object) -> TieredMemory:
+        return TieredMemory(store, embedder, counter, session=session, agent="agent",
+                            options=MemoryOptions(**options),  # type: ignore[arg-type]
+                            importance=ByKeyword())
+    return make
+
+
+def add(memory: TieredMemory, texts: Sequence[str], *, prefix: str) -> list[str]:
+    msgs = [{"id": f"{prefix}{i}", "role": "user" if i % 2 == 0 else "assistant",
+             "content": text, "timestamp": T0 + i} for i, text in enumerate(texts)]
+    return memory.add(msgs, now=T0 + len(texts))
+
+
+def test_returns_ranked_evidence_items_that_keep_their_stored_ids(
+        make_memory: Callable[..., TieredMemory], collect: Collect) -> None:
+    memory = make_memory()
+    add(memory, [*FILLER, "My dog is called Biscuit and he is seven.", *FILLER], prefix="m")
+    items = collect(UnifiedRetrievalSource(memory), "What is my dog called?", total=2000)
+    assert items[0].id == "m4"  # the id it was added with, ranked first
+    dog = items[0]
+    assert (dog.kind, dog.source, dog.tier, dog.role) == ("evidence", "L4_semantic", Tier.P2,
+                                                          "user")
+    assert dog.content == "My dog is called Biscuit and he is seven."
+    assert dog.timestamp == T0 + 4
+    assert dog.metadata == {"origin": "memory:L1", "level": "L1", "session": "s1"}
+    scores = [it.scores[RAW_RELEVANCE] for it in items]
+    assert scores == sorted(scores, reverse=True)
+    assert {it.id for it in items} <= {f"m{i}" for i in range(9)}
+    assert len({it.id for it in items}) == len(items)
+
+
+def test_an_empty_query_recalls_nothing(make_memory: Callable[..., TieredMemory],
+                                        collect: Collect) -> None:
+    memory = make_memory()
+    add(memory, FILLER, prefix="m")
+    kb = KnowledgeSource([Document("a.md", "The weather in spring is mild.")])
+    src = UnifiedRetrievalSource(memory, [kb])
+    assert collect(src, "", total=2000) == []
+    assert collect(src, "  \n\t", total=2000) == []
+    assert collect(src, "weather", total=2000) != []
+
+
+def test_session_scope_reads_only_this_session_global_reads_all(
+        make_memory: Callable[..., TieredMemory], collect: Collect) -> None:
+    mine, other = make_memory("s1"), make_memory("s2")
+    add(mine, FILLER, prefix="a")
+    add(other, ["The vault code is 4417, remember it.", *FILLER], prefix="b")
+    query = "What is the vault code?"
+    scoped = collect(UnifiedRetrievalSource(mine), query, total=2000)
+    assert scoped and {it.metadata["session"] for it in scoped} == {"s1"}
+    everywhere = collect(UnifiedRetrievalSource(mine, scope="global"), query, total=2000)
+    assert everywhere[0].id == "b0"
+    assert {it.metadata["session"] for it in everywhere} == {"s1", "s2"}
+
+
+def test_knowledge_bases_are_merged_with_memory_on_one_ranking(
+        make_memory: Callable[..., TieredMemory], collect: Collect) -> None:
+    memory = make_memory()
+    add(memory, [*FILLER, "The customer in Lyon asked about a refund for the customs hold."],
+        prefix="m")
+    policies = KnowledgeSource([
+        Document("refunds.md", "Refunds for customs holds: a goodwill credit of 5% after five "
+                               "working days."),
+        Document("pets.md", "Pets travel in the cabin only on short flights.")], name="policies")
+    hubs = KnowledgeSource([Document("lyon.md", "The Lyon hub clears customs holds within two "
+                                                "days.")], name="hubs")
+    items = collect(UnifiedRetrievalSource(memory, [policies, hubs]),
+                    "refund for a customs hold in Lyon", total=2000)
+    by_id = {it.id: it for it in items}
+    assert by_id["refunds.md#0"].metadata["origin"] == "knowledge:policies"
+    assert by_id["lyon.md#0"].metadata["origin"] == "knowledge:hubs"
+    assert by_id["m4"].metadata["origin"] == "memory:L1"
+    assert "pets.md#0" not in by_id  # the knowledge base's own recall found no match
+    assert all(it.source == "L4_semantic" and it.kind == "evidence" for it in items)
+    top3 = {it.id for it in items[:3]}
+    assert top3 == {"refunds.md#0", "lyon.md#0", "m4"}
+    scores = [it.scores[RAW_RELEVANCE] for it in items]
+    assert scores == sorted(scores, reverse=True)
+
+
+def test_the_same_text_in_memory_and_knowledge_comes_back_once(
+        make_memory: Callable[..., TieredMemory], collect: Collect) -> None:
+    memory = make_memory()
+    text = "Customs holds at Lyon are cleared within two days."
+    add(memory, [*FILLER, text], prefix="m")
+    kb = KnowledgeSource([Document("lyon.md", text)], name="hubs")
+    items = collect(UnifiedRetrievalSource(memory, [kb]), "Lyon customs holds", total=2000)
+    assert sum(it.content == text for it in items) == 1
+
+
+@pytest.mark.parametrize(("cap", "total", "low", "high"), [
+    (MAX_RECALL, 0, 5, 10),  # recall_limit per list (lexical + dense)
+    (MAX_RECALL, 16 * 40, 40, 80),  # ~16 tokens a memory: 40 per list
+    (MAX_RECALL, 16 * 10_000, 150, 150),  # a big build takes every match there is
+    (20, 16 * 10_000, 20, 40),  # but never more than the cap per list
+])
+def test_recall_size_follows_the_build_total(
+        make_memory: Callable[..., TieredMemory], collect: Collect,
+        monkeypatch: pytest.MonkeyPatch, cap: int, total: int, low: int, high: int) -> None:
+    monkeypatch.setattr(source_module, "MAX_RECALL", cap)
+    memory = make_memory(l1_max_tokens=10**6)
+    add(memory, [f"Tide note {i}: the tide turned at {i % 12} o'clock." for i in range(150)],
+        prefix="t")
+    src = UnifiedRetrievalSource(memory, recall_limit=5, rewriter=QueryRewriter(top_k=0))
+    items = collect(src, "tide", total=total)
+    assert low <= len(items) <= high
+
+
+def test_retrieval_options_are_validated(make_memory: Callable[..., TieredMemory]) -> None:
+    with pytest.raises(ConfigError, match="0"):
+        UnifiedRetrievalSource(make_memory(), recall_limit=0)
+    with pytest.raises(ConfigError, match="'agent'"):
+        UnifiedRetrievalSource(make_memory(), scope="agent")
+
+
+def test_l2_source_gives_important_memories_only_without_a_question(
+        make_memory: Callable[..., TieredMemory], collect: Collect) -> None:
+    memory = make_memory(l1_max_tokens=30)
+    src = L2ImportantSource(memory)
+    assert collect(src) == []  # nothing promoted yet
+    add(memory, ["Please remember: the gate code is 1234.", *FILLER,
+                 "Remember that Ana prefers email.", *FILLER, *FILLER], prefix="m")
+    assert set(memory.l2_ids) == {"m0", "m5"}
+    items = collect(src)
+    assert [it.id for it in items] == ["m0", "m5"]  # in promotion order
+    for it in items:
+        assert (it.kind, it.source, it.tier, it.priority) == ("evidence", "L2_important",
+                                                              Tier.P2, 0.9)
+        assert it.metadata == {"origin": "memory:L2", "level": "L2"}
+    assert items[0].content == "Please remember: the gate code is 1234."
+    assert collect(src, "what is the gate code?") == []  # unified retrieval ranks it instead
+    unified = collect(UnifiedRetrievalSource(memory), "what is the gate code?", total=2000)
+    assert unified[0].id == "m0" and unified[0].metadata["origin"] == "memory:L2"
