@@ -24,7 +24,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from loomctx._sync import run_sync
-from loomctx.budget.manager import DEFAULT_RATIOS, Allocation, BudgetManager
+from loomctx.budget.manager import DEFAULT_RATIOS, BudgetManager
 from loomctx.buildstate import BuildState
 from loomctx.compress.history import SUMMARY_ID, Compactor, summary_item
 from loomctx.compress.summarize import ExtractiveSummarizer, Summarizer
@@ -407,21 +407,19 @@ class ContextBuilder:
                     window: list[ContextItem]) -> None:
         """Window and summary first (turns), then every source by share and leftover."""
         opts = self.options
-        alloc = st.allocation
         spent = sum(it.tokens or 0 for it in window)
         if st.turn and opts.summarize_history:
             await self._compaction_summary(st)
             if st.summary is not None:
                 spent += st.summary.tokens or 0
-        if st.turn:
-            alloc = self._turn_allocation(st)
+        pool, pool_limit = self._volatile_pool(st, ordered) if st.turn else (frozenset(), None)
         result = pack(
-            ordered, allocation=alloc, available=max(0, st.available - spent),
+            ordered, allocation=st.allocation, available=max(0, st.available - spent),
             tail_sources=frozenset(ordered) & {s.name for s in self.sources if is_history(s)},
             # uncached cost: cut copies are new objects every build and must not pile up
             truncate=lambda it, n: truncate_item(it, n, self.tokenizer.counter,
                                                  self.renderer.cost),
-            min_fragment=opts.min_fragment,
+            min_fragment=opts.min_fragment, pool=pool, pool_limit=pool_limit,
         )
         st.reasons.update(result.reasons)
         st.originals.update(result.truncated)
@@ -438,21 +436,20 @@ class ContextBuilder:
             if it.metadata.get("repair") and st.reasons.get(it.id) != "truncated":
                 st.reasons[it.id] = "interrupted_call"
 
-    def _turn_allocation(self, st: BuildState) -> Allocation:
-        """Per-turn content (evidence, state) capped at ``volatile_share`` of the budget."""
+    def _volatile_pool(self, st: BuildState, ordered: Mapping[str, list[Unit]],
+                       ) -> tuple[frozenset[str], int]:
+        """Sources whose content changes every turn (evidence, state) and the tokens they may
+        take together in a turn build: ``volatile_share`` of the budget, stretched to hold
+        the single best unit when it is at most three times that."""
         cap = int(self.options.volatile_share * st.available)
-        volatile = [s.name for s in self.sources if not is_history(s) and any(
-            it.kind not in STABLE_KINDS for it in st.candidates.get(s.name, []))]
-        ratios = {n: max(st.allocation.share(n), 1) for n in volatile}
-        total = sum(ratios.values()) or 1
-        ceilings = dict(st.allocation.ceilings)
-        for n in volatile:
-            own = ceilings.get(n)
-            share = int(cap * ratios[n] / total)
-            ceilings[n] = share if own is None else min(own, share)
-        shares = {n: (min(v, ceilings[n] or 0) if n in volatile else v)
-                  for n, v in st.allocation.shares.items()}
-        return Allocation(total=st.allocation.total, shares=shares, ceilings=ceilings)
+        pool = frozenset(s.name for s in self.sources if not is_history(s) and any(
+            it.kind not in STABLE_KINDS for it in st.candidates.get(s.name, [])))
+        heads = [q[0] for name, q in ordered.items() if name in pool and q]
+        if heads:
+            best = max(heads, key=lambda u: u.score)
+            if cap < best.cost <= 3 * cap:
+                cap = best.cost
+        return pool, cap
 
     async def _compaction_summary(self, st: BuildState) -> None:
         for name, start in st.window_start.items():

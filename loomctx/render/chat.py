@@ -25,6 +25,21 @@ def _system_text(layout: Layout) -> str:
     return "\n\n".join(parts)
 
 
+def _summary_text(layout: Layout) -> str:
+    return "\n\n".join(i.content for i in layout.summary)
+
+
+def _input_message(item: ContextItem) -> dict[str, Any]:
+    """The current input as a user message, with its parts (images) when it has them."""
+    msg = item.message
+    if msg is not None and msg.get("content") is not None:
+        out = {"role": "user", "content": msg["content"]}
+        if msg.get("name"):
+            out["name"] = msg["name"]
+        return out
+    return {"role": "user", "content": item.content}
+
+
 def _volatile_text(layout: Layout) -> str:
     lines = [i.content for i in (*layout.state, *layout.evidence)]
     return EVIDENCE_HEADER + "\n\n" + "\n\n".join(lines) if lines else ""
@@ -44,7 +59,9 @@ class OpenAIRenderer:
         if item.kind == "tool":
             return self.chat.tool(item.metadata["schema"])
         if item.kind == "input":
-            return self.chat.message({"role": "user", "content": item.content})
+            return self.chat.message(_input_message(item))
+        if item.metadata.get("compacted"):  # the summary: a system message of its own
+            return self.chat.message({"role": "system", "content": item.content})
         return self.chat.text(item.content) + 1
 
     def overhead(self, sections: frozenset[str] | None = None) -> int:
@@ -63,12 +80,15 @@ class OpenAIRenderer:
         system = _system_text(layout)
         if system:
             messages.append({"role": "system", "content": system})
+        summary = _summary_text(layout)
+        if summary:
+            messages.append({"role": "system", "content": summary})
         messages.extend(dict(i.message or {"role": i.role, "content": i.content})
                         for i in layout.history)
         volatile = _volatile_text(layout)
         if volatile:
             messages.append({"role": "system", "content": volatile})
-        messages.extend({"role": "user", "content": i.content} for i in layout.input)
+        messages.extend(_input_message(i) for i in layout.input)
         tools = [i.metadata["schema"] for i in layout.tools]
         payload: dict[str, Any] = {"messages": messages}
         if tools:
@@ -106,17 +126,56 @@ def _to_blocks(item: ContextItem) -> tuple[str, list[dict[str, Any]]]:
             except json.JSONDecodeError:
                 args = {"arguments": fn.get("arguments")}
             blocks.append({"type": "tool_use", "id": call.get("id", ""),
-                           "name": fn.get("name", ""), "input": args})
-        return "assistant", blocks
+                           "name": fn.get("name", ""),
+                           "input": args if isinstance(args, dict) else {"value": args}})
+        return "assistant", blocks or [{"type": "text", "text": EMPTY}]
     if role in ("system", "developer"):
-        return "user", [{"type": "text", "text": f"[{role}] {text}"}]
-    return "user", [{"type": "text", "text": text}]
+        return "user", [{"type": "text", "text": f"[{role}] {text or EMPTY}"}]
+    return "user", _user_blocks(msg.get("content"), text)
+
+
+EMPTY = "(empty message)"
+"""Stands in for an empty text: Anthropic rejects empty text blocks."""
+
+
+def _user_blocks(content: Any, text: str) -> list[dict[str, Any]]:
+    """User content as Anthropic blocks: text parts as text, images as image blocks."""
+    if not isinstance(content, list):
+        return [{"type": "text", "text": text or EMPTY}]
+    blocks: list[dict[str, Any]] = []
+    for part in content:
+        kind = part.get("type") if isinstance(part, dict) else None
+        if kind == "text" and part.get("text"):
+            blocks.append({"type": "text", "text": part["text"]})
+        elif kind == "image_url":
+            url = part.get("image_url")
+            url = url.get("url") if isinstance(url, dict) else url
+            blocks.append(_image_block(str(url or "")))
+        elif kind == "image" and isinstance(part.get("source"), dict):
+            blocks.append({"type": "image", "source": part["source"]})
+        elif kind not in ("text", None):
+            blocks.append({"type": "text", "text": json.dumps(part, ensure_ascii=False,
+                                                              sort_keys=True)})
+    return blocks or [{"type": "text", "text": text or EMPTY}]
+
+
+def _image_block(url: str) -> dict[str, Any]:
+    if url.startswith("data:") and ";base64," in url:
+        media, data = url[5:].split(";base64,", 1)
+        return {"type": "image", "source": {"type": "base64", "media_type": media,
+                                            "data": data}}
+    return {"type": "image", "source": {"type": "url", "url": url}}
 
 
 def _plain(content: Any) -> str:
     from loomctx.sources.messages import content_text
 
     return content_text(content)
+
+
+def _input_blocks(item: ContextItem) -> list[dict[str, Any]]:
+    msg = _input_message(item)
+    return _user_blocks(msg["content"], item.content)
 
 
 class AnthropicRenderer:
@@ -134,7 +193,9 @@ class AnthropicRenderer:
         if item.kind == "tool":
             return self.chat.tool(_anthropic_tool(item.metadata["schema"]))
         if item.kind == "input":
-            return self.chat.message({"role": "user", "content": item.content})
+            return self.chat.message({"role": "user", "content": _input_blocks(item)})
+        if item.metadata.get("compacted"):  # the summary: a system block of its own
+            return self.chat.system([{"type": "text", "text": item.content}])
         return self.chat.text(item.content) + 1
 
     def overhead(self, sections: frozenset[str] | None = None) -> int:
@@ -163,7 +224,8 @@ class AnthropicRenderer:
         volatile = _volatile_text(layout)
         if volatile:
             tail.append({"type": "text", "text": volatile})
-        tail.extend({"type": "text", "text": i.content} for i in layout.input)
+        for i in layout.input:
+            tail.extend(_input_blocks(i))
         if turns and tail:
             # Mark the end of the history as a cache breakpoint before adding volatile parts.
             turns[-1]["content"][-1] = {**turns[-1]["content"][-1],
@@ -176,6 +238,9 @@ class AnthropicRenderer:
         system_text = _system_text(layout)
         system = ([{"type": "text", "text": system_text, "cache_control": {"type": "ephemeral"}}]
                   if system_text else [])
+        summary = _summary_text(layout)
+        if summary:
+            system.append({"type": "text", "text": summary})
         tools = [_anthropic_tool(i.metadata["schema"]) for i in layout.tools]
         if tools:
             tools[-1] = {**tools[-1], "cache_control": {"type": "ephemeral"}}

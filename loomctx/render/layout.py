@@ -17,18 +17,10 @@ def layout(included: Sequence[ContextItem], output: str = "") -> Layout:
     """Place ``included`` items; order within a place is chronological or by score."""
     lay = Layout(output=output)
     for it in sorted(included, key=lambda i: (i.kind != "system", i.seq)):
-        if it.kind in ("system", "skill"):
-            lay.system.append(it)
-        elif it.kind == "tool":
-            lay.tools.append(it)
-        elif it.kind == "message":
-            lay.history.append(it)
-        elif it.kind == "state":
-            (lay.summary if it.metadata.get("compacted") else lay.state).append(it)
-        elif it.kind == "input":
-            lay.input.append(it)
+        if it.kind == "state" and it.metadata.get("compacted"):
+            lay.summary.append(it)
         else:
-            lay.evidence.append(it)
+            lay.add(it)
     lay.tools.sort(key=lambda i: i.seq)
     lay.history.sort(key=lambda i: i.seq)
     # Retrieved evidence: best first; custom components keep their insertion order.

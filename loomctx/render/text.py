@@ -46,6 +46,7 @@ def sections(layout: Layout) -> dict[str, list[str]]:
     """The lines of each section, read from the layout lists of :data:`SECTION_FIELD`."""
     parts: dict[str, list[str]] = {sec: [item_line(i) for i in getattr(layout, fld)]
                                    for sec, fld in SECTION_FIELD.items()}
+    parts["context"] = [item_line(i) for i in layout.summary] + parts["context"]
     parts["output"] = [layout.output] if layout.output else []
     return parts
 

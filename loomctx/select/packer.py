@@ -82,9 +82,20 @@ def pack(
     tail_sources: frozenset[str],
     truncate: Callable[[ContextItem, int], ContextItem | None] | None = None,
     min_fragment: int = 64,
+    pool: frozenset[str] = frozenset(),
+    pool_limit: int | None = None,
 ) -> PackResult:
-    """Choose units under ``available`` tokens. ``ordered[source]`` is in preference order."""
+    """Choose units under ``available`` tokens. ``ordered[source]`` is in preference order.
+
+    Sources in ``pool`` share one ceiling, ``pool_limit`` tokens in all (a turn build caps
+    what changes every turn this way)."""
     res = PackResult()
+
+    def pool_left(s: str) -> int:
+        if pool_limit is None or s not in pool:
+            return available
+        return pool_limit - sum(res.used.get(p, 0) for p in pool)
+
     queues = {s: list(units) for s, units in ordered.items()}
 
     included_ids: dict[str, ContextItem] = {}
@@ -141,7 +152,7 @@ def pack(
         left = quota.get(s, 0)
         keep = []
         for i, u in enumerate(q):
-            if u.cost <= left and res.spent + u.cost <= available:
+            if u.cost <= min(left, pool_left(s)) and res.spent + u.cost <= available:
                 take(u, "selected")
                 left -= u.cost
             elif s in tail_sources:
@@ -154,7 +165,8 @@ def pack(
     # 4: leftover flows, best next unit first, respecting ceilings and the tail rule.
     def ceiling_left(s: str) -> int:
         cap = allocation.ceilings.get(s)
-        return available if cap is None else cap - res.used.get(s, 0)
+        own = available if cap is None else cap - res.used.get(s, 0)
+        return min(own, pool_left(s))
 
     heap = [(-q[0].score, s) for s, q in queues.items() if q]
     heapq.heapify(heap)
