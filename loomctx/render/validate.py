@@ -425,8 +425,9 @@ def _anthropic_tool_pairs(messages: list[Any]) -> list[str]:
                 at = f"{_at(i, msg)}.content[{j}]"
                 tid = b.get("tool_use_id")
                 if tid not in prev_ids:
+                    before = f"messages[{i - 1}]" if i else "a previous assistant message"
                     problems.append(f"{at}: orphan tool_result {tid!r}: no tool_use with that "
-                                    f"id in messages[{i - 1}]; drop it or keep its tool_use")
+                                    f"id in {before}; drop it or keep its tool_use")
                 elif tid in answered:
                     problems.append(f"{at}: second tool_result for {tid!r}: keep one")
                 answered.add(tid)
