@@ -8,7 +8,13 @@ from typing import Any
 
 import pytest
 
+from loomctx.items import ContextItem
+from loomctx.render.chat import AnthropicRenderer, OpenAIRenderer
+from loomctx.render.protocol import Layout
 from loomctx.render.validate import check, check_anthropic, check_openai
+from loomctx.sources.history import HistorySource
+from loomctx.tokens.chat import ChatCounter
+from loomctx.tokens.registry import counter_for_model
 
 Payload = dict[str, Any]
 
@@ -276,3 +282,28 @@ def test_problems_are_json_safe_strings() -> None:
     problems = check_openai(p)
     assert problems and all(isinstance(x, str) for x in problems)
     "\n".join(problems).encode("utf-8")  # a report row or log line can carry them
+
+
+def test_renderers_output_for_a_whole_layout_passes() -> None:
+    """No false alarm on what the renderers produce from a well-formed layout."""
+    history = [
+        {"id": "m1", "role": "user", "content": "Where is SHP-1?"},
+        {"id": "m2", "role": "assistant", "content": None, "tool_calls": [call("c1")]},
+        {"id": "m3", "role": "tool", "tool_call_id": "c1", "content": "customs hold in Lyon"},
+        {"id": "m4", "role": "assistant", "content": "SHP-1 is on customs hold in Lyon."},
+    ]
+    lay = Layout(
+        system=[ContextItem(id="system", source="s", content="You are Atlas.", kind="system")],
+        tools=[ContextItem(id="tool:track", source="tools", content="track", kind="tool",
+                           metadata={"schema": TRACK})],
+        history=list(HistorySource(history).items),
+        evidence=[ContextItem(id="ev", source="RAG", content="Holds get no refund.",
+                              kind="evidence")],
+        input=[ContextItem(id="input", source="user_input", content="And the refund?",
+                           kind="input")],
+    )
+    counter = counter_for_model("gpt-4o").counter
+    for renderer in (OpenAIRenderer(ChatCounter(counter, "openai")),
+                     AnthropicRenderer(ChatCounter(counter, "anthropic"))):
+        rendered = renderer.render(lay)
+        assert check(rendered.format, rendered.payload) == [], rendered.payload
