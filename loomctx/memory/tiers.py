@@ -149,13 +149,17 @@ class TieredMemory:
 
         Thread-safe: the session's sync and async forms may add from different threads."""
         with self._lock:
-            new = self.history.validate(messages)
+            new = self.history.extend(messages)
             if not new:
                 return []
-            vectors = self.embedder.embed([it.content for it in new])
-            records = [self._record(it, now) for it in new]
-            self.store.put(records, vectors)
-            self.history.commit(new)  # only once the store holds them
+            try:
+                vectors = self.embedder.embed([it.content for it in new])
+                records = [self._record(it, now) for it in new]
+                self.store.put(records, vectors)
+            except BaseException:
+                # Keep the history consistent with the store: take the batch back, re-raise.
+                self.history.undo_extend()
+                raise
             self._index(records)
             self._window(new)
             self.events.emit(MessageAdded(tenant=self.tenant, session=self.session,

@@ -54,7 +54,8 @@ def render_typescript(fn: Mapping[str, Any]) -> str:
     if fn["description"]:
         lines.append(f"// {fn['description']}")
     params = fn["parameters"]
-    if isinstance(params, Mapping) and params.get("properties"):
+    if (isinstance(params, Mapping) and isinstance(params.get("properties"), Mapping)
+            and params["properties"]):
         lines.append(f"type {fn['name']} = (_: {{")
         lines.append(_properties(params, 0))
         lines.append("}) => any;")
@@ -70,10 +71,20 @@ def render_json(fn: Mapping[str, Any]) -> str:
     return json.dumps(shape, ensure_ascii=False, separators=(",", ":"), default=str)
 
 
+_MAX_DEPTH = 64  # deeper schemas render as ``any`` (validated inputs never get here)
+
+
+def _dump(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, default=str)
+
+
 def _properties(obj: Mapping[str, Any], indent: int) -> str:
-    required = set(obj.get("required") or ())
+    raw_required = obj.get("required")
+    required = ({r for r in raw_required if isinstance(r, str)}
+                if isinstance(raw_required, list) else set())
+    props = obj.get("properties")
     lines: list[str] = []
-    for name, prop in (obj.get("properties") or {}).items():
+    for name, prop in (props.items() if isinstance(props, Mapping) else ()):
         prop = prop if isinstance(prop, Mapping) else {}
         if prop.get("description"):
             lines.append(f"// {prop['description']}")
@@ -83,19 +94,23 @@ def _properties(obj: Mapping[str, Any], indent: int) -> str:
     return "\n".join(pad + line for line in lines)
 
 
-def _type(prop: Mapping[str, Any], indent: int) -> str:
+def _type(prop: Mapping[str, Any], indent: int, depth: int = 0) -> str:
+    if depth > _MAX_DEPTH or indent > 2 * _MAX_DEPTH:
+        return "any"
     if "const" in prop:
-        return json.dumps(prop["const"], ensure_ascii=False)
+        return _dump(prop["const"])
     if isinstance(prop.get("enum"), list):
-        return " | ".join(json.dumps(v, ensure_ascii=False) for v in prop["enum"]) or "never"
+        return " | ".join(_dump(v) for v in prop["enum"]) or "never"
     for key in ("anyOf", "oneOf"):
         if isinstance(prop.get(key), list):
-            return " | ".join(_type(p if isinstance(p, Mapping) else {}, indent) for p in prop[key])
+            return " | ".join(_type(p if isinstance(p, Mapping) else {}, indent, depth + 1)
+                              for p in prop[key])
     if isinstance(prop.get("$ref"), str):
         return prop["$ref"].rsplit("/", 1)[-1]
     kind = prop.get("type")
     if isinstance(kind, list):
-        return " | ".join(_type({**prop, "type": k}, indent) for k in kind)
+        return " | ".join(_type({**prop, "type": k}, indent, depth + 1) for k in kind
+                          if not isinstance(k, list))
     if kind == "string":
         return "string"
     if kind in ("number", "integer"):
@@ -103,12 +118,12 @@ def _type(prop: Mapping[str, Any], indent: int) -> str:
     if kind in ("boolean", "null"):
         return str(kind)
     if kind == "object":
-        if not prop.get("properties"):
+        if not isinstance(prop.get("properties"), Mapping) or not prop["properties"]:
             return "object"
         return "{\n" + _properties(prop, indent + 2) + "\n}"
     if kind == "array":
         items = prop.get("items")
-        return f"{_type(items, indent)}[]" if isinstance(items, Mapping) else "any[]"
+        return f"{_type(items, indent, depth + 1)}[]" if isinstance(items, Mapping) else "any[]"
     return "any"
 
 
