@@ -26,15 +26,28 @@ from loomctx.errors import (
     BudgetError,
     ConfigError,
     InputError,
+    InvalidRequestError,
     LoomctxError,
     MissingDependencyError,
     SourceError,
     StoreError,
 )
+from loomctx.events import (
+    BuildCompleted,
+    Event,
+    EventSink,
+    MessageAdded,
+    NullSink,
+    RecordingSink,
+    SessionEnded,
+    TierMoved,
+)
 from loomctx.items import ContextItem, Tier
 from loomctx.memory.importance import HeuristicImportance, ImportanceScorer
 from loomctx.memory.tiers import MemoryOptions, TieredMemory
 from loomctx.render.protocol import Layout, Rendered, Renderer
+from loomctx.render.registry import formats, register_format
+from loomctx.render.validate import check as check_request
 from loomctx.report import BuildReport, ItemReport, SourceReport
 from loomctx.retrieval.reranker import RerankWeights, UnifiedReranker
 from loomctx.retrieval.rewriter import QueryRewriter
@@ -70,6 +83,7 @@ __all__ = [
     "BPECounter",
     "BudgetError",
     "BudgetManager",
+    "BuildCompleted",
     "BuildOptions",
     "BuildReport",
     "BuildResult",
@@ -86,6 +100,8 @@ __all__ = [
     "Document",
     "Embedder",
     "EstimatingCounter",
+    "Event",
+    "EventSink",
     "ExtractiveSummarizer",
     "HFTokenizerCounter",
     "HashingEmbedder",
@@ -95,6 +111,7 @@ __all__ = [
     "ImportanceScorer",
     "InMemoryStore",
     "InputError",
+    "InvalidRequestError",
     "ItemReport",
     "KnowledgeSource",
     "L2ImportantSource",
@@ -104,15 +121,19 @@ __all__ = [
     "MemoryOptions",
     "MemoryRecord",
     "MemoryStore",
+    "MessageAdded",
     "MissingDependencyError",
     "ModelTokenizer",
+    "NullSink",
     "QueryRewriter",
+    "RecordingSink",
     "Rendered",
     "Renderer",
     "RerankWeights",
     "SQLiteStore",
     "SelectOptions",
     "Session",
+    "SessionEnded",
     "SessionState",
     "Skill",
     "SkillSource",
@@ -123,6 +144,7 @@ __all__ = [
     "Summarizer",
     "SystemPromptSource",
     "Tier",
+    "TierMoved",
     "TieredMemory",
     "TokenCounter",
     "ToolSource",
@@ -131,6 +153,9 @@ __all__ = [
     "UniversalSentenceEncoder",
     "UserInputSource",
     "__version__",
+    "check_request",
     "counter_for_model",
     "default_embedder",
+    "formats",
+    "register_format",
 ]

@@ -13,6 +13,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from loomctx.render.layout import in_order
+
 if TYPE_CHECKING:
     from loomctx.buildstate import BuildState
     from loomctx.items import ContextItem
@@ -160,8 +162,6 @@ def build_report(st: BuildState, sources: Sequence[ContextSource], rendered: Ren
                  layout: Callable[[Sequence[ContextItem]], Layout]) -> BuildReport:
     """The report of one build. Per-source totals now; item rows on first access (a 100k
     history costs nothing until someone reads them)."""
-    from loomctx.render.layout import in_order
-
     position = {id(it): n for n, it in enumerate(in_order(layout(st.included)))}
     kept = {(it.source, it.id): it for it in st.included}
     views = dict(st.views)

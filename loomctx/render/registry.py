@@ -10,16 +10,17 @@ choices and the model → default-format choice all read this table. A model's p
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import Any
 
 from loomctx.errors import ConfigError
+from loomctx.render.chat import AnthropicRenderer, OpenAIRenderer
 from loomctx.render.protocol import Renderer
+from loomctx.render.text import TemplateRenderer, TextRenderer
+from loomctx.tokens.chat import ChatCounter
 from loomctx.tokens.registry import ModelTokenizer
 
-if TYPE_CHECKING:
-    from loomctx.builder import BuildOptions
-
-RendererFactory = Callable[[ModelTokenizer, "BuildOptions"], Renderer]
+RendererFactory = Callable[[ModelTokenizer, Any], Renderer]
+"""(the model's tokenizer, the :class:`~loomctx.builder.BuildOptions`) → a renderer."""
 
 _FACTORIES: dict[str, RendererFactory] = {}
 _DEFAULT_FOR: dict[str, str] = {}
@@ -40,7 +41,7 @@ def formats() -> tuple[str, ...]:
     return tuple(_FACTORIES)
 
 
-def renderer_for(tokenizer: ModelTokenizer, options: BuildOptions) -> Renderer:
+def renderer_for(tokenizer: ModelTokenizer, options: Any) -> Renderer:
     """The renderer for ``options.format``, or for the model's provider when it is None."""
     name = options.format or _DEFAULT_FOR.get(tokenizer.provider, "openai")
     factory = _FACTORIES.get(name)
@@ -51,10 +52,6 @@ def renderer_for(tokenizer: ModelTokenizer, options: BuildOptions) -> Renderer:
 
 
 def _builtin() -> None:
-    from loomctx.render.chat import AnthropicRenderer, OpenAIRenderer
-    from loomctx.render.text import TemplateRenderer, TextRenderer
-    from loomctx.tokens.chat import ChatCounter
-
     register_format("openai", lambda tok, _o: OpenAIRenderer(ChatCounter(tok.counter, "openai")),
                     default_for="openai")
     register_format("anthropic", lambda tok, _o: AnthropicRenderer(
