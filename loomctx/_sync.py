@@ -24,7 +24,10 @@ def run_sync(coro: Coroutine[Any, Any, T], *, name: str) -> T:
     """
     try:
         asyncio.get_running_loop()
+        running = True
     except RuntimeError:
+        running = False
+    if not running:
         return _run_here(coro)
     return _bridge().submit(_run_here, coro).result()
 

@@ -130,6 +130,20 @@ class BuildResult:
         return {**self.rendered.payload, "tokens": self.tokens, "report": self.report.to_dict()}
 
 
+def _with_declared(defaults: Mapping[str, float], declared: Mapping[str, float],
+                   ) -> dict[str, float]:
+    """Default ratios with the shares sources declare; the defaults shrink in proportion when
+    the declared shares would push the sum past 1."""
+    own = sum(declared.values())
+    if own > 1.0 + 1e-9:
+        raise ConfigError(f"sources declare shares summing to {own:.3f} > 1: lower some of "
+                          f"{dict(declared)!r}")
+    rest = {k: v for k, v in defaults.items() if k not in declared}
+    room, used = 1.0 - own, sum(rest.values())
+    scale = min(1.0, room / used) if used else 1.0
+    return {**{k: v * scale for k, v in rest.items()}, **declared}
+
+
 class ContextBuilder:
     """Builds context windows from sources under one budget (the seeds' ContextOrchestrator)."""
 
@@ -151,7 +165,7 @@ class ContextBuilder:
                     if getattr(s, "share", None) is not None}
         if budget is None:
             budget = BudgetManager(window=self.tokenizer.context_window,
-                                   ratios={**DEFAULT_RATIOS, **declared})
+                                   ratios=_with_declared(DEFAULT_RATIOS, declared))
         elif declared:
             budget = replace(budget, ratios={**declared, **budget.ratios})
         self.budget = budget
@@ -310,20 +324,21 @@ class ContextBuilder:
         stable = 0
         to_rank: dict[str, list[ContextItem]] = {}
         seen: set[str] = set()
-        for src in self.sources:
-            if is_history(src):
-                continue
+        names = [s.name for s in self.sources if not is_history(s)]
+        names += [n for n in st.candidates if n not in names and not any(
+            s.name == n for s in self.sources)]  # a turn's input when no source takes it
+        for name in names:
             kept = []
-            for it in st.candidates.get(src.name, []):
+            for it in st.candidates.get(name, []):
                 if opts.dedup and it.kind != "message":
                     if it.fingerprint in seen:
                         st.reasons[it.id] = "duplicate"
                         continue
                     seen.add(it.fingerprint)
                 kept.append(per_build(it))
-            to_rank[src.name] = kept
+            to_rank[name] = kept
             if st.turn:  # what the prefix needs before the history: pinned and stable parts
-                share = st.allocation.share(src.name)
+                share = st.allocation.share(name)
                 stable += sum(self._measure(it) for it in kept if it.pinned)
                 stable += min(share, sum(self._measure(it) for it in kept
                                          if not it.pinned and it.kind in STABLE_KINDS))
