@@ -260,6 +260,7 @@ def test_budget_order_pairs_pins_and_single_system_prompt(
     # without cuts (huge min_fragment) the tail ends at a whole unit and room is often left
     builder = make_builder(history, tools, docs, model=model, fmt=fmt,
                            min_fragment=64 if cut else 1_000_000)
+    budget = min(budget, builder.tokenizer.context_window or budget)  # past it is refused
     try:
         result = builder.build_sync(query, max_tokens=budget, now=NOW)
     except BudgetError as exc:

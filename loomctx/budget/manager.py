@@ -86,7 +86,8 @@ class BudgetManager:
     """Splits a window into per-source shares (the seeds' BudgetManager)."""
 
     window: int | None = None
-    """Model context window in tokens (None when ``max_tokens`` is given to ``allocate``)."""
+    """Model context window in tokens (None when unknown; then ``allocate`` needs
+    ``max_tokens``). When known, a ``max_tokens`` above it is refused."""
     reserve: float = DEFAULT_RESERVE
     """Share of the window kept for the model's output, 0 <= reserve < 1."""
     ratios: Mapping[str, float] = field(default_factory=lambda: dict(DEFAULT_RATIOS))
@@ -95,17 +96,29 @@ class BudgetManager:
     """Floors and ceilings per source name."""
 
     def __post_init__(self) -> None:
-        if self.window is not None and (not isinstance(self.window, int) or self.window <= 0):
+        if self.window is not None and (isinstance(self.window, bool)
+                                        or not isinstance(self.window, int) or self.window <= 0):
             raise ConfigError(f"window must be a positive int, got {self.window!r}")
-        if not (0 <= self.reserve < 1):
+        if isinstance(self.reserve, bool) or not (
+                isinstance(self.reserve, (int, float)) and 0 <= self.reserve < 1):
             raise ConfigError(f"reserve must be in [0, 1), got {self.reserve!r}")
         _check_ratios(self.ratios)
 
     def available(self, max_tokens: int | None = None) -> int:
-        """Tokens for the input context: ``max_tokens`` or window × (1 − reserve)."""
+        """Tokens for the input context: ``max_tokens`` or window × (1 − reserve).
+
+        A ``max_tokens`` past the known window raises :class:`ConfigError`: a request that big
+        would be refused by the provider, so it is refused here, naming both numbers.
+        """
         if max_tokens is not None:
-            if not isinstance(max_tokens, int) or max_tokens <= 0:
+            if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens <= 0:
                 raise ConfigError(f"max_tokens must be a positive int, got {max_tokens!r}")
+            if self.window is not None and max_tokens > self.window:
+                raise ConfigError(
+                    f"max_tokens {max_tokens} is larger than the model's context window of "
+                    f"{self.window} tokens: pass max_tokens <= {self.window} (leaving room "
+                    "for the reply), or build with the window and a reserve instead"
+                )
             return max_tokens
         if self.window is None:
             raise ConfigError("no budget: pass max_tokens=N or set BudgetManager(window=N)")

@@ -9,15 +9,16 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from loomctx._jsonl import json_lines
-from loomctx.budget.manager import BudgetManager
+from loomctx._jsonl import clean_text, json_lines, loads, read_text
+from loomctx.budget.manager import DEFAULT_RESERVE, BudgetManager
 from loomctx.builder import BuildOptions, BuildResult, ContextBuilder
 from loomctx.errors import ConfigError, InputError
 from loomctx.sources.history import HistorySource
 from loomctx.sources.knowledge import KnowledgeSource
-from loomctx.sources.messages import validate_history
+from loomctx.sources.messages import HistoryState, validate_history
 from loomctx.sources.static import SystemPromptSource, UserInputSource
 from loomctx.sources.tools import ToolSource
+from loomctx.tokens.registry import counter_for_model
 
 
 def _read_numbered(path: Path) -> list[tuple[int, dict[str, Any]]]:
@@ -38,32 +39,23 @@ def read_jsonl(path: Path) -> list[dict[str, Any]]:
 
 
 def _read_history(path: Path) -> list[dict[str, Any]]:
-    """Messages checked line by line, so an error names the file line (blank lines count)."""
-    numbered = _read_numbered(path)
-    open_calls: dict[str, str] = {}
-    seen: set[str] = set()
-    for n, obj in numbered:
-        validate_history([obj], origin=str(path), start=n - 1, open_calls=open_calls,
-                         seen_ids=seen)
-    return [obj for _, obj in numbered]
+    """Messages checked (and repaired) line by line, so an error names the file line (blank
+    lines count)."""
+    state = HistoryState()
+    return [msg for n, obj in _read_numbered(path)
+            for msg in validate_history([obj], origin=str(path), start=n - 1, state=state)]
 
 
 def _read_text(path: Path, what: str) -> str:
-    try:
-        return path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"cannot read the {what} file: {exc}", where=str(path)) from exc
+    return read_text(path, what)
 
 
 def _read_tools(path: Path) -> list[dict[str, Any]]:
-    try:
-        data = json.loads(_read_text(path, "tools"))
-    except json.JSONDecodeError as exc:
-        raise InputError(f"malformed JSON ({exc.msg}) at line {exc.lineno}: the tools file is "
-                         "a JSON list of tool definitions", where=str(path)) from None
+    data = loads(_read_text(path, "tools"), where=str(path), label="malformed JSON",
+                 hint=": the tools file is a JSON list of tool definitions")
     if not isinstance(data, list):
-        raise InputError("the tools file must hold a JSON list of tool definitions",
-                         where=str(path))
+        raise InputError("the tools file must hold a JSON list of tool definitions, got a "
+                         f"JSON {type(data).__name__}", where=str(path))
     return data
 
 
@@ -84,7 +76,8 @@ def add_build_parser(sub: Any) -> None:
     p.add_argument("--fallback-encoding", help="encoding for an unknown model, e.g. cl100k_base")
     p.add_argument("--max-tokens", type=int, help="hard cap on the rendered input context")
     p.add_argument("--window", type=int, help="context window (with --reserve)")
-    p.add_argument("--reserve", type=float, default=0.10, help="output reserve share")
+    p.add_argument("--reserve", type=float, default=None,
+                   help=f"output reserve share, with --window (default {DEFAULT_RESERVE})")
     p.add_argument("--format", choices=("openai", "anthropic", "text", "minimal"),
                    help="output format (default: the model's provider)")
     p.add_argument("--report", choices=("table", "json"), default="table")
@@ -106,12 +99,19 @@ def builder_from_args(args: argparse.Namespace,
         raise ConfigError("no budget: pass --max-tokens N or --window N [--reserve R]")
     if args.max_tokens is not None and args.window is not None:
         raise ConfigError("pass either --max-tokens or --window, not both")
+    if args.max_tokens is not None and args.reserve is not None:
+        raise ConfigError(f"--reserve {args.reserve!r} has no effect with --max-tokens (the "
+                          "budget is exactly max_tokens): drop --reserve, or use --window N "
+                          "--reserve R")
+    _check_window(args)
     history = _read_history(args.history) if args.history else []
     query = args.query
     context: dict[str, Any] = {}
     if query is None and (not history or history[-1].get("role") != "user"):
-        raise ConfigError("no --query and the history does not end with a user message: "
-                          "pass --query TEXT")
+        raise InputError("no --query and the history does not end with a user message: "
+                         "pass --query TEXT", where=str(args.history or "history"))
+    if query is not None:
+        query = clean_text(query)  # e.g. undecodable argv bytes: the same rule as messages
     # Without --query the build is a turn: its input is the history's last user message,
     # shown once with all its parts (text and images).
     sources: list[Any] = []
@@ -121,15 +121,29 @@ def builder_from_args(args: argparse.Namespace,
     sources.append(UserInputSource())
     sources.append(HistorySource(history, origin=str(args.history or "history")))
     if args.tools:
-        sources.append(ToolSource(_read_tools(args.tools)))
+        sources.append(ToolSource(_read_tools(args.tools), origin=str(args.tools)))
     if args.knowledge:
         sources.append(KnowledgeSource.from_folder(args.knowledge))
     options = BuildOptions(model=args.model, format=args.format,
                            fallback_encoding=args.fallback_encoding)
     budget = None
     if args.window is not None:
-        budget = BudgetManager(window=args.window, reserve=args.reserve)
+        reserve = DEFAULT_RESERVE if args.reserve is None else args.reserve
+        budget = BudgetManager(window=args.window, reserve=reserve)
     return ContextBuilder(sources, options=options, budget=budget), query, context
+
+
+def _check_window(args: argparse.Namespace) -> None:
+    """Refuse a ``--window`` past the model's known context window (``--max-tokens`` is
+    checked by the budget manager)."""
+    if args.window is None:
+        return
+    known = counter_for_model(args.model, fallback=args.fallback_encoding).context_window
+    if known is not None and args.window > known:
+        raise ConfigError(
+            f"--window {args.window} is larger than the context window of {args.model!r} "
+            f"({known} tokens): pass --window {known} or less"
+        )
 
 
 def run_build(args: argparse.Namespace) -> int:

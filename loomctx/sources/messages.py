@@ -147,6 +147,10 @@ def provider_message(message: Mapping[str, Any]) -> dict[str, Any]:
     return {k: message[k] for k in _PROVIDER_KEYS if k in message and message[k] is not None}
 
 
+def _a(role: str) -> str:
+    return f"an {role}" if role[0] in "aeiou" else f"a {role}"
+
+
 def _check_id(value: str, what: str, where: str) -> None:
     at = bad_text(value)
     if at is not None:
@@ -183,7 +187,7 @@ def _check_content(msg: dict[str, Any], role: str, where: str) -> None:
         raise InputError(f"content must be a string or a list of parts, got {short(content)}",
                          where=where)
     elif not (role == "assistant" and msg.get("tool_calls")):
-        raise InputError(f"a {role} message needs content (a string or a list of parts); only "
+        raise InputError(f"{_a(role)} message needs content (a string or a list of parts); only "
                          "an assistant message with tool_calls may leave it out", where=where)
 
 
@@ -314,10 +318,10 @@ def validate_history(
         if msg.get("tool_calls") in ([], None):
             msg.pop("tool_calls", None)
         elif role != "assistant":
-            raise InputError(f"a {role} message cannot carry tool_calls: only assistant "
+            raise InputError(f"{_a(role)} message cannot carry tool_calls: only assistant "
                              "messages call tools", where=where)
         if role != "tool" and msg.get("tool_call_id") is not None:
-            raise InputError(f"a {role} message cannot carry tool_call_id: only tool messages "
+            raise InputError(f"{_a(role)} message cannot carry tool_call_id: only tool messages "
                              "answer calls", where=where)
         _check_content(msg, role, where)
         if role == "tool":

@@ -16,7 +16,9 @@ from loomctx.budget.manager import (
     BudgetManager,
     Limit,
 )
+from loomctx.builder import BuildOptions, ContextBuilder
 from loomctx.errors import ConfigError
+from loomctx.sources.static import UserInputSource
 
 MEMORY = ("L1_recent", "L2_important", "L4_semantic")
 
@@ -166,3 +168,19 @@ def test_adaptive_refills_a_share_the_user_lowered() -> None:
     out = AdaptiveBudgetManager(user_ratios={"L1_recent": 0.0}).ratios_for("early")
     assert out["L1_recent"] == 0.0
     assert sum(out.values()) == pytest.approx(1.0)
+
+
+def test_max_tokens_past_the_window_is_refused_naming_both_numbers() -> None:
+    manager = BudgetManager(window=128_000)
+    with pytest.raises(ConfigError) as info:
+        manager.allocate(500_000)
+    assert "500000" in str(info.value) and "128000" in str(info.value)
+    assert manager.allocate(128_000).total == 128_000  # the whole window is still allowed
+    assert BudgetManager().allocate(500_000).total == 500_000  # unknown window: no cap
+
+
+def test_the_builder_caps_max_tokens_by_the_model_window() -> None:
+    builder = ContextBuilder([UserInputSource()], options=BuildOptions(model="gpt-4"))
+    with pytest.raises(ConfigError, match="context window of 8192"):
+        builder.build_sync("hi", max_tokens=8193)
+    assert builder.build_sync("hi", max_tokens=8192).tokens <= 8192

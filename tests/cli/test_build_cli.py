@@ -164,3 +164,44 @@ def test_budget_and_query_usage_errors(tmp_path: Path,
     msg = _error(capsys, "--history", hist, "--max-tokens", 20, "--format", "anthropic",
                  "--query", "q")
     assert "raise max_tokens" in msg
+
+
+def test_budgets_past_the_model_window_are_refused(tmp_path: Path,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    hist = write_jsonl(tmp_path / "h.jsonl", OK)
+    msg = _error(capsys, "--history", hist, "--max-tokens", 500_000)
+    assert "500000" in msg and "128000" in msg
+    msg = _error(capsys, "--history", hist, "--window", 500_000)
+    assert "--window 500000" in msg and "128000" in msg
+    code, out, _ = run(capsys, "--history", hist, "--max-tokens", 128_000, "--report", "json")
+    assert code == 0 and json.loads(out)["report"]["budget"] == 128_000
+
+
+def test_reserve_next_to_max_tokens_is_an_error(tmp_path: Path,
+                                                capsys: pytest.CaptureFixture[str]) -> None:
+    hist = write_jsonl(tmp_path / "h.jsonl", OK)
+    msg = _error(capsys, "--history", hist, "--max-tokens", 300, "--reserve", 0.2)
+    assert "--reserve 0.2" in msg and "--max-tokens" in msg
+    code, out, _ = run(capsys, "--history", hist, "--window", 1000, "--report", "json")
+    assert code == 0 and json.loads(out)["report"]["budget"] == 900  # the default reserve
+
+
+def test_byte_order_marks_are_accepted(tmp_path: Path,
+                                       capsys: pytest.CaptureFixture[str]) -> None:
+    hist = tmp_path / "h.jsonl"
+    hist.write_text("\ufeff" + "\n".join(json.dumps(r) for r in OK) + "\n", encoding="utf-8")
+    system = tmp_path / "s.txt"
+    system.write_text("\ufeffYou are Atlas.", encoding="utf-8")
+    code, out, _ = run(capsys, "--history", hist, "--system", system, "--max-tokens", 500,
+                       "--report", "json")
+    assert code == 0
+    assert json.loads(out)["messages"][0] == {"role": "system", "content": "You are Atlas."}
+
+
+def test_a_call_left_unanswered_before_the_question_is_answered_as_interrupted(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    hist = write_jsonl(tmp_path / "h.jsonl", [OK[0], OK[1], OK[4]])
+    code, out, _ = run(capsys, "--history", hist, "--max-tokens", 500, "--report", "json")
+    assert code == 0
+    roles = [(m["role"], m.get("tool_call_id")) for m in json.loads(out)["messages"]]
+    assert roles == [("user", None), ("assistant", None), ("tool", "c1"), ("user", None)]
