@@ -23,6 +23,7 @@ Refused:
 
 - a role outside :data:`ROLES`; ``content`` that is not a string, a list of parts or (only for an
   assistant message with tool calls) absent/None; a ``name`` that is not a string.
+- ``content`` given as an empty list of parts;
 - a content part that is not an object or whose ``type`` is not one of :data:`PART_TYPES`
   (the error names the part index); a ``text`` part without a string ``text``; parts nested
   deeper than :data:`MAX_PART_DEPTH` or holding non-finite numbers.
@@ -182,6 +183,9 @@ def _check_content(msg: dict[str, Any], role: str, where: str) -> None:
     if isinstance(content, str):
         msg["content"] = clean_text(content)
     elif isinstance(content, list):
+        if not content:
+            raise InputError("content is an empty list of parts (providers refuse it): give a "
+                             "string or at least one part", where=where)
         msg["content"] = _check_parts(content, where)
     elif content is not None:
         raise InputError(f"content must be a string or a list of parts, got {short(content)}",
