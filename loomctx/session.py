@@ -30,7 +30,7 @@ from loomctx.sources.skills import Skill, SkillSource
 from loomctx.sources.static import SystemPromptSource, UserInputSource
 from loomctx.sources.tools import ToolSource
 from loomctx.stores.memory import InMemoryStore
-from loomctx.stores.protocol import MemoryRecord, MemoryStore
+from loomctx.stores.protocol import DEFAULT_TENANT, MemoryRecord, MemoryStore
 from loomctx.tokens.registry import counter_for_model
 
 
@@ -57,6 +57,7 @@ class Session:
         knowledge: Sequence[KnowledgeSource] = (), memory: MemoryOptions | None = None,
         options: BuildOptions | None = None, budget: BudgetManager | None = None,
         importance: ImportanceScorer | None = None, clock: Callable[[], float] = time.time,
+        tenant: str = DEFAULT_TENANT,
     ) -> None:
         self.id = id or uuid.uuid4().hex[:12]
         self.agent = agent
@@ -65,7 +66,7 @@ class Session:
         self.store = store if store is not None else InMemoryStore()
         inner = embedder if embedder is not None else default_embedder()
         self.embedder = inner if isinstance(inner, CachedEmbedder) else CachedEmbedder(
-            inner, store=self.store)
+            inner, store=self.store, tenant=tenant)
         if options is not None and model is not None and options.model != model:
             raise ConfigError(f"model={model!r} disagrees with options.model={options.model!r}:"
                               " pass one of them")
@@ -74,7 +75,7 @@ class Session:
         tokenizer = counter_for_model(opts.model, fallback=opts.fallback_encoding)
         self.memory = TieredMemory(self.store, self.embedder, tokenizer.counter,
                                    session=self.id, agent=agent, options=memory,
-                                   importance=importance)
+                                   importance=importance, tenant=tenant)
         sources: list[Any] = [SystemPromptSource(system_prompt), UserInputSource(),
                               self.memory.l1, L2ImportantSource(self.memory),
                     UnifiedRetrievalSource(self.memory, knowledge)]
@@ -165,12 +166,14 @@ class Session:
                     for r in picked]
         text = run_sync(ExtractiveSummarizer().summarize(as_items, summary_tokens,
                                                          self.memory.counter), name="end")
-        self.store.set_level([r.id for r in records if r.level in ("L1", "L2")], "L4")
+        self.store.set_level([r.id for r in records if r.level in ("L1", "L2")], "L4",
+                             scope=self.memory.scope)
         if not text:
             return None
         sid = f"{self.id}:summary"
         self.store.put([MemoryRecord(id=sid, content=text, level="L3", session=self.id,
-                                     agent=self.agent, timestamp=self.clock(),
+                                     agent=self.agent, tenant=self.memory.scope.tenant,
+                                     timestamp=self.clock(),
                                      importance=1.0, metadata={"kind": "session_summary"})],
                        self.embedder.embed([text]))
         return sid

@@ -11,5 +11,5 @@ def test_all_is_sorted_and_importable():
 
 def test_core_names_are_exported():
     for name in ("ContextBuilder", "Session", "BudgetManager", "counter_for_model",
-                 "SQLiteStore", "ContextAssembler", "BuildReport"):
+                 "SQLiteStore", "ContextAssembler", "BuildReport", "Scope"):
         assert name in loomctx.__all__

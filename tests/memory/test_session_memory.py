@@ -36,8 +36,9 @@ def test_ids_are_kept_and_nothing_is_lost_on_eviction():
     s.add_message("user", "Please remember: my dog is called Biscuit and he is 7.", id="dog",
                   timestamp=1_699_980_000)
     _fill(s)
-    assert s.store.count() == 61  # every message is in the store, whatever its tier
-    levels = {r.id: r.level for r in s.store.scan(session=s.id)}
+    # Every message is in the store, whatever its tier.
+    assert s.store.count(scope=s.memory.scope) == 61
+    levels = {r.id: r.level for r in s.store.scan(scope=s.memory.scope)}
     assert levels["dog"] in ("L2", "L4")  # evicted from L1, not dropped
     assert levels["t59"] == "L1"
     assert sum(1 for v in levels.values() if v == "L2") <= 3  # L2 overflow went to L4
@@ -94,9 +95,9 @@ def test_session_lifecycle_and_l3_summary():
     sid = s.end()
     assert s.state is SessionState.ENDED
     assert sid is not None
-    [summary] = s.store.get([sid])
+    [summary] = s.store.get([sid], scope=s.memory.scope)
     assert summary.level == "L3" and summary.agent == "agent"
-    assert all(r.level in ("L3", "L4") for r in s.store.scan(session=s.id))
+    assert all(r.level in ("L3", "L4") for r in s.store.scan(scope=s.memory.scope))
 
 
 def test_session_on_sqlite_persists(tmp_path):
@@ -106,17 +107,17 @@ def test_session_on_sqlite_persists(tmp_path):
     _fill(s, 20)
     s.store.close()
     again = SQLiteStore(path)
-    assert again.count() == 20
-    assert {r.id for r in again.scan()} == {f"t{i}" for i in range(20)}
+    assert again.count(scope=s.memory.scope) == 20
+    assert {r.id for r in again.scan(scope=s.memory.scope)} == {f"t{i}" for i in range(20)}
 
 
 def test_bad_tool_result_is_rejected_and_leaves_memory_unchanged():
     s = _session()
     _fill(s, 4)
-    before = s.store.count()
+    before = s.store.count(scope=s.memory.scope)
     with pytest.raises(ConfigError):
         s.add_messages([{"role": "tool", "tool_call_id": "nope", "content": "x"}])
-    assert s.store.count() == before
+    assert s.store.count(scope=s.memory.scope) == before
 
 
 def test_build_sync_and_build_agree():
