@@ -144,7 +144,7 @@ class MemoryStore(Protocol):
     - Every other record operation takes a ``scope`` (keyword, required) and sees exactly the
       records :meth:`Scope.covers`: nothing outside it is read, returned, counted, moved or
       deleted. With a scope wider than one session, ``get``/``delete``/``set_level`` act on every
-      covered record with a given id (one per session at most).
+      covered record with a given id (at most one per tenant, agent and session).
     - ``vectors`` given with records are stored with them; ``search_vector`` ranks by cosine.
     - ``search_lexical`` is a full-text search that handles English and Chinese. Its scores may
       use term statistics of the whole store; the records it returns are the scope's only.

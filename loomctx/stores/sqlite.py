@@ -17,7 +17,6 @@ the previous checkpoint, never the file's integrity.
 
 from __future__ import annotations
 
-import json
 import os
 import sqlite3
 import threading
@@ -29,20 +28,27 @@ from typing import Any
 import numpy as np
 
 from loomctx.errors import ConfigError, StoreError
-from loomctx.items import fingerprint
 from loomctx.stores import _records as rec
 from loomctx.stores._fts import build_query
+from loomctx.stores._sqlite_rows import (
+    COLUMNS,
+    ORDER,
+    chunks,
+    existing_pks,
+    fetch,
+    id_in,
+    retokenize,
+    scope_filter,
+    stored_scope,
+    to_record,
+    to_row,
+    where_sql,
+)
 from loomctx.stores._sqlite_schema import connect, ensure_schema
-from loomctx.stores._text import tokenize, tokenizer_id
+from loomctx.stores._text import tokenizer_id
 from loomctx.stores._vector_index import VectorIndex
 from loomctx.stores.protocol import Hit, Level, MemoryRecord, Scope
 
-_COLUMNS = (
-    'tenant, agent, session, id, content, level, role, timestamp, importance, "group", seq, '
-    "message, metadata"
-)
-_ORDER = "timestamp, seq, id, agent, session"
-_CHUNK = 500
 _PAGE = 1000
 
 
@@ -64,7 +70,7 @@ class SQLiteStore:
         self._conn: sqlite3.Connection | None = connect(target)
         try:
             ensure_schema(
-                self._conn, target=target, tokenizer_id=tokenizer_id(), tokenize_all=_retokenize
+                self._conn, target=target, tokenizer_id=tokenizer_id(), tokenize_all=retokenize
             )
         except BaseException:
             self._conn.close()
@@ -121,7 +127,7 @@ class SQLiteStore:
         with self._write(keep_index=True) as conn:
             row = conn.execute("SELECT dim FROM vectors LIMIT 1").fetchone()
             cleaned, rows = rec.prepare_put(records, vectors, row[0] if row else None)
-            old = _existing(conn, cleaned)
+            old = existing_pks(conn, cleaned)
             index = self._vectors
             if index is not None and index.contains_any(old):
                 self._vectors = index = None  # replaced vectors: reload on the next search
@@ -130,9 +136,9 @@ class SQLiteStore:
             base = conn.execute("SELECT COALESCE(MAX(pk), 0) FROM records").fetchone()[0]
             pks = list(range(base + 1, base + 1 + len(cleaned)))
             conn.executemany(
-                f"INSERT INTO records (pk, {_COLUMNS}, terms, content_hash) "
+                f"INSERT INTO records (pk, {COLUMNS}, terms, content_hash) "
                 "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                [_to_row(pk, r) for pk, r in zip(pks, cleaned, strict=True)],
+                [to_row(pk, r) for pk, r in zip(pks, cleaned, strict=True)],
             )
             if rows is not None:
                 conn.executemany(
@@ -141,26 +147,26 @@ class SQLiteStore:
                 )
             if index is not None and rows is not None:
                 # Committed below; an exception before then drops the index (see _write).
-                index.append(pks, rows, [_stored_scope(r) for r in cleaned],
+                index.append(pks, rows, [stored_scope(r) for r in cleaned],
                              [r.level for r in cleaned])
 
     def delete(self, ids: Iterable[str], *, scope: Scope) -> int:
         """Delete the scope's records with these ids, and their vectors; return how many."""
-        where, args = _scope_filter(rec.check_scope(scope))
+        where, args = scope_filter(rec.check_scope(scope))
         removed = 0
         with self._write() as conn:
-            for chunk in _chunks(rec.id_list(ids)):
-                sql = f"DELETE FROM records AS r {_where([*where, _id_in(chunk)])}"
+            for chunk in chunks(rec.id_list(ids)):
+                sql = f"DELETE FROM records AS r {where_sql([*where, id_in(chunk)])}"
                 removed += max(conn.execute(sql, [*args, *chunk]).rowcount, 0)
         return removed
 
     def set_level(self, ids: Iterable[str], level: Level, *, scope: Scope) -> None:
         """Move the scope's records with these ids to ``level``; unknown ids are ignored."""
         rec.check_level(level)
-        where, args = _scope_filter(rec.check_scope(scope))
+        where, args = scope_filter(rec.check_scope(scope))
         with self._write(keep_index=True) as conn:
-            for chunk in _chunks(rec.id_list(ids)):
-                sql = (f"UPDATE records AS r SET level = ? {_where([*where, _id_in(chunk)])} "
+            for chunk in chunks(rec.id_list(ids)):
+                sql = (f"UPDATE records AS r SET level = ? {where_sql([*where, id_in(chunk)])} "
                        "RETURNING pk")
                 pks = [row[0] for row in conn.execute(sql, [level, *args, *chunk]).fetchall()]
                 if self._vectors is not None:
@@ -170,14 +176,14 @@ class SQLiteStore:
 
     def get(self, ids: Iterable[str], *, scope: Scope) -> list[MemoryRecord]:
         """The scope's records with ``ids``, in the order asked, missing ids skipped."""
-        where, args = _scope_filter(rec.check_scope(scope))
+        where, args = scope_filter(rec.check_scope(scope))
         wanted = rec.id_list(ids)
         by_id: dict[str, list[MemoryRecord]] = defaultdict(list)
         with self._read() as conn:
-            for chunk in _chunks(wanted):
-                sql = f"SELECT {_COLUMNS} FROM records r {_where([*where, _id_in(chunk)])}"
+            for chunk in chunks(wanted):
+                sql = f"SELECT {COLUMNS} FROM records r {where_sql([*where, id_in(chunk)])}"
                 for row in conn.execute(sql, [*args, *chunk]):
-                    record = _to_record(row)
+                    record = to_record(row)
                     by_id[record.id].append(record)
         return [r for i in wanted for r in sorted(by_id.get(i, ()), key=rec.order_key)]
 
@@ -187,18 +193,18 @@ class SQLiteStore:
         Read a page at a time: a long scan holds neither the lock nor a transaction.
         """
         rec.check_level(level, optional=True)
-        where, args = _scope_filter(rec.check_scope(scope), level)
+        where, args = scope_filter(rec.check_scope(scope), level)
         return self._pages(where, args)
 
     def _pages(self, where: list[str], args: list[Any]) -> Iterator[MemoryRecord]:
         after: tuple[Any, ...] | None = None
         while True:
-            clause = [*where, f"({_ORDER}) > (?, ?, ?, ?, ?)"] if after else where
-            sql = (f"SELECT {_COLUMNS} FROM records r {_where(clause)} "
-                   f"ORDER BY {_ORDER} LIMIT {_PAGE}")
+            clause = [*where, f"({ORDER}) > (?, ?, ?, ?, ?)"] if after else where
+            sql = (f"SELECT {COLUMNS} FROM records r {where_sql(clause)} "
+                   f"ORDER BY {ORDER} LIMIT {_PAGE}")
             with self._read() as conn:
                 rows = conn.execute(sql, [*args, *(after or ())]).fetchall()
-            yield from (_to_record(row) for row in rows)
+            yield from (to_record(row) for row in rows)
             if len(rows) < _PAGE:
                 return
             last = rows[-1]
@@ -206,9 +212,10 @@ class SQLiteStore:
 
     def count(self, *, scope: Scope, level: Level | None = None) -> int:
         rec.check_level(level, optional=True)
-        where, args = _scope_filter(rec.check_scope(scope), level)
+        where, args = scope_filter(rec.check_scope(scope), level)
         with self._read() as conn:
-            row = conn.execute(f"SELECT COUNT(*) FROM records r {_where(where)}", args).fetchone()
+            sql = f"SELECT COUNT(*) FROM records r {where_sql(where)}"
+            row = conn.execute(sql, args).fetchone()
         return int(row[0])
 
     def search_lexical(
@@ -225,7 +232,7 @@ class SQLiteStore:
         rec.check_limit(limit)
         rec.check_level(level, optional=True)
         fts = build_query(rec.check_query(query))
-        where, args = _scope_filter(scope, level)
+        where, args = scope_filter(scope, level)
         wide = scope.agent is None and level is None
         want = max(4 * limit, 100)
         scores: dict[int, float] = {}
@@ -239,7 +246,7 @@ class SQLiteStore:
                     sql = (f"SELECT rowid, bm25({table}) FROM {table} WHERE {table} MATCH ? "
                            "ORDER BY 2 LIMIT ?")
                     ranked = conn.execute(sql, [expr, want]).fetchall()
-                    found.update(_fetch(conn, [pk for pk, _ in ranked if pk not in found]))
+                    found.update(fetch(conn, [pk for pk, _ in ranked if pk not in found]))
                     pairs = [(pk, s) for pk, s in ranked if scope.covers(found[pk])]
                     if len(ranked) == want and len(pairs) < want:
                         pairs = None  # other tenants took places: rank inside the scope
@@ -253,7 +260,7 @@ class SQLiteStore:
                     pairs = conn.execute(sql, [expr, *args, want]).fetchall()
                 for pk, score in pairs:
                     scores[pk] = scores.get(pk, 0.0) - score
-            found.update(_fetch(conn, [pk for pk in scores if pk not in found]))
+            found.update(fetch(conn, [pk for pk in scores if pk not in found]))
         return rec.top(((found[pk], s) for pk, s in scores.items()), limit)
 
     def search_vector(
@@ -269,7 +276,7 @@ class SQLiteStore:
             if not index.pks or not limit:
                 return []
             best = index.search(query, limit, scope, level)
-            found = _fetch(conn, [pk for pk, _ in best])
+            found = fetch(conn, [pk for pk, _ in best])
         return rec.top(((found[pk], s) for pk, s in best if pk in found), limit)
 
     def _vector_index(self, conn: sqlite3.Connection) -> VectorIndex:
@@ -289,7 +296,7 @@ class SQLiteStore:
         rec.check_tenant(tenant)
         out: dict[str, np.ndarray] = {}
         with self._read() as conn:
-            for chunk in _chunks(list(dict.fromkeys(hashes))):
+            for chunk in chunks(list(dict.fromkeys(hashes))):
                 marks = ", ".join("?" * len(chunk))
                 for key, blob in conn.execute(
                     "SELECT hash, vec FROM embedding_cache "
@@ -326,84 +333,6 @@ class SQLiteStore:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-def _scope_filter(scope: Scope, level: str | None = None) -> tuple[list[str], list[Any]]:
-    """SQL conditions (on alias ``r``) for the scope's records, and their arguments."""
-    where, args = ["r.tenant = ?"], [scope.tenant]
-    for name, value in (("agent", scope.agent), ("session", scope.session), ("level", level)):
-        if value is not None:
-            where.append(f"r.{name} = ?")
-            args.append(value)
-    return where, args
-
-
-def _where(clauses: list[str]) -> str:
-    return f"WHERE {' AND '.join(clauses)}" if clauses else ""
-
-
-def _id_in(chunk: list[str]) -> str:
-    return f"r.id IN ({', '.join('?' * len(chunk))})"
-
-
-def _chunks(items: list[Any]) -> Iterator[list[Any]]:
-    for start in range(0, len(items), _CHUNK):
-        yield items[start : start + _CHUNK]
-
-
-def _stored_scope(r: MemoryRecord) -> tuple[str, str, str]:
-    """(tenant, agent, session) as the table holds them: None is ''."""
-    return (r.tenant, r.agent or "", r.session or "")
-
-
-def _existing(conn: sqlite3.Connection, records: list[MemoryRecord]) -> list[int]:
-    """The pks of stored records with the same identity as any of ``records``."""
-    wanted: dict[str, set[tuple[str, str, str]]] = defaultdict(set)
-    for r in records:
-        tenant, agent, session = _stored_scope(r)
-        wanted[tenant].add((r.id, agent, session))
-    pks: list[int] = []
-    for tenant, keys in wanted.items():
-        for chunk in _chunks(sorted({k[0] for k in keys})):
-            sql = ("SELECT pk, id, agent, session FROM records r "
-                   f"WHERE r.tenant = ? AND {_id_in(chunk)}")
-            pks += [row[0] for row in conn.execute(sql, [tenant, *chunk]) if row[1:] in keys]
-    return pks
-
-
-def _to_row(pk: int, r: MemoryRecord) -> tuple[Any, ...]:
-    message = None if r.message is None else rec.to_json(r.message, "message", r.id)
-    return (
-        pk, *_stored_scope(r), r.id, r.content, r.level, r.role, r.timestamp, r.importance,
-        r.group, r.seq, message, rec.to_json(dict(r.metadata), "metadata", r.id),
-        " ".join(tokenize(r.content)), fingerprint(r.content),
-    )
-
-
-def _to_record(row: tuple[Any, ...]) -> MemoryRecord:
-    return MemoryRecord(
-        tenant=row[0], agent=row[1] or None, session=row[2] or None, id=row[3], content=row[4],
-        level=row[5], role=row[6], timestamp=row[7], importance=row[8], group=row[9], seq=row[10],
-        message=None if row[11] is None else json.loads(row[11]), metadata=json.loads(row[12]),
-    )
-
-
-def _fetch(conn: sqlite3.Connection, pks: list[int]) -> dict[int, MemoryRecord]:
-    """Records by ``pk``: the rows a search ranked (already restricted to a scope)."""
-    out: dict[int, MemoryRecord] = {}
-    for chunk in _chunks(pks):
-        marks = ", ".join("?" * len(chunk))
-        for row in conn.execute(f"SELECT {_COLUMNS}, pk FROM records WHERE pk IN ({marks})", chunk):
-            out[row[-1]] = _to_record(row)
-    return out
-
-
-def _retokenize(conn: sqlite3.Connection) -> None:
-    """Rebuild the terms index after the tokenizer changed (the update trigger re-indexes)."""
-    rows = conn.execute("SELECT pk, content FROM records").fetchall()
-    conn.executemany(
-        "UPDATE records SET terms = ? WHERE pk = ?", [(" ".join(tokenize(c)), pk) for pk, c in rows]
-    )
 
 
 __all__ = ["SQLiteStore"]
