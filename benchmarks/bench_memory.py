@@ -88,7 +88,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.quick:
         args.messages, args.builds = 10_000, 10
 
-    from loomctx import HashingEmbedder, MemoryOptions, Session, SQLiteStore
+    from loomctx import HashingEmbedder, MemoryOptions, Scope, Session, SQLiteStore
     from loomctx.embed import UniversalSentenceEncoder
 
     embedder = UniversalSentenceEncoder() if args.embedder == "use" else HashingEmbedder()
@@ -128,7 +128,7 @@ def main(argv: list[str] | None = None) -> int:
             times.append((time.perf_counter() - t) * 1000)
             assert r.tokens <= args.max_tokens
         file_mb = sum(f.stat().st_size for f in Path(tmp).iterdir()) / 1e6
-        stored = store.count()
+        stored = store.count(scope=Scope())
         store.close()
     times.sort()
     out = {

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
-from loomctx.stores import MemoryRecord, SQLiteStore
+from loomctx.stores import MemoryRecord, Scope, SQLiteStore
 
 _SYLLABLES = (*(c + v for c in "bcdfghjklmnprstvwxz" for v in "aeiou"), "th", "st", "ng")
 _CHINESE = (
@@ -91,7 +91,7 @@ def run(records: int, dim: int, batch: int) -> dict[str, object]:
                 [
                     MemoryRecord(
                         id=f"r{offset + i}", content=t, timestamp=float(offset + i),
-                        session=f"s{(offset + i) % 100}", seq=offset + i,
+                        agent="bench", session=f"s{(offset + i) % 100}", seq=offset + i,
                     )
                     for i, t in enumerate(texts)
                 ],
@@ -105,16 +105,21 @@ def run(records: int, dim: int, batch: int) -> dict[str, object]:
         queries = [
             " ".join(rng.choice(vocab[:2000], size=3).tolist()) for _ in range(_QUERIES - 10)
         ] + [" ".join(rng.choice(_CHINESE, size=2).tolist()) for _ in range(10)]
-        lexical_first = _timed(lambda: store.search_lexical(queries[0], limit=_LIMIT))
-        lexical = [_timed(lambda q=q: store.search_lexical(q, limit=_LIMIT)) for q in queries]
+        tenant, session = Scope(), Scope(agent="bench", session="s7")
+        lexical_first = _timed(lambda: store.search_lexical(queries[0], limit=_LIMIT, scope=tenant))
+        lexical = [
+            _timed(lambda q=q: store.search_lexical(q, limit=_LIMIT, scope=tenant)) for q in queries
+        ]
         vectors = _unit(rng, _QUERIES, dim)
-        vector_first = _timed(lambda: store.search_vector(vectors[0], limit=_LIMIT))
-        vector = [_timed(lambda v=v: store.search_vector(v, limit=_LIMIT)) for v in vectors]
+        vector_first = _timed(lambda: store.search_vector(vectors[0], limit=_LIMIT, scope=tenant))
+        vector = [
+            _timed(lambda v=v: store.search_vector(v, limit=_LIMIT, scope=tenant)) for v in vectors
+        ]
         filtered = [
-            _timed(lambda v=v: store.search_vector(v, limit=_LIMIT, session="s7"))
+            _timed(lambda v=v: store.search_vector(v, limit=_LIMIT, scope=session))
             for v in vectors
         ]
-        hits = store.search_lexical(queries[-1], limit=_LIMIT)
+        hits = store.search_lexical(queries[-1], limit=_LIMIT, scope=tenant)
         store.close()
     return {
         "records": records,

@@ -61,7 +61,7 @@ from loomctx.sources.protocol import ContextSource, SourceRequest
 from loomctx.sources.skills import Skill, SkillSource
 from loomctx.sources.static import SystemPromptSource, UserInputSource
 from loomctx.sources.tools import ToolSource
-from loomctx.stores import Hit, InMemoryStore, MemoryRecord, MemoryStore, SQLiteStore
+from loomctx.stores import Hit, InMemoryStore, MemoryRecord, MemoryStore, Scope, SQLiteStore
 from loomctx.tokens import (
     BPECounter,
     CachedCounter,
@@ -131,6 +131,7 @@ __all__ = [
     "Renderer",
     "RerankWeights",
     "SQLiteStore",
+    "Scope",
     "SelectOptions",
     "Session",
     "SessionEnded",

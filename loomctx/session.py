@@ -48,7 +48,7 @@ from loomctx.sources.skills import Skill, SkillSource
 from loomctx.sources.static import SystemPromptSource, UserInputSource
 from loomctx.sources.tools import ToolSource
 from loomctx.stores.memory import InMemoryStore
-from loomctx.stores.protocol import MemoryRecord, MemoryStore
+from loomctx.stores.protocol import DEFAULT_TENANT, MemoryRecord, MemoryStore
 from loomctx.tokens.registry import counter_for_model
 
 
@@ -62,7 +62,7 @@ class Session:
     """A conversation with tiered memory and a context builder."""
 
     def __init__(
-        self, id: str | None = None, *, agent: str = "agent", tenant: str = "default",
+        self, id: str | None = None, *, agent: str = "agent", tenant: str = DEFAULT_TENANT,
         store: MemoryStore | None = None, embedder: Embedder | None = None,
         model: str | None = None, system_prompt: str = "",
         tools: Sequence[Mapping[str, Any]] = (), skills: Sequence[Skill] = (),
@@ -80,7 +80,7 @@ class Session:
         self.store = store if store is not None else InMemoryStore()
         inner = embedder if embedder is not None else default_embedder()
         self.embedder = inner if isinstance(inner, CachedEmbedder) else CachedEmbedder(
-            inner, store=self.store)
+            inner, store=self.store, tenant=tenant)
         if options is not None and model is not None and options.model != model:
             raise ConfigError(f"model={model!r} disagrees with options.model={options.model!r}:"
                               " pass one of them")
@@ -212,12 +212,14 @@ class Session:
         return run_sync(self.end(summary_tokens=summary_tokens), name="end")
 
     def _archive(self, records: Sequence[MemoryRecord], text: str) -> str | None:
-        self.store.set_level([r.id for r in records if r.level in ("L1", "L2")], "L4")
+        self.store.set_level([r.id for r in records if r.level in ("L1", "L2")], "L4",
+                             scope=self.memory.scope)
         if not text:
             return None
         sid = f"{self.id}:summary"
         self.store.put([MemoryRecord(id=sid, content=text, level="L3", session=self.id,
-                                     agent=self.agent, timestamp=self.clock(),
+                                     agent=self.agent, tenant=self.memory.scope.tenant,
+                                     timestamp=self.clock(),
                                      importance=1.0, metadata={"kind": "session_summary"})],
                        self.embedder.embed([text]))
         return sid

@@ -5,7 +5,9 @@ turn after turn (memory items, tool descriptions, skills). :class:`CachedEmbedde
 the sha1 of the exact text, looks them up in its own LRU, then in a store's persistent cache
 (``MemoryStore.cached_vectors`` / ``cache_vectors``), and sends only what is still missing to the
 wrapped embedder, in one batch, in order. So the same text is never embedded twice, also across
-restarts when the store persists.
+restarts when the store persists. The store's cache is partitioned by tenant: a cached embedder
+reads and writes only its own tenant's entries, so one tenant cannot tell which texts another has
+embedded.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import numpy as np
 
 from loomctx.embed.protocol import Embedder
 from loomctx.errors import ConfigError, StoreError
+from loomctx.stores.protocol import DEFAULT_TENANT, check_name
 
 _log = logging.getLogger(__name__)
 
@@ -28,9 +31,13 @@ _log = logging.getLogger(__name__)
 class VectorCache(Protocol):
     """The two :class:`~loomctx.stores.protocol.MemoryStore` methods the cache needs."""
 
-    def cached_vectors(self, model: str, hashes: Sequence[str]) -> dict[str, np.ndarray]: ...
+    def cached_vectors(
+        self, model: str, hashes: Sequence[str], *, tenant: str
+    ) -> dict[str, np.ndarray]: ...
 
-    def cache_vectors(self, model: str, vectors: Mapping[str, np.ndarray]) -> None: ...
+    def cache_vectors(
+        self, model: str, vectors: Mapping[str, np.ndarray], *, tenant: str
+    ) -> None: ...
 
 
 def text_hash(text: str) -> str:
@@ -43,16 +50,20 @@ class CachedEmbedder:
 
     ``hits`` counts texts served without the inner embedder (from memory, the store, or an
     earlier copy in the same call); ``misses`` counts texts sent to it. A store that fails with
-    :class:`StoreError` is logged and bypassed: embedding still succeeds.
+    :class:`StoreError` is logged and bypassed: embedding still succeeds. ``tenant`` names the
+    partition of the store's cache this embedder uses; give each tenant its own embedder.
     """
 
     def __init__(
-        self, inner: Embedder, *, store: VectorCache | None = None, maxsize: int = 100_000
+        self, inner: Embedder, *, store: VectorCache | None = None, maxsize: int = 100_000,
+        tenant: str = DEFAULT_TENANT,
     ) -> None:
         if not isinstance(maxsize, int) or isinstance(maxsize, bool) or maxsize < 0:
             raise ConfigError(f"CachedEmbedder maxsize must be an int >= 0, got {maxsize!r}")
+        check_name(tenant, "CachedEmbedder tenant", optional=False)
         self.inner = inner
         self.store = store
+        self.tenant = tenant
         self.maxsize = maxsize
         self.name: str = inner.name
         self.dim: int = inner.dim
@@ -116,7 +127,7 @@ class CachedEmbedder:
     def _read_store(self, keys: list[str]) -> dict[str, np.ndarray]:
         assert self.store is not None
         try:
-            stored = self.store.cached_vectors(self.name, keys)
+            stored = self.store.cached_vectors(self.name, keys, tenant=self.tenant)
         except StoreError as exc:
             _log.warning("embedding cache read failed, embedding instead: %s", exc)
             return {}
@@ -131,7 +142,7 @@ class CachedEmbedder:
         if self.store is None or not vectors:
             return
         try:
-            self.store.cache_vectors(self.name, vectors)
+            self.store.cache_vectors(self.name, vectors, tenant=self.tenant)
         except StoreError as exc:
             _log.warning("embedding cache write failed, vectors kept in memory only: %s", exc)
 

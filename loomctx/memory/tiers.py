@@ -30,7 +30,7 @@ from loomctx.events import EventSink, MessageAdded, NullSink, TierMoved
 from loomctx.items import ContextItem
 from loomctx.memory.importance import HeuristicImportance, ImportanceScorer
 from loomctx.sources.history import HistorySource
-from loomctx.stores.protocol import Hit, Level, MemoryRecord, MemoryStore
+from loomctx.stores.protocol import DEFAULT_TENANT, Hit, Level, MemoryRecord, MemoryStore, Scope
 from loomctx.text.lexical import BM25Index
 from loomctx.tokens.protocol import TokenCounter
 
@@ -67,9 +67,11 @@ class TieredMemory:
         self, store: MemoryStore, embedder: Embedder, counter: TokenCounter, *, session: str,
         agent: str, options: MemoryOptions | None = None,
         importance: ImportanceScorer | None = None, events: EventSink | None = None,
-        tenant: str = "default",
+        tenant: str = DEFAULT_TENANT,
     ) -> None:
         self.store = store
+        self.scope = Scope(tenant=tenant, agent=agent, session=session)
+        """The store scope of this session: every read and write of the tiers stays in it."""
         self.embedder = embedder
         self.counter = counter
         self.session = session
@@ -93,7 +95,7 @@ class TieredMemory:
 
     def _resume(self) -> None:
         """Reload a session that the store already holds (e.g. after a restart)."""
-        old = list(self.store.scan(session=self.session))
+        old = list(self.store.scan(scope=self.scope))
         if not old:
             return
         self._index(old)
@@ -119,7 +121,7 @@ class TieredMemory:
     def _set_level(self, ids: Sequence[str], level: Level,
                    importance: Mapping[str, float] | None = None) -> None:
         """Move records in the store and in this view (with their importance, when given)."""
-        self.store.set_level(ids, level)
+        self.store.set_level(ids, level, scope=self.scope)
         for i in ids:
             r = self.records.get(i)
             if r is not None:
@@ -171,7 +173,8 @@ class TieredMemory:
         return MemoryRecord(
             id=it.id, content=it.content, level="L1", role=it.role,
             timestamp=it.timestamp if it.timestamp is not None else now, session=self.session,
-            agent=self.agent, group=it.group, seq=it.seq, message=it.message,
+            agent=self.agent, tenant=self.scope.tenant, group=it.group, seq=it.seq,
+            message=it.message,
         )
 
     def _evict(self, now: float) -> None:

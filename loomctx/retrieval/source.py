@@ -18,7 +18,7 @@ from loomctx.retrieval.reranker import Candidate, UnifiedReranker
 from loomctx.retrieval.rewriter import QueryRewriter
 from loomctx.sources.knowledge import KnowledgeSource
 from loomctx.sources.protocol import SourceRequest
-from loomctx.stores.protocol import Hit, MemoryRecord
+from loomctx.stores.protocol import Hit, MemoryRecord, Scope
 
 MAX_RECALL = 256
 
@@ -49,7 +49,11 @@ class L2ImportantSource:
 
 
 class UnifiedRetrievalSource:
-    """Hybrid recall (lexical + dense) from memory and knowledge, one reranker."""
+    """Hybrid recall (lexical + dense) from memory and knowledge, one reranker.
+
+    ``scope="session"`` recalls this session's memories; ``"global"`` every session's of the
+    session's tenant (never another tenant's).
+    """
 
     def __init__(
         self, memory: TieredMemory, knowledge: Sequence[KnowledgeSource] = (), *,
@@ -74,7 +78,8 @@ class UnifiedRetrievalSource:
         query = request.query
         expanded = self.rewriter.rewrite(query, self.memory.recent_texts(self.rewriter.last_n))
         store = self.memory.store
-        session = self.memory.session if self.scope == "session" else None
+        tenant_wide = Scope(tenant=self.memory.scope.tenant)
+        where = self.memory.scope if self.scope == "session" else tenant_wide
         # Recall enough to fill the whole build if retrieval wins the leftover (~16 tokens a
         # memory at least), never fewer than recall_limit.
         limit = max(self.recall_limit, min(MAX_RECALL, request.total // 16))
@@ -89,13 +94,13 @@ class UnifiedRetrievalSource:
         mem = self.memory
 
         def lexical_search(text: str) -> list[Hit]:
-            if session is not None:  # this session: the in-process index
+            if self.scope == "session":  # this session: the in-process index
                 return mem.search_lexical(text, limit)
-            return store.search_lexical(text, limit=limit)
+            return store.search_lexical(text, limit=limit, scope=where)
 
         memory_recall = asyncio.gather(
             asyncio.to_thread(lexical_search, query),
-            asyncio.to_thread(store.search_vector, qvec, limit=limit, session=session),
+            asyncio.to_thread(store.search_vector, qvec, limit=limit, scope=where),
             asyncio.to_thread(lexical_search, expanded) if expanded != query else nothing(),
         )
         knowledge_recall = asyncio.gather(*(k.collect(request) for k in self.knowledge))

@@ -5,7 +5,8 @@ everywhere (``ConfigError`` naming the bad value) and a failing ``put`` has noth
 Normalisation is documented behaviour, not an accident of one backend:
 
 - lone surrogates (``"\\ud800"``, text cut from UTF-16 halfway) in text fields become U+FFFD, so a
-  row can always be encoded as UTF-8; ids must not contain them (an id is never rewritten);
+  row can always be encoded as UTF-8; ids and scope fields (tenant, agent, session) must not
+  contain them (identity is never rewritten);
 - ``message`` and ``metadata`` are copied through strict JSON, so what ``get`` returns is a plain
   JSON value and later changes to the caller's dicts do not reach the store;
 - vectors are stored as float32 and scaled to unit length.
@@ -24,7 +25,10 @@ from typing import Any, get_args
 import numpy as np
 
 from loomctx.errors import ConfigError
-from loomctx.stores.protocol import Level, MemoryRecord
+from loomctx.stores.protocol import Hit, Level, MemoryRecord, Scope, check_name, check_scope_fields
+
+Key = tuple[str, str | None, str | None, str]
+"""A record's identity: (tenant, agent, session, id)."""
 
 LEVELS: frozenset[str] = frozenset(get_args(Level))
 _SURROGATE_RE = re.compile("[\ud800-\udfff]")
@@ -54,6 +58,30 @@ def check_id(record_id: object) -> str:
     if _SURROGATE_RE.search(record_id):
         raise ConfigError(f"record id {record_id!r} contains lone surrogates; use valid Unicode")
     return record_id
+
+
+def key(record: MemoryRecord) -> Key:
+    return (record.tenant, record.agent, record.session, record.id)
+
+
+def order_key(record: MemoryRecord) -> tuple[float, int, str, str, str]:
+    """The ``scan`` order: (timestamp, seq, id), then agent and session with None first."""
+    return (record.timestamp, record.seq, record.id, record.agent or "", record.session or "")
+
+
+def check_scope(scope: object) -> Scope:
+    if not isinstance(scope, Scope):
+        raise ConfigError(
+            f"scope must be a loomctx Scope, got {scope!r}; "
+            "pass scope=Scope(tenant=..., agent=..., session=...)"
+        )
+    return scope
+
+
+def check_tenant(tenant: object) -> str:
+    name = check_name(tenant, "tenant", optional=False)
+    assert name is not None
+    return name
 
 
 def id_list(ids: object) -> list[str]:
@@ -91,6 +119,7 @@ def _clean_record(record: object) -> MemoryRecord:
     if not isinstance(record, MemoryRecord):
         raise ConfigError(f"put() takes MemoryRecord objects, got {record!r}")
     rid = check_id(record.id)
+    check_scope_fields(record.tenant, record.agent, record.session, f"record {rid!r}")
     if not isinstance(record.content, str):
         raise ConfigError(f"record {rid!r}: content must be a str, got {record.content!r}")
     check_level(record.level)
@@ -115,8 +144,6 @@ def _clean_record(record: object) -> MemoryRecord:
         record,
         content=clean_text(record.content),
         role=_optional_text(record.role, "role", rid),
-        session=_optional_text(record.session, "session", rid),
-        agent=_optional_text(record.agent, "agent", rid),
         group=_optional_text(record.group, "group", rid),
         timestamp=float(record.timestamp),
         importance=float(record.importance),
@@ -151,13 +178,15 @@ def prepare_put(
     if isinstance(records, (str, bytes, MemoryRecord)) or not isinstance(records, Sequence):
         raise ConfigError(f"put() takes a sequence of MemoryRecord, got {records!r}")
     cleaned = [_clean_record(r) for r in records]
-    seen: set[str] = set()
+    seen: set[Key] = set()
     for record in cleaned:
-        if record.id in seen:
+        if key(record) in seen:
             raise ConfigError(
-                f"duplicate record id {record.id!r} in one put() call; ids must differ"
+                f"duplicate record id {record.id!r} in one scope in one put() call "
+                f"(tenant={record.tenant!r}, agent={record.agent!r}, session={record.session!r});"
+                " ids must differ within a scope"
             )
-        seen.add(record.id)
+        seen.add(key(record))
     if vectors is None:
         return cleaned, None
     rows = unit_rows(vectors, "vectors")
@@ -201,21 +230,31 @@ def check_model(model: object) -> str:
     return model
 
 
-def top(scored: Iterable[tuple[str, float]], limit: int) -> list[tuple[str, float]]:
-    """The ``limit`` best (id, score) pairs, best first; ties ordered by id (deterministic)."""
-    return heapq.nsmallest(limit, scored, key=lambda pair: (-pair[1], pair[0]))
+def top(scored: Iterable[tuple[MemoryRecord, float]], limit: int) -> list[Hit]:
+    """The ``limit`` best hits, best first; ties ordered by (id, agent, session): deterministic."""
+    best = heapq.nsmallest(
+        limit,
+        scored,
+        key=lambda pair: (-pair[1], pair[0].id, pair[0].agent or "", pair[0].session or ""),
+    )
+    return [Hit(record, score) for record, score in best]
 
 
 __all__ = [
     "LEVELS",
+    "Key",
     "cache_rows",
     "check_id",
     "check_level",
     "check_limit",
     "check_model",
     "check_query",
+    "check_scope",
+    "check_tenant",
     "clean_text",
     "id_list",
+    "key",
+    "order_key",
     "prepare_put",
     "query_vector",
     "to_json",

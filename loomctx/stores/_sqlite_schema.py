@@ -18,19 +18,23 @@ from collections.abc import Callable
 
 from loomctx.errors import StoreError
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
-_DDL = """
+# A record's identity is (tenant, agent, session, id). SQLite treats NULLs in a UNIQUE index as
+# all distinct, so agent and session store None as '' (an empty name is refused on input).
+# The unique index leads with (tenant, id): get/delete/set_level by id use it in any scope.
+_RECORDS = """
 CREATE TABLE records (
     pk INTEGER PRIMARY KEY,
-    id TEXT NOT NULL UNIQUE,
+    tenant TEXT NOT NULL,
+    agent TEXT NOT NULL,
+    session TEXT NOT NULL,
+    id TEXT NOT NULL,
     content TEXT NOT NULL,
     terms TEXT NOT NULL,
     level TEXT NOT NULL,
     role TEXT,
     timestamp REAL NOT NULL,
-    session TEXT,
-    agent TEXT,
     importance REAL NOT NULL,
     "group" TEXT,
     seq INTEGER NOT NULL,
@@ -38,16 +42,13 @@ CREATE TABLE records (
     metadata TEXT NOT NULL,
     content_hash TEXT NOT NULL
 );
-CREATE INDEX records_order ON records (timestamp, seq, id);
-CREATE INDEX records_session ON records (session, timestamp, seq);
-CREATE INDEX records_level ON records (level);
-CREATE INDEX records_agent ON records (agent);
-CREATE VIRTUAL TABLE records_trigram USING fts5(
-    content, content='records', content_rowid='pk', tokenize='trigram'
-);
-CREATE VIRTUAL TABLE records_terms USING fts5(
-    terms, content='records', content_rowid='pk', tokenize='unicode61'
-);
+"""
+
+_RECORD_INDEXES = """
+CREATE UNIQUE INDEX records_key ON records (tenant, id, agent, session);
+CREATE INDEX records_order ON records (tenant, timestamp, seq, id, agent, session);
+CREATE INDEX records_scope ON records (tenant, agent, session, timestamp, seq, id);
+CREATE INDEX records_level ON records (tenant, level);
 CREATE TRIGGER records_ai AFTER INSERT ON records BEGIN
     INSERT INTO records_trigram (rowid, content) VALUES (new.pk, new.content);
     INSERT INTO records_terms (rowid, terms) VALUES (new.pk, new.terms);
@@ -56,6 +57,7 @@ CREATE TRIGGER records_ad AFTER DELETE ON records BEGIN
     INSERT INTO records_trigram (records_trigram, rowid, content)
         VALUES ('delete', old.pk, old.content);
     INSERT INTO records_terms (records_terms, rowid, terms) VALUES ('delete', old.pk, old.terms);
+    DELETE FROM vectors WHERE pk = old.pk;
 END;
 CREATE TRIGGER records_au AFTER UPDATE OF content, terms ON records BEGIN
     INSERT INTO records_trigram (records_trigram, rowid, content)
@@ -64,23 +66,76 @@ CREATE TRIGGER records_au AFTER UPDATE OF content, terms ON records BEGIN
     INSERT INTO records_trigram (rowid, content) VALUES (new.pk, new.content);
     INSERT INTO records_terms (rowid, terms) VALUES (new.pk, new.terms);
 END;
+"""
+
+_FTS = """
+CREATE VIRTUAL TABLE records_trigram USING fts5(
+    content, content='records', content_rowid='pk', tokenize='trigram'
+);
+CREATE VIRTUAL TABLE records_terms USING fts5(
+    terms, content='records', content_rowid='pk', tokenize='unicode61'
+);
+"""
+
+_VECTORS = """
 CREATE TABLE vectors (
-    id TEXT PRIMARY KEY,
+    pk INTEGER PRIMARY KEY,
     dim INTEGER NOT NULL,
     vec BLOB NOT NULL
 );
+"""
+
+_EMBEDDING_CACHE = """
 CREATE TABLE embedding_cache (
+    tenant TEXT NOT NULL,
     model TEXT NOT NULL,
     hash TEXT NOT NULL,
     dim INTEGER NOT NULL,
     vec BLOB NOT NULL,
-    PRIMARY KEY (model, hash)
+    PRIMARY KEY (tenant, model, hash)
 ) WITHOUT ROWID;
+"""
+
+_META = """
 CREATE TABLE meta (
     key TEXT PRIMARY KEY,
     value TEXT NOT NULL
 ) WITHOUT ROWID;
 """
+
+_DDL = _RECORDS + _FTS + _VECTORS + _EMBEDDING_CACHE + _META + _RECORD_INDEXES
+
+# Version 1 had one global id per record (``id TEXT UNIQUE``), vectors keyed by that id and one
+# embedding cache for everyone. Its rows move to the default tenant, keeping their primary keys,
+# so the full-text indexes (keyed by pk) stay valid and need no rebuild.
+_MIGRATE_1_TO_2 = (
+    "DROP TRIGGER records_ai;\nDROP TRIGGER records_ad;\nDROP TRIGGER records_au;\n"
+    + _RECORDS.replace("CREATE TABLE records", "CREATE TABLE records_v2")
+    + """
+INSERT INTO records_v2 (pk, tenant, agent, session, id, content, terms, level, role, timestamp,
+                        importance, "group", seq, message, metadata, content_hash)
+    SELECT pk, 'default', COALESCE(agent, ''), COALESCE(session, ''), id, content, terms, level,
+           role, timestamp, importance, "group", seq, message, metadata, content_hash
+    FROM records;
+"""
+    + _VECTORS.replace("CREATE TABLE vectors", "CREATE TABLE vectors_v2")
+    + """
+INSERT INTO vectors_v2 (pk, dim, vec)
+    SELECT r.pk, v.dim, v.vec FROM vectors v JOIN records r ON r.id = v.id;
+"""
+    + _EMBEDDING_CACHE.replace("CREATE TABLE embedding_cache", "CREATE TABLE embedding_cache_v2")
+    + """
+INSERT INTO embedding_cache_v2 (tenant, model, hash, dim, vec)
+    SELECT 'default', model, hash, dim, vec FROM embedding_cache;
+DROP TABLE records;
+DROP TABLE vectors;
+DROP TABLE embedding_cache;
+ALTER TABLE records_v2 RENAME TO records;
+ALTER TABLE vectors_v2 RENAME TO vectors;
+ALTER TABLE embedding_cache_v2 RENAME TO embedding_cache;
+"""
+    + _RECORD_INDEXES
+)
 
 
 def connect(target: str) -> sqlite3.Connection:
@@ -109,7 +164,11 @@ def ensure_schema(
     conn: sqlite3.Connection, *, target: str, tokenizer_id: str,
     tokenize_all: Callable[[sqlite3.Connection], None],
 ) -> None:
-    """Create the schema in a new file, refuse a newer one, re-index after a tokenizer change."""
+    """Create the schema in a new file, migrate an older one, refuse a newer one.
+
+    Also re-indexes after a tokenizer change. A migration runs in the same transaction as the
+    version check: it is complete or it never happened.
+    """
     try:
         conn.execute("BEGIN IMMEDIATE")
         try:
@@ -120,13 +179,15 @@ def ensure_schema(
                     f"up to {SCHEMA_VERSION}; upgrade loomctx to open it"
                 )
             if version == 0:
-                for statement in _statements(_DDL):
-                    conn.execute(statement)
+                _run(conn, _DDL)
                 conn.execute(
                     "INSERT INTO meta (key, value) VALUES ('tokenizer', ?)", (tokenizer_id,)
                 )
                 conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
             else:
+                if version == 1:
+                    _run(conn, _MIGRATE_1_TO_2)
+                    conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
                 row = conn.execute("SELECT value FROM meta WHERE key = 'tokenizer'").fetchone()
                 if row is None or row[0] != tokenizer_id:
                     tokenize_all(conn)
@@ -140,6 +201,11 @@ def ensure_schema(
             raise
     except sqlite3.Error as exc:
         raise StoreError(f"cannot use {target!r} as a loomctx SQLite store: {exc}") from exc
+
+
+def _run(conn: sqlite3.Connection, script: str) -> None:
+    for statement in _statements(script):
+        conn.execute(statement)
 
 
 def _statements(script: str) -> list[str]:

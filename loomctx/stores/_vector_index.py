@@ -1,8 +1,9 @@
 """An in-memory cosine index over the SQLite store's vectors, rebuilt after writes.
 
 Reading 100k blobs back from SQLite takes about a second; a matrix product over them takes tens
-of milliseconds. So the store loads every vector once into one float32 matrix, with the filter
-columns (session, level) as small integer codes, and searches that until the data changes.
+of milliseconds. So the store loads every vector once into one float32 matrix, with the scope and
+filter columns (tenant, agent, session, level) as small integer codes, and searches that until
+the data changes. Rows are named by the records' ``pk``; every search is masked to one scope.
 """
 
 from __future__ import annotations
@@ -11,9 +12,12 @@ import sqlite3
 
 import numpy as np
 
+from loomctx.stores.protocol import Scope
+
 _LEVEL_CODES = {"L1": 0, "L2": 1, "L3": 2, "L4": 3}
-_JOIN = "FROM vectors v JOIN records r ON r.id = v.id"
+_JOIN = "FROM vectors v JOIN records r ON r.pk = v.pk"
 _FETCH = 4096
+_COLUMNS = ("tenant", "agent", "session")
 
 
 class VectorIndex:
@@ -22,121 +26,131 @@ class VectorIndex:
     The store keeps it current through its own writes: new rows are appended (the buffers grow
     by doubling, so an append is amortised O(rows added)) and level changes are applied in
     place; only deletes, replacements and other connections' writes force a reload.
+    Agent and session None are coded as ``""``, as the table stores them.
     """
 
-    def __init__(self, ids: list[str], matrix: np.ndarray, sessions: np.ndarray,
-                 session_codes: dict[str | None, int], levels: np.ndarray,
-                 data_version: int) -> None:
-        self.ids = ids
-        self._matrix = matrix
-        self._sessions = sessions
-        self.session_codes = session_codes
-        self._levels = levels
-        self.data_version = data_version
-        self._rows: dict[str, int] | None = None
-
-    @property
-    def matrix(self) -> np.ndarray:
-        return self._matrix[: len(self.ids)]
-
-    @property
-    def sessions(self) -> np.ndarray:
-        return self._sessions[: len(self.ids)]
-
-    @property
-    def levels(self) -> np.ndarray:
-        return self._levels[: len(self.ids)]
+    def __init__(self, dim: int) -> None:
+        self.pks: list[int] = []
+        self.data_version = -1
+        self._dim = dim
+        self._matrix = np.empty((0, dim), dtype=np.float32)
+        self._codes: dict[str, dict[str, int]] = {c: {} for c in _COLUMNS}
+        self._scope = np.empty((0, len(_COLUMNS)), dtype=np.int32)
+        self._levels = np.empty(0, dtype=np.int8)
+        self._rows: dict[int, int] | None = None
 
     @property
     def dim(self) -> int | None:
-        return int(self._matrix.shape[1]) if self.ids else None
+        return self._dim if self.pks else None
 
-    def _row_of(self) -> dict[str, int]:
+    def _row_of(self) -> dict[int, int]:
         if self._rows is None:
-            self._rows = {i: n for n, i in enumerate(self.ids)}
+            self._rows = {pk: n for n, pk in enumerate(self.pks)}
         return self._rows
 
-    def contains_any(self, ids: list[str]) -> bool:
+    def contains_any(self, pks: list[int]) -> bool:
         rows = self._row_of()
-        return any(i in rows for i in ids)
+        return any(pk in rows for pk in pks)
 
-    def append(self, ids: list[str], vectors: np.ndarray, sessions: list[str | None],
-               levels: list[str]) -> None:
-        """Add new rows (ids not yet indexed) in place."""
-        n, k = len(self.ids), len(ids)
-        if self.ids and vectors.shape[1] != self._matrix.shape[1]:
-            raise ValueError("dimension mismatch")
-        if n + k > self._matrix.shape[0] or not self.ids:
-            cap = max(1024, 2 * (n + k))
-            dim = vectors.shape[1]
-            matrix = np.empty((cap, dim), dtype=np.float32)
-            matrix[:n] = self._matrix[:n]
-            sess = np.empty(cap, dtype=np.int32)
-            sess[:n] = self._sessions[:n]
-            lev = np.empty(cap, dtype=np.int8)
-            lev[:n] = self._levels[:n]
-            self._matrix, self._sessions, self._levels = matrix, sess, lev
+    def _code(self, column: str, value: str) -> int:
+        codes = self._codes[column]
+        return codes.setdefault(value, len(codes))
+
+    def append(self, pks: list[int], vectors: np.ndarray,
+               scopes: list[tuple[str, str, str]], levels: list[str]) -> None:
+        """Add new rows (pks not yet indexed) in place; ``scopes`` as stored (None is "")."""
+        n, k = len(self.pks), len(pks)
+        if vectors.shape[1] != self._dim:
+            if self.pks:
+                raise ValueError("dimension mismatch")
+            self._dim = vectors.shape[1]
+            self._reserve(0)
+        if n + k > self._matrix.shape[0]:
+            self._reserve(max(1024, 2 * (n + k)))
         self._matrix[n:n + k] = vectors
-        self._sessions[n:n + k] = [self.session_codes.setdefault(s, len(self.session_codes))
-                                   for s in sessions]
+        self._scope[n:n + k] = [
+            [self._code(c, v) for c, v in zip(_COLUMNS, s, strict=True)] for s in scopes
+        ]
         self._levels[n:n + k] = [_LEVEL_CODES[lv] for lv in levels]
-        self.ids.extend(ids)
+        self.pks.extend(pks)
         if self._rows is not None:
-            for j, i in enumerate(ids, n):
-                self._rows[i] = j
+            for j, pk in enumerate(pks, n):
+                self._rows[pk] = j
 
-    def set_level(self, ids: list[str], level: str) -> None:
+    def _reserve(self, cap: int) -> None:
+        """Grow (or first allocate) the buffers to ``cap`` rows, keeping the rows held."""
+        n = len(self.pks)
+        matrix = np.empty((cap, self._dim), dtype=np.float32)
+        matrix[:n] = self._matrix[:n]
+        scope = np.empty((cap, len(_COLUMNS)), dtype=np.int32)
+        scope[:n] = self._scope[:n]
+        levels = np.empty(cap, dtype=np.int8)
+        levels[:n] = self._levels[:n]
+        self._matrix, self._scope, self._levels = matrix, scope, levels
+
+    def set_level(self, pks: list[int], level: str) -> None:
         rows = self._row_of()
         code = _LEVEL_CODES[level]
-        for i in ids:
-            r = rows.get(i)
+        for pk in pks:
+            r = rows.get(pk)
             if r is not None:
                 self._levels[r] = code
 
     @classmethod
     def load(cls, conn: sqlite3.Connection, data_version: int) -> VectorIndex:
-        """Read all vectors in one snapshot, a few thousand rows at a time (no second copy)."""
+        """Read all vectors in one snapshot, a few thousand rows at a time, into exact buffers."""
         conn.execute("BEGIN")
         try:
             n, dim = conn.execute(f"SELECT COUNT(*), MAX(v.dim) {_JOIN}").fetchone()
-            matrix = np.empty((n, dim or 0), dtype=np.float32)
-            sessions = np.empty(n, dtype=np.int32)
-            levels = np.empty(n, dtype=np.int8)
-            ids: list[str] = []
-            codes: dict[str | None, int] = {}
-            cursor = conn.execute(f"SELECT v.id, v.vec, r.session, r.level {_JOIN}")
-            done = 0
+            index = cls(dim or 0)
+            index._reserve(n)
+            cursor = conn.execute(
+                f"SELECT v.pk, v.vec, r.tenant, r.agent, r.session, r.level {_JOIN}"
+            )
             while rows := cursor.fetchmany(_FETCH):
-                end = done + len(rows)
                 flat = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32)
-                matrix[done:end] = flat.reshape(len(rows), -1)
-                sessions[done:end] = [codes.setdefault(r[2], len(codes)) for r in rows]
-                levels[done:end] = [_LEVEL_CODES[r[3]] for r in rows]
-                ids.extend(r[0] for r in rows)
-                done = end
+                index.append([r[0] for r in rows], flat.reshape(len(rows), -1),
+                             [(r[2], r[3], r[4]) for r in rows], [r[5] for r in rows])
         finally:
             conn.execute("COMMIT")
-        return cls(ids, matrix, sessions, codes, levels, data_version)
+        index.data_version = data_version
+        return index
+
+    def _mask(self, scope: Scope, level: str | None) -> np.ndarray | None:
+        """Rows inside the scope (and of ``level``); None when no row can be."""
+        n = len(self.pks)
+        wanted = (scope.tenant, scope.agent, scope.session)
+        mask: np.ndarray | None = None
+        for col, (column, value) in enumerate(zip(_COLUMNS, wanted, strict=True)):
+            if value is None:
+                continue
+            code = self._codes[column].get(value)
+            if code is None:
+                return None
+            hit = self._scope[:n, col] == code
+            mask = hit if mask is None else mask & hit
+        if level is not None:
+            hit = self._levels[:n] == _LEVEL_CODES[level]
+            mask = hit if mask is None else mask & hit
+        return mask
 
     def search(
-        self, query: np.ndarray, limit: int, session: str | None, level: str | None
-    ) -> list[tuple[str, float]]:
-        """Up to ``limit`` (id, cosine) pairs among the rows that pass the filters, unordered."""
-        mask = np.ones(len(self.ids), dtype=bool)
-        if session is not None:
-            mask &= self.sessions == self.session_codes.get(session, -1)
-        if level is not None:
-            mask &= self.levels == _LEVEL_CODES[level]
+        self, query: np.ndarray, limit: int, scope: Scope, level: str | None
+    ) -> list[tuple[int, float]]:
+        """Up to ``limit`` (pk, cosine) pairs among the scope's rows, unordered."""
+        n = len(self.pks)
+        mask = self._mask(scope, level)
+        if mask is None:
+            return []
         rows = np.flatnonzero(mask)
-        if 4 * len(rows) < len(self.ids):  # a narrow filter: score only its rows
-            scores = self.matrix[rows] @ query
-        else:
-            scores = (self.matrix @ query)[rows]
+        matrix = self._matrix[:n]
+        # A narrow scope scores only its rows; a wide one avoids copying the matrix.
+        scores = matrix[rows] @ query if 4 * len(rows) < n else (matrix @ query)[rows]
         k = min(limit, len(rows))
         if k == 0:
             return []
         chosen = np.argpartition(-scores, k - 1)[:k] if k < len(rows) else range(len(rows))
-        return [(self.ids[rows[j]], float(scores[j])) for j in chosen]
+        return [(self.pks[rows[j]], float(scores[j])) for j in chosen]
 
 
 __all__ = ["VectorIndex"]

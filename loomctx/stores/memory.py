@@ -1,9 +1,11 @@
 """:class:`InMemoryStore`: the reference backend, plain dicts plus numpy.
 
 It exists for tests, short-lived agents and as the executable reading of the
-:class:`~loomctx.stores.protocol.MemoryStore` contract: lexical search is a textbook BM25 over
-:func:`loomctx.stores._text.tokenize` tokens, vector search a cosine over a matrix rebuilt lazily
-after writes. Nothing survives the process, except what the caller copies elsewhere.
+:class:`~loomctx.stores.protocol.MemoryStore` contract: records are keyed by their identity
+(tenant, agent, session, id), every read keeps only what its :class:`Scope` covers, lexical search
+is a textbook BM25 over :func:`loomctx.stores._text.tokenize` tokens, vector search a cosine over a
+matrix rebuilt lazily after writes. Nothing survives the process, except what the caller copies
+elsewhere.
 """
 
 from __future__ import annotations
@@ -19,8 +21,9 @@ import numpy as np
 
 from loomctx.errors import StoreError
 from loomctx.stores import _records as rec
+from loomctx.stores._records import Key
 from loomctx.stores._text import query_tokens, tokenize
-from loomctx.stores.protocol import Hit, Level, MemoryRecord
+from loomctx.stores.protocol import Hit, Level, MemoryRecord, Scope
 
 _K1 = 1.2
 _B = 0.75
@@ -32,96 +35,116 @@ class InMemoryStore:
     def __init__(self) -> None:
         self._lock = threading.RLock()
         self._closed = False
-        self._records: dict[str, MemoryRecord] = {}
-        self._postings: dict[str, dict[str, int]] = {}
-        self._terms: dict[str, list[str]] = {}
-        self._lengths: dict[str, int] = {}
+        self._records: dict[Key, MemoryRecord] = {}
+        self._by_id: dict[str, set[Key]] = {}
+        self._postings: dict[str, dict[Key, int]] = {}
+        self._terms: dict[Key, list[str]] = {}
+        self._lengths: dict[Key, int] = {}
         self._total_length = 0
-        self._vectors: dict[str, np.ndarray] = {}
-        self._matrix: tuple[list[str], np.ndarray] | None = None
-        self._embed_cache: dict[tuple[str, str], np.ndarray] = {}
+        self._vectors: dict[Key, np.ndarray] = {}
+        self._matrix: tuple[list[Key], np.ndarray] | None = None
+        self._embed_cache: dict[tuple[str, str, str], np.ndarray] = {}
 
     # -- writes -------------------------------------------------------------------------------
 
     def put(self, records: Sequence[MemoryRecord], vectors: np.ndarray | None = None) -> None:
-        """Store (or replace) ``records`` and their ``vectors``; all or nothing."""
+        """Store (or replace) ``records`` in their own scopes, with their ``vectors``."""
         with self._lock:
             self._check_open()
             cleaned, rows = rec.prepare_put(records, vectors, self._dim())
             # Validation is over: nothing below can fail half-way.
             for i, record in enumerate(cleaned):
-                self._remove(record.id)
-                self._records[record.id] = record
+                key = rec.key(record)
+                self._remove(key)
+                self._records[key] = record
+                self._by_id.setdefault(record.id, set()).add(key)
                 counts = Counter(tokenize(record.content))
-                self._terms[record.id] = list(counts)
+                self._terms[key] = list(counts)
                 for term, tf in counts.items():
-                    self._postings.setdefault(term, {})[record.id] = tf
+                    self._postings.setdefault(term, {})[key] = tf
                 length = sum(counts.values())
-                self._lengths[record.id] = length
+                self._lengths[key] = length
                 self._total_length += length
                 if rows is not None:
-                    self._vectors[record.id] = rows[i]
+                    self._vectors[key] = rows[i]
             self._matrix = None
 
-    def delete(self, ids: Iterable[str]) -> int:
-        """Delete the records with these ids (and their vectors); return how many existed."""
+    def delete(self, ids: Iterable[str], *, scope: Scope) -> int:
+        """Delete the scope's records with these ids (and their vectors); return how many."""
+        rec.check_scope(scope)
         with self._lock:
             self._check_open()
-            removed = sum(self._remove(i) for i in rec.id_list(ids))
+            removed = sum(self._remove(k) for k in self._keys(rec.id_list(ids), scope))
             self._matrix = None
             return removed
 
-    def set_level(self, ids: Iterable[str], level: Level) -> None:
-        """Move existing records to ``level``; unknown ids are ignored."""
+    def set_level(self, ids: Iterable[str], level: Level, *, scope: Scope) -> None:
+        """Move the scope's records with these ids to ``level``; unknown ids are ignored."""
         rec.check_level(level)
+        rec.check_scope(scope)
         with self._lock:
             self._check_open()
-            for record_id in rec.id_list(ids):
-                if record_id in self._records:
-                    self._records[record_id] = replace(self._records[record_id], level=level)
+            for key in self._keys(rec.id_list(ids), scope):
+                self._records[key] = replace(self._records[key], level=level)
 
-    def _remove(self, record_id: str) -> bool:
-        if self._records.pop(record_id, None) is None:
+    def _keys(self, ids: list[str], scope: Scope) -> list[Key]:
+        """The stored keys with these ids inside ``scope``: by asked id, then in scan order."""
+        out: list[Key] = []
+        for record_id in ids:
+            found = [self._records[k] for k in self._by_id.get(record_id, ())]
+            out += [rec.key(r) for r in sorted(found, key=rec.order_key) if scope.covers(r)]
+        return out
+
+    def _remove(self, key: Key) -> bool:
+        if self._records.pop(key, None) is None:
             return False
-        for term in self._terms.pop(record_id):
+        same_id = self._by_id[key[3]]
+        same_id.discard(key)
+        if not same_id:
+            del self._by_id[key[3]]
+        for term in self._terms.pop(key):
             posting = self._postings[term]
-            del posting[record_id]
+            del posting[key]
             if not posting:
                 del self._postings[term]
-        self._total_length -= self._lengths.pop(record_id)
-        self._vectors.pop(record_id, None)
+        self._total_length -= self._lengths.pop(key)
+        self._vectors.pop(key, None)
         return True
 
     # -- reads --------------------------------------------------------------------------------
 
-    def get(self, ids: Iterable[str]) -> list[MemoryRecord]:
-        """The stored records for ``ids``, in the order asked, missing ids skipped."""
+    def get(self, ids: Iterable[str], *, scope: Scope) -> list[MemoryRecord]:
+        """The scope's records with ``ids``, in the order asked, missing ids skipped."""
+        rec.check_scope(scope)
         with self._lock:
             self._check_open()
-            return [_copy(self._records[i]) for i in rec.id_list(ids) if i in self._records]
+            return [_copy(self._records[k]) for k in self._keys(rec.id_list(ids), scope)]
 
-    def scan(
-        self, *, session: str | None = None, level: Level | None = None, agent: str | None = None
-    ) -> Iterator[MemoryRecord]:
-        """Matching records ordered by (timestamp, seq, id)."""
+    def scan(self, *, scope: Scope, level: Level | None = None) -> Iterator[MemoryRecord]:
+        """The scope's records (of ``level``) ordered by (timestamp, seq, id, agent, session)."""
+        rec.check_scope(scope)
         rec.check_level(level, optional=True)
         with self._lock:
             self._check_open()
-            found = [r for r in self._records.values() if _matches(r, session, level, agent)]
-        found.sort(key=lambda r: (r.timestamp, r.seq, r.id))
+            found = [r for r in self._records.values() if _matches(r, scope, level)]
+        found.sort(key=rec.order_key)
         return iter([_copy(r) for r in found])
 
-    def count(self, *, session: str | None = None, level: Level | None = None) -> int:
+    def count(self, *, scope: Scope, level: Level | None = None) -> int:
+        rec.check_scope(scope)
         rec.check_level(level, optional=True)
         with self._lock:
             self._check_open()
-            return sum(_matches(r, session, level, None) for r in self._records.values())
+            return sum(_matches(r, scope, level) for r in self._records.values())
 
     def search_lexical(
-        self, query: str, *, limit: int = 20, session: str | None = None,
-        level: Level | None = None,
+        self, query: str, *, scope: Scope, limit: int = 20, level: Level | None = None
     ) -> list[Hit]:
-        """BM25 (k1=1.2, b=0.75) over query tokens; records sharing no token are not returned."""
+        """BM25 (k1=1.2, b=0.75) over query tokens; records sharing no token are not returned.
+
+        Term statistics are the whole store's (as in the SQLite backend); hits are the scope's.
+        """
+        rec.check_scope(scope)
         rec.check_limit(limit)
         rec.check_level(level, optional=True)
         terms = set(query_tokens(rec.check_query(query)))
@@ -131,23 +154,20 @@ class InMemoryStore:
             if not n or not terms or not limit:
                 return []
             avg = max(self._total_length / n, 1e-9)
-            scores: dict[str, float] = {}
+            scores: dict[Key, float] = {}
             for term in terms:
                 posting = self._postings.get(term, {})
                 idf = math.log(1.0 + (n - len(posting) + 0.5) / (len(posting) + 0.5))
-                for record_id, tf in posting.items():
-                    norm = tf + _K1 * (1 - _B + _B * self._lengths[record_id] / avg)
-                    scores[record_id] = scores.get(record_id, 0.0) + idf * tf * (_K1 + 1) / norm
-            best = rec.top(
-                ((i, s) for i, s in scores.items() if self._passes(i, session, level)), limit
-            )
-            return [Hit(_copy(self._records[i]), s) for i, s in best]
+                for key, tf in posting.items():
+                    norm = tf + _K1 * (1 - _B + _B * self._lengths[key] / avg)
+                    scores[key] = scores.get(key, 0.0) + idf * tf * (_K1 + 1) / norm
+            return self._best(scores.items(), scope, level, limit)
 
     def search_vector(
-        self, vector: np.ndarray, *, limit: int = 20, session: str | None = None,
-        level: Level | None = None,
+        self, vector: np.ndarray, *, scope: Scope, limit: int = 20, level: Level | None = None
     ) -> list[Hit]:
-        """Cosine similarity against every stored vector that passes the filters."""
+        """Cosine similarity against every stored vector of the scope (and ``level``)."""
+        rec.check_scope(scope)
         rec.check_limit(limit)
         rec.check_level(level, optional=True)
         with self._lock:
@@ -156,16 +176,19 @@ class InMemoryStore:
             if not self._vectors or not limit:
                 return []
             if self._matrix is None:
-                ids = list(self._vectors)
-                self._matrix = (ids, np.stack([self._vectors[i] for i in ids]))
-            ids, matrix = self._matrix
+                keys = list(self._vectors)
+                self._matrix = (keys, np.stack([self._vectors[k] for k in keys]))
+            keys, matrix = self._matrix
             scores = (matrix @ query).tolist()
-            pairs = zip(ids, scores, strict=True)
-            best = rec.top(((i, s) for i, s in pairs if self._passes(i, session, level)), limit)
-            return [Hit(_copy(self._records[i]), s) for i, s in best]
+            return self._best(zip(keys, scores, strict=True), scope, level, limit)
 
-    def _passes(self, record_id: str, session: str | None, level: str | None) -> bool:
-        return _matches(self._records[record_id], session, level, None)
+    def _best(
+        self, scored: Iterable[tuple[Key, float]], scope: Scope, level: Level | None, limit: int
+    ) -> list[Hit]:
+        """The ``limit`` best in-scope hits (copies), best first."""
+        records = self._records
+        passing = ((records[k], s) for k, s in scored if _matches(records[k], scope, level))
+        return [Hit(_copy(h.record), h.score) for h in rec.top(passing, limit)]
 
     def _dim(self) -> int | None:
         for vector in self._vectors.values():
@@ -174,31 +197,37 @@ class InMemoryStore:
 
     # -- embedding cache ------------------------------------------------------------------------
 
-    def cached_vectors(self, model: str, hashes: Sequence[str]) -> dict[str, np.ndarray]:
-        """The cached embeddings of ``model`` for the given content hashes that exist."""
+    def cached_vectors(
+        self, model: str, hashes: Sequence[str], *, tenant: str
+    ) -> dict[str, np.ndarray]:
+        """The tenant's cached embeddings of ``model`` for the given content hashes."""
         rec.check_model(model)
+        rec.check_tenant(tenant)
         with self._lock:
             self._check_open()
+            cache = self._embed_cache
             return {
-                h: self._embed_cache[(model, h)].copy()
-                for h in hashes
-                if (model, h) in self._embed_cache
+                h: cache[(tenant, model, h)].copy() for h in hashes if (tenant, model, h) in cache
             }
 
-    def cache_vectors(self, model: str, vectors: Mapping[str, np.ndarray]) -> None:
-        """Remember embeddings of ``model`` by content hash (replacing older entries)."""
+    def cache_vectors(
+        self, model: str, vectors: Mapping[str, np.ndarray], *, tenant: str
+    ) -> None:
+        """Remember the tenant's embeddings of ``model`` by content hash (replacing older ones)."""
         rec.check_model(model)
+        rec.check_tenant(tenant)
         rows = rec.cache_rows(vectors)
         with self._lock:
             self._check_open()
             for key, row in rows.items():
-                self._embed_cache[(model, key)] = row
+                self._embed_cache[(tenant, model, key)] = row
 
     def close(self) -> None:
         """Drop everything; later calls raise :class:`~loomctx.errors.StoreError`."""
         with self._lock:
             self._closed = True
             self._records.clear()
+            self._by_id.clear()
             self._postings.clear()
             self._terms.clear()
             self._vectors.clear()
@@ -216,14 +245,8 @@ class InMemoryStore:
         self.close()
 
 
-def _matches(
-    record: MemoryRecord, session: str | None, level: str | None, agent: str | None
-) -> bool:
-    return (
-        (session is None or record.session == session)
-        and (level is None or record.level == level)
-        and (agent is None or record.agent == agent)
-    )
+def _matches(record: MemoryRecord, scope: Scope, level: str | None) -> bool:
+    return scope.covers(record) and (level is None or record.level == level)
 
 
 def _copy(record: MemoryRecord) -> MemoryRecord:

@@ -11,7 +11,10 @@ A backend's test module subclasses :class:`StoreConformance` and overrides the `
             s.close()
 
 Every behaviour the protocol docstring promises is asserted here, so a new backend (PostgreSQL,
-a user's own) is correct exactly when this class passes. Needs pytest and hypothesis.
+a user's own) is correct exactly when this class passes. The scoping contract (one scope never
+reads another's records) comes from
+:class:`~loomctx.testing.store_scope_conformance.ScopeConformance`, which this class inherits.
+Needs pytest and hypothesis.
 """
 
 from __future__ import annotations
@@ -25,9 +28,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from loomctx.errors import ConfigError, StoreError
-from loomctx.stores.protocol import MemoryRecord, MemoryStore
+from loomctx.stores.protocol import MemoryRecord, MemoryStore, Scope
+from loomctx.testing.store_scope_conformance import ScopeConformance
 
 DIM = 8
+TENANT = Scope()
+"""The whole default tenant: the scope that sees every record these tests write by default."""
+AGENT = "planner"
 
 
 def unit(*values: float) -> np.ndarray:
@@ -57,7 +64,7 @@ FULL = MemoryRecord(
 )
 
 
-class StoreConformance:
+class StoreConformance(ScopeConformance):
     """Subclass and override ``store`` to run the whole MemoryStore contract on a backend."""
 
     @pytest.fixture
@@ -71,37 +78,38 @@ class StoreConformance:
 
     def test_round_trip_every_field(self, store: MemoryStore) -> None:
         store.put([FULL])
-        assert store.get(["msg-1"]) == [FULL]
+        assert store.get(["msg-1"], scope=TENANT) == [FULL]
 
     def test_get_keeps_asked_order_and_skips_missing(self, store: MemoryStore) -> None:
         store.put([rec("a"), rec("b"), rec("c")])
-        assert [r.id for r in store.get(["c", "nope", "a"])] == ["c", "a"]
-        assert store.get([]) == []
-        assert [r.id for r in store.get(["a", "a"])] == ["a"]
+        assert [r.id for r in store.get(["c", "nope", "a"], scope=TENANT)] == ["c", "a"]
+        assert store.get([], scope=TENANT) == []
+        assert [r.id for r in store.get(["a", "a"], scope=TENANT)] == ["a"]
         with pytest.raises(ConfigError, match="list of ids"):
-            store.get("a")
+            store.get("a", scope=TENANT)
 
     def test_returned_dicts_are_copies(self, store: MemoryStore) -> None:
         meta = {"k": [1]}
         store.put([rec("a", metadata=meta)])
         meta["k"].append(2)
-        got = store.get(["a"])[0]
+        got = store.get(["a"], scope=TENANT)[0]
         got.metadata["k"].append(3)  # type: ignore[index]
-        assert store.get(["a"])[0].metadata == {"k": [1]}
+        assert store.get(["a"], scope=TENANT)[0].metadata == {"k": [1]}
 
     def test_put_same_id_replaces(self, store: MemoryStore) -> None:
         store.put([rec("a", "old apples text")], np.stack([unit(1)]))
         store.put([rec("a", "new pears text", level="L1")], np.stack([unit(0, 1)]))
-        assert store.count() == 1
-        assert store.get(["a"])[0].content == "new pears text"
-        assert store.search_lexical("apples") == []
-        assert [h.record.id for h in store.search_lexical("pears")] == ["a"]
-        assert store.search_vector(unit(0, 1), limit=1)[0].score == pytest.approx(1.0, abs=1e-5)
+        assert store.count(scope=TENANT) == 1
+        assert store.get(["a"], scope=TENANT)[0].content == "new pears text"
+        assert store.search_lexical("apples", scope=TENANT) == []
+        assert [h.record.id for h in store.search_lexical("pears", scope=TENANT)] == ["a"]
+        [best] = store.search_vector(unit(0, 1), limit=1, scope=TENANT)
+        assert best.score == pytest.approx(1.0, abs=1e-5)
 
     def test_replace_without_vector_drops_old_vector(self, store: MemoryStore) -> None:
         store.put([rec("a"), rec("b")], np.stack([unit(1), unit(0, 1)]))
         store.put([rec("a")])
-        assert [h.record.id for h in store.search_vector(unit(1))] == ["b"]
+        assert [h.record.id for h in store.search_vector(unit(1), scope=TENANT)] == ["b"]
 
     @pytest.mark.parametrize(
         "bad",
@@ -117,13 +125,13 @@ class StoreConformance:
         store.put([rec("keep", "original")])
         with pytest.raises(ConfigError):
             store.put([rec("keep", "changed"), rec("new"), bad])
-        assert store.count() == 1
-        assert store.get(["keep"])[0].content == "original"
+        assert store.count(scope=TENANT) == 1
+        assert store.get(["keep"], scope=TENANT)[0].content == "original"
 
     def test_duplicate_ids_in_one_put_name_the_id(self, store: MemoryStore) -> None:
         with pytest.raises(ConfigError, match="dup-7"):
             store.put([rec("dup-7"), rec("x"), rec("dup-7")])
-        assert store.count() == 0
+        assert store.count(scope=TENANT) == 0
 
     @pytest.mark.parametrize(
         "vectors",
@@ -139,65 +147,81 @@ class StoreConformance:
     def test_bad_vectors_rejected(self, store: MemoryStore, vectors: np.ndarray) -> None:
         with pytest.raises(ConfigError):
             store.put([rec("a"), rec("b")], vectors)
-        assert store.count() == 0
+        assert store.count(scope=TENANT) == 0
 
     def test_wrong_dimension_rejected(self, store: MemoryStore) -> None:
         store.put([rec("a")], np.stack([unit(1)]))
         with pytest.raises(ConfigError, match="dimension"):
             store.put([rec("b")], np.ones((1, DIM + 1)))
         with pytest.raises(ConfigError, match="dimension"):
-            store.search_vector(np.ones(DIM + 1))
-        assert store.get(["b"]) == []
+            store.search_vector(np.ones(DIM + 1), scope=TENANT)
+        assert store.get(["b"], scope=TENANT) == []
 
     def test_lone_surrogates_become_replacement_char(self, store: MemoryStore) -> None:
-        store.put([rec("s", "bad \ud800 half", session="x\udfffy")])
-        got = store.get(["s"])[0]
+        store.put([rec("s", "bad \ud800 half", role="x\udfffy")])
+        got = store.get(["s"], scope=TENANT)[0]
         assert got.content == "bad \ufffd half"
-        assert got.session == "x\ufffdy"
-        with pytest.raises(ConfigError):
-            store.put([rec("id\ud800")])
+        assert got.role == "x\ufffdy"
+        # Identity is never rewritten: ids and scope fields with lone surrogates are refused.
+        for bad in (rec("id\ud800"), rec("t", tenant="t\ud800"),
+                    rec("a", agent="a\ud800"), rec("s", agent=AGENT, session="s\ud800")):
+            with pytest.raises(ConfigError, match="surrogate"):
+                store.put([bad])
+        assert store.count(scope=TENANT) == 1
 
     # -- delete / set_level / scan / count ----------------------------------------------------
 
     def test_delete(self, store: MemoryStore) -> None:
         vectors = np.stack([unit(1), unit(0, 1)])
         store.put([rec("a", "alpha words"), rec("b", "beta words")], vectors)
-        assert store.delete(["a", "missing"]) == 1
-        assert store.get(["a"]) == []
-        assert [h.record.id for h in store.search_lexical("words")] == ["b"]
-        assert [h.record.id for h in store.search_vector(unit(1))] == ["b"]
-        assert store.delete([]) == 0
+        assert store.delete(["a", "missing"], scope=TENANT) == 1
+        assert store.get(["a"], scope=TENANT) == []
+        assert [h.record.id for h in store.search_lexical("words", scope=TENANT)] == ["b"]
+        assert [h.record.id for h in store.search_vector(unit(1), scope=TENANT)] == ["b"]
+        assert store.delete([], scope=TENANT) == 0
 
     def test_set_level(self, store: MemoryStore) -> None:
         store.put([rec("a"), rec("b")], np.stack([unit(1), unit(0, 1)]))
-        store.set_level(["a", "missing"], "L2")
-        assert store.get(["a"])[0].level == "L2"
-        assert store.count(level="L2") == 1
-        assert [h.record.id for h in store.search_vector(unit(0, 1), level="L2")] == ["a"]
+        store.set_level(["a", "missing"], "L2", scope=TENANT)
+        assert store.get(["a"], scope=TENANT)[0].level == "L2"
+        assert store.count(level="L2", scope=TENANT) == 1
+        hits = store.search_vector(unit(0, 1), level="L2", scope=TENANT)
+        assert [h.record.id for h in hits] == ["a"]
         with pytest.raises(ConfigError):
-            store.set_level(["a"], "L7")  # type: ignore[arg-type]
+            store.set_level(["a"], "L7", scope=TENANT)  # type: ignore[arg-type]
 
     def test_scan_filters_and_order(self, store: MemoryStore) -> None:
         store.put([
-            rec("late", timestamp=20.0, session="s1"),
-            rec("tie-2", timestamp=10.0, seq=2, session="s1", agent="x"),
-            rec("tie-1", timestamp=10.0, seq=1, session="s1", level="L1"),
-            rec("other", timestamp=5.0, session="s2", agent="x"),
+            rec("late", timestamp=20.0, agent="x", session="s1"),
+            rec("tie-2", timestamp=10.0, seq=2, agent="x", session="s1"),
+            rec("tie-1", timestamp=10.0, seq=1, agent="x", session="s1", level="L1"),
+            rec("other", timestamp=5.0, agent="x", session="s2"),
+            rec("y-own", timestamp=1.0, agent="y"),
         ])
-        assert [r.id for r in store.scan()] == ["other", "tie-1", "tie-2", "late"]
-        assert [r.id for r in store.scan(session="s1")] == ["tie-1", "tie-2", "late"]
-        assert [r.id for r in store.scan(level="L1")] == ["tie-1"]
-        assert [r.id for r in store.scan(agent="x")] == ["other", "tie-2"]
-        assert [r.id for r in store.scan(session="s1", agent="x", level="L4")] == ["tie-2"]
-        assert list(store.scan(session="none")) == []
+        assert [r.id for r in store.scan(scope=TENANT)] == [
+            "y-own", "other", "tie-1", "tie-2", "late"
+        ]
+        s1 = Scope(agent="x", session="s1")
+        assert [r.id for r in store.scan(scope=s1)] == ["tie-1", "tie-2", "late"]
+        assert [r.id for r in store.scan(scope=TENANT, level="L1")] == ["tie-1"]
+        assert [r.id for r in store.scan(scope=Scope(agent="x"))] == [
+            "other", "tie-1", "tie-2", "late"
+        ]
+        assert [r.id for r in store.scan(scope=s1, level="L4")] == ["tie-2", "late"]
+        assert list(store.scan(scope=Scope(agent="x", session="none"))) == []
 
     def test_count(self, store: MemoryStore) -> None:
-        assert store.count() == 0
-        store.put([rec("a", session="s1"), rec("b", session="s1", level="L1"), rec("c")])
-        assert store.count() == 3
-        assert store.count(session="s1") == 2
-        assert store.count(session="s1", level="L1") == 1
-        assert store.count(level="L3") == 0
+        assert store.count(scope=TENANT) == 0
+        s1 = Scope(agent=AGENT, session="s1")
+        store.put([
+            rec("a", agent=AGENT, session="s1"),
+            rec("b", agent=AGENT, session="s1", level="L1"),
+            rec("c"),
+        ])
+        assert store.count(scope=TENANT) == 3
+        assert store.count(scope=s1) == 2
+        assert store.count(scope=s1, level="L1") == 1
+        assert store.count(scope=TENANT, level="L3") == 0
 
     # -- lexical search ------------------------------------------------------------------------
 
@@ -207,7 +231,7 @@ class StoreConformance:
             rec("paris", "Paris is the capital of France"),
             rec("other", "Unrelated note about databases"),
         ])
-        hits = store.search_lexical("Paris weather")
+        hits = store.search_lexical("Paris weather", scope=TENANT)
         assert [h.record.id for h in hits] == ["weather", "paris"]
         assert hits[0].score > hits[1].score > 0
 
@@ -217,35 +241,37 @@ class StoreConformance:
             rec("food", "我喜欢吃饺子"),
             rec("en", "I like hiking"),
         ])
-        assert store.search_lexical("爬山")[0].record.id == "hike"
-        assert [h.record.id for h in store.search_lexical("饺子")] == ["food"]
-        assert store.search_lexical("周末爬山")[0].record.id == "hike"
+        assert store.search_lexical("爬山", scope=TENANT)[0].record.id == "hike"
+        assert [h.record.id for h in store.search_lexical("饺子", scope=TENANT)] == ["food"]
+        assert store.search_lexical("周末爬山", scope=TENANT)[0].record.id == "hike"
 
     def test_lexical_filters_and_limit(self, store: MemoryStore) -> None:
         store.put([
-            rec(f"r{i}", f"shared keyword {i}", session=f"s{i % 2}", level="L1" if i < 3 else "L4")
+            rec(f"r{i}", f"shared keyword {i}", agent=AGENT, session=f"s{i % 2}",
+                level="L1" if i < 3 else "L4")
             for i in range(8)
         ])
-        assert len(store.search_lexical("keyword", limit=3)) == 3
-        assert store.search_lexical("keyword", limit=0) == []
-        assert {h.record.id for h in store.search_lexical("keyword", session="s1")} == {
+        s0, s1 = Scope(agent=AGENT, session="s0"), Scope(agent=AGENT, session="s1")
+        assert len(store.search_lexical("keyword", limit=3, scope=TENANT)) == 3
+        assert store.search_lexical("keyword", limit=0, scope=TENANT) == []
+        assert {h.record.id for h in store.search_lexical("keyword", scope=s1)} == {
             "r1", "r3", "r5", "r7"
         }
-        assert {h.record.id for h in store.search_lexical("keyword", level="L1")} == {
+        assert {h.record.id for h in store.search_lexical("keyword", scope=TENANT, level="L1")} == {
             "r0", "r1", "r2"
         }
-        assert {h.record.id for h in store.search_lexical("keyword", session="s0", level="L1")} == {
+        assert {h.record.id for h in store.search_lexical("keyword", scope=s0, level="L1")} == {
             "r0", "r2"
         }
         with pytest.raises(ConfigError):
-            store.search_lexical("keyword", limit=-1)
+            store.search_lexical("keyword", limit=-1, scope=TENANT)
 
     @pytest.mark.parametrize(
         "query", ['"', 'AND OR NOT "unbalanced', "NEAR(a b)", "col:value*", "^x", "", "   ", "(("]
     )
     def test_lexical_query_syntax_is_inert(self, store: MemoryStore, query: str) -> None:
         store.put([rec("a", "value of the column")])
-        assert all(h.record.id == "a" for h in store.search_lexical(query))
+        assert all(h.record.id == "a" for h in store.search_lexical(query, scope=TENANT))
 
     # -- vector search -------------------------------------------------------------------------
 
@@ -253,51 +279,59 @@ class StoreConformance:
         vectors = np.stack([unit(1, 0), unit(1, 1), unit(0, 1), unit(-1, 0)])
         store.put([rec("x"), rec("xy"), rec("y"), rec("minus-x")], vectors)
         store.put([rec("no-vector")])
-        hits = store.search_vector(unit(1, 0.1) * 7)  # not unit: the store normalises
+        hits = store.search_vector(unit(1, 0.1) * 7, scope=TENANT)  # not unit: the store normalises
         assert [h.record.id for h in hits] == ["x", "xy", "y", "minus-x"]
         expected = vectors @ unit(1, 0.1)
         assert [h.score for h in hits] == pytest.approx(sorted(expected, reverse=True), abs=1e-5)
-        assert [h.record.id for h in store.search_vector(unit(0, 1), limit=2)] == ["y", "xy"]
+        hits = store.search_vector(unit(0, 1), limit=2, scope=TENANT)
+        assert [h.record.id for h in hits] == ["y", "xy"]
 
     def test_vector_filters(self, store: MemoryStore) -> None:
         store.put(
-            [rec("a", session="s1"), rec("b", session="s2", level="L2"), rec("c", session="s2")],
+            [
+                rec("a", agent=AGENT, session="s1"),
+                rec("b", agent=AGENT, session="s2", level="L2"),
+                rec("c", agent=AGENT, session="s2"),
+            ],
             np.stack([unit(1), unit(1, 0.5), unit(0, 1)]),
         )
-        assert [h.record.id for h in store.search_vector(unit(1), session="s2")] == ["b", "c"]
-        assert [h.record.id for h in store.search_vector(unit(1), level="L2")] == ["b"]
-        assert store.search_vector(unit(1), session="s3") == []
-        assert [h.record.id for h in store.search_vector(unit(1), session="s2", level="L4")] == [
-            "c"
+        s2 = Scope(agent=AGENT, session="s2")
+        assert [h.record.id for h in store.search_vector(unit(1), scope=s2)] == ["b", "c"]
+        assert [h.record.id for h in store.search_vector(unit(1), scope=TENANT, level="L2")] == [
+            "b"
         ]
+        assert store.search_vector(unit(1), scope=Scope(agent=AGENT, session="s3")) == []
+        assert [h.record.id for h in store.search_vector(unit(1), scope=s2, level="L4")] == ["c"]
 
     def test_bad_query_vectors(self, store: MemoryStore) -> None:
         store.put([rec("a")], np.stack([unit(1)]))
         for bad in (np.full(DIM, np.nan), np.zeros(DIM)):
             with pytest.raises(ConfigError):
-                store.search_vector(bad)
+                store.search_vector(bad, scope=TENANT)
 
     def test_empty_store_searches_return_empty(self, store: MemoryStore) -> None:
-        assert store.search_lexical("anything 任何") == []
-        assert store.search_vector(unit(1)) == []
-        assert list(store.scan()) == []
-        assert store.get(["x"]) == []
+        assert store.search_lexical("anything 任何", scope=TENANT) == []
+        assert store.search_vector(unit(1), scope=TENANT) == []
+        assert list(store.scan(scope=TENANT)) == []
+        assert store.get(["x"], scope=TENANT) == []
 
     # -- embedding cache ------------------------------------------------------------------------
 
     def test_embedding_cache_round_trip(self, store: MemoryStore) -> None:
-        assert store.cached_vectors("m1", ["h1"]) == {}
-        store.cache_vectors("m1", {"h1": unit(1), "h2": np.arange(3, dtype=np.float32)})
-        got = store.cached_vectors("m1", ["h1", "h2", "h3"])
+        assert store.cached_vectors("m1", ["h1"], tenant="default") == {}
+        both = {"h1": unit(1), "h2": np.arange(3, dtype=np.float32)}
+        store.cache_vectors("m1", both, tenant="default")
+        got = store.cached_vectors("m1", ["h1", "h2", "h3"], tenant="default")
         assert set(got) == {"h1", "h2"}
         np.testing.assert_array_equal(got["h1"], unit(1))
         np.testing.assert_array_equal(got["h2"], [0, 1, 2])
         assert got["h1"].dtype == np.float32
-        assert store.cached_vectors("m2", ["h1"]) == {}
-        store.cache_vectors("m1", {"h1": unit(0, 1)})
-        np.testing.assert_array_equal(store.cached_vectors("m1", ["h1"])["h1"], unit(0, 1))
+        assert store.cached_vectors("m2", ["h1"], tenant="default") == {}
+        store.cache_vectors("m1", {"h1": unit(0, 1)}, tenant="default")
+        again = store.cached_vectors("m1", ["h1"], tenant="default")
+        np.testing.assert_array_equal(again["h1"], unit(0, 1))
         with pytest.raises(ConfigError):
-            store.cache_vectors("m1", {"h4": np.array([np.nan])})
+            store.cache_vectors("m1", {"h4": np.array([np.nan])}, tenant="default")
 
     # -- concurrency, lifecycle, invariants ---------------------------------------------------
 
@@ -311,15 +345,15 @@ class StoreConformance:
             thread.start()
         for thread in threads:
             thread.join()
-        assert store.count() == 100
-        assert len(store.search_vector(unit(1), limit=200)) == 100
+        assert store.count(scope=TENANT) == 100
+        assert len(store.search_vector(unit(1), limit=200, scope=TENANT)) == 100
 
     def test_closed_store_raises(self, store: MemoryStore) -> None:
         store.close()
         with pytest.raises(StoreError):
             store.put([rec("a")])
         with pytest.raises(StoreError):
-            store.get(["a"])
+            store.get(["a"], scope=TENANT)
 
     @settings(
         max_examples=25,
@@ -340,16 +374,18 @@ class StoreConformance:
         self, store: MemoryStore, rows: list[tuple[str, float, int]]
     ) -> None:
         records = [
-            MemoryRecord(id=f"h{i}", content=text, timestamp=ts, seq=seq, session="prop")
+            MemoryRecord(id=f"h{i}", content=text, timestamp=ts, seq=seq, agent=AGENT,
+                         session="prop")
             for i, (text, ts, seq) in enumerate(rows)
         ]
         store.put(records)
         try:
-            assert store.get([r.id for r in records]) == records
-            keys = [(r.timestamp, r.seq, r.id) for r in store.scan(session="prop")]
+            assert store.get([r.id for r in records], scope=TENANT) == records
+            scope = Scope(agent=AGENT, session="prop")
+            keys = [(r.timestamp, r.seq, r.id) for r in store.scan(scope=scope)]
             assert keys == sorted((r.timestamp, r.seq, r.id) for r in records)
         finally:
-            store.delete([r.id for r in records])
+            store.delete([r.id for r in records], scope=TENANT)
 
 
-__all__ = ["DIM", "FULL", "StoreConformance", "rec", "unit"]
+__all__ = ["AGENT", "DIM", "FULL", "TENANT", "StoreConformance", "rec", "unit"]

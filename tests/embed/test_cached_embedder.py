@@ -29,19 +29,21 @@ class DictStore:
     """A store exposing only the two embedding-cache methods, backed by a dict."""
 
     def __init__(self) -> None:
-        self.data: dict[tuple[str, str], np.ndarray] = {}
+        self.data: dict[tuple[str, str, str], np.ndarray] = {}
         self.fail = False
 
-    def cached_vectors(self, model: str, hashes: Sequence[str]) -> dict[str, np.ndarray]:
+    def cached_vectors(
+        self, model: str, hashes: Sequence[str], *, tenant: str
+    ) -> dict[str, np.ndarray]:
         if self.fail:
             raise StoreError("disk gone")
-        return {h: self.data[(model, h)] for h in hashes if (model, h) in self.data}
+        return {h: self.data[(tenant, model, h)] for h in hashes if (tenant, model, h) in self.data}
 
-    def cache_vectors(self, model: str, vectors: Mapping[str, np.ndarray]) -> None:
+    def cache_vectors(self, model: str, vectors: Mapping[str, np.ndarray], *, tenant: str) -> None:
         if self.fail:
             raise StoreError("disk gone")
         for h, v in vectors.items():
-            self.data[(model, h)] = np.array(v)
+            self.data[(tenant, model, h)] = np.array(v)
 
 
 def test_is_an_embedder_with_the_inner_identity() -> None:
@@ -79,7 +81,9 @@ def test_store_cache_survives_a_restart() -> None:
     store = DictStore()
     spy = SpyEmbedder()
     before = CachedEmbedder(spy, store=store).embed(["hello", "world"])
-    assert set(store.data) == {(spy.name, text_hash("hello")), (spy.name, text_hash("world"))}
+    assert set(store.data) == {
+        ("default", spy.name, text_hash("hello")), ("default", spy.name, text_hash("world"))
+    }
     restarted = CachedEmbedder(spy, store=store)  # a new process: empty in-process memo
     after = restarted.embed(["world", "new", "hello"])
     assert spy.calls == [["hello", "world"], ["new"]]
@@ -90,7 +94,7 @@ def test_store_cache_survives_a_restart() -> None:
 def test_store_entries_of_the_wrong_shape_are_recomputed() -> None:
     store = DictStore()
     spy = SpyEmbedder()
-    store.data[(spy.name, text_hash("bad"))] = np.ones(3)
+    store.data[("default", spy.name, text_hash("bad"))] = np.ones(3)
     vec = CachedEmbedder(spy, store=store).embed(["bad"])
     assert spy.calls == [["bad"]]
     assert vec.shape == (1, 16)
@@ -114,3 +118,16 @@ def test_text_hash_is_exact_sha1() -> None:
 def test_bad_maxsize_raises() -> None:
     with pytest.raises(ConfigError):
         CachedEmbedder(SpyEmbedder(), maxsize=-1)
+
+
+def test_each_tenant_reads_only_its_own_store_cache() -> None:
+    store = DictStore()
+    spy = SpyEmbedder()
+    CachedEmbedder(spy, store=store, tenant="acme").embed(["secret plan"])
+    other = CachedEmbedder(spy, store=store, tenant="globex")
+    other.embed(["secret plan"])  # not served from acme's entry: embedded again
+    assert spy.calls == [["secret plan"], ["secret plan"]]
+    assert (other.hits, other.misses) == (0, 1)
+    assert {key[0] for key in store.data} == {"acme", "globex"}
+    with pytest.raises(ConfigError, match="tenant"):
+        CachedEmbedder(spy, store=store, tenant="")

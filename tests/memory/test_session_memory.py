@@ -8,21 +8,20 @@ from loomctx import (
     ComponentPriority,
     ConfigError,
     ContextAssembler,
+    HashingEmbedder,
     HeuristicImportance,
     MemoryOptions,
     QueryRewriter,
+    Session,
     SessionState,
     SQLiteStore,
 )
 from loomctx.retrieval.reranker import Candidate, UnifiedReranker
 
 
-@pytest.fixture
-def small_session(make_session):
-    """``small_session(**kw)``: a session with a small L1 window and L2 cap, so eviction and
-    promotion happen within a few dozen messages."""
-    return lambda **kw: make_session(clock=lambda: 1_700_000_000.0, memory=MemoryOptions(
-        l1_max_tokens=200, l2_max_items=3), **kw)
+def _session(**kw):
+    return Session(embedder=HashingEmbedder(), model="gpt-4o", clock=lambda: 1_700_000_000.0,
+                   memory=MemoryOptions(l1_max_tokens=200, l2_max_items=3), **kw)
 
 
 def _fill(s, n=60):
@@ -32,21 +31,22 @@ def _fill(s, n=60):
                       timestamp=1_699_990_000 + i)
 
 
-def test_ids_are_kept_and_nothing_is_lost_on_eviction(small_session):
-    s = small_session()
+def test_ids_are_kept_and_nothing_is_lost_on_eviction():
+    s = _session()
     s.add_message_sync("user", "Please remember: my dog is called Biscuit and he is 7.", id="dog",
                   timestamp=1_699_980_000)
     _fill(s)
-    assert s.store.count() == 61  # every message is in the store, whatever its tier
-    levels = {r.id: r.level for r in s.store.scan(session=s.id)}
+    # Every message is in the store, whatever its tier.
+    assert s.store.count(scope=s.memory.scope) == 61
+    levels = {r.id: r.level for r in s.store.scan(scope=s.memory.scope)}
     assert levels["dog"] in ("L2", "L4")  # evicted from L1, not dropped
     assert levels["t59"] == "L1"
     assert sum(1 for v in levels.values() if v == "L2") <= 3  # L2 overflow went to L4
     assert len(s.memory.l1_ids) < 61
 
 
-def test_build_retrieves_an_evicted_fact_by_its_id(small_session):
-    s = small_session(system_prompt="Be brief.")
+def test_build_retrieves_an_evicted_fact_by_its_id():
+    s = _session(system_prompt="Be brief.")
     s.add_message_sync("user", "Please remember: my dog is called Biscuit.", id="dog")
     _fill(s)
     r = s.build_sync("What is my dog called?", max_tokens=300)
@@ -84,8 +84,8 @@ def test_reranker_dedups_and_orders():
     assert [x.id for x in out] == ["a", "c"]  # b is a duplicate of a with a lower vector
 
 
-def test_session_lifecycle_and_l3_summary(small_session):
-    s = small_session()
+def test_session_lifecycle_and_l3_summary():
+    s = _session()
     _fill(s, 10)
     s.pause()
     assert s.state is SessionState.PAUSED
@@ -95,32 +95,33 @@ def test_session_lifecycle_and_l3_summary(small_session):
     sid = s.end_sync()
     assert s.state is SessionState.ENDED
     assert sid is not None
-    [summary] = s.store.get([sid])
+    [summary] = s.store.get([sid], scope=s.memory.scope)
     assert summary.level == "L3" and summary.agent == "agent"
-    assert all(r.level in ("L3", "L4") for r in s.store.scan(session=s.id))
+    assert all(r.level in ("L3", "L4") for r in s.store.scan(scope=s.memory.scope))
 
 
-def test_session_on_sqlite_persists(make_session, tmp_path):
+def test_session_on_sqlite_persists(tmp_path):
     path = tmp_path / "mem.db"
-    s = make_session(store=SQLiteStore(path), memory=MemoryOptions(l1_max_tokens=100))
+    s = Session(store=SQLiteStore(path), embedder=HashingEmbedder(),
+                memory=MemoryOptions(l1_max_tokens=100))
     _fill(s, 20)
     s.store.close()
     again = SQLiteStore(path)
-    assert again.count() == 20
-    assert {r.id for r in again.scan()} == {f"t{i}" for i in range(20)}
+    assert again.count(scope=s.memory.scope) == 20
+    assert {r.id for r in again.scan(scope=s.memory.scope)} == {f"t{i}" for i in range(20)}
 
 
-def test_bad_tool_result_is_rejected_and_leaves_memory_unchanged(small_session):
-    s = small_session()
+def test_bad_tool_result_is_rejected_and_leaves_memory_unchanged():
+    s = _session()
     _fill(s, 4)
-    before = s.store.count()
+    before = s.store.count(scope=s.memory.scope)
     with pytest.raises(ConfigError):
         s.add_messages_sync([{"role": "tool", "tool_call_id": "nope", "content": "x"}])
-    assert s.store.count() == before
+    assert s.store.count(scope=s.memory.scope) == before
 
 
-def test_build_sync_and_build_agree(small_session):
-    s = small_session()
+def test_build_sync_and_build_agree():
+    s = _session()
     _fill(s, 12)
     a = s.build_sync("weather", max_tokens=200, now=1_700_000_000.0)
     b = asyncio.run(s.build("weather", max_tokens=200, now=1_700_000_000.0))
@@ -142,12 +143,12 @@ def test_assembler_keeps_critical_and_reports():
         asm.add_component("need", "again")
 
 
-def test_unified_retrieval_ranks_knowledge_and_memory_together(small_session):
+def test_unified_retrieval_ranks_knowledge_and_memory_together():
     from loomctx import Document, KnowledgeSource
 
     kb = KnowledgeSource([Document("policy.md", "Refunds for customs holds: a 5% goodwill "
                                                 "credit after five working days.")])
-    s = small_session(knowledge=[kb])
+    s = _session(knowledge=[kb])
     s.add_message_sync("user", "The Lyon customer asked about a refund for the customs hold.",
                   id="ask")
     _fill(s, 40)

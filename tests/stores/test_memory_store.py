@@ -7,7 +7,7 @@ from collections.abc import Iterator
 import pytest
 
 from loomctx.stores import InMemoryStore, MemoryRecord
-from loomctx.testing.store_conformance import StoreConformance
+from loomctx.testing.store_conformance import TENANT, StoreConformance
 
 
 class TestInMemoryStore(StoreConformance):
@@ -22,7 +22,7 @@ def test_bm25_prefers_rarer_terms() -> None:
     store = InMemoryStore()
     common = [MemoryRecord(id=f"c{i}", content="common words here") for i in range(5)]
     store.put([*common, MemoryRecord(id="rare", content="common words and a zebra")])
-    hits = store.search_lexical("zebra common")
+    hits = store.search_lexical("zebra common", scope=TENANT)
     assert hits[0].record.id == "rare"
     assert hits[0].score > hits[1].score
 
@@ -31,7 +31,7 @@ def test_index_forgets_replaced_and_deleted_text() -> None:
     store = InMemoryStore()
     store.put([MemoryRecord(id="a", content="zebra")])
     store.put([MemoryRecord(id="a", content="lion")])
-    store.delete(["a"])
+    store.delete(["a"], scope=TENANT)
     store.put([MemoryRecord(id="b", content="giraffe")])
-    assert store.search_lexical("zebra lion") == []
+    assert store.search_lexical("zebra lion", scope=TENANT) == []
     assert store._postings.keys() == {"giraffe"}

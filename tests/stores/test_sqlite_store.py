@@ -17,7 +17,8 @@ import pytest
 from loomctx.errors import ConfigError, StoreError
 from loomctx.stores import MemoryRecord, SQLiteStore
 from loomctx.stores._sqlite_schema import SCHEMA_VERSION
-from loomctx.testing.store_conformance import StoreConformance, rec, unit
+from loomctx.stores.protocol import Scope
+from loomctx.testing.store_conformance import AGENT, TENANT, StoreConformance, rec, unit
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -41,13 +42,13 @@ class TestSQLiteStoreOnDisk(StoreConformance):
 def test_persists_across_reopen(tmp_path: Path) -> None:
     path = tmp_path / "mem.db"
     with SQLiteStore(path) as store:
-        store.put([rec("a", "我喜欢在周末去爬山", session="s")], np.stack([unit(1)]))
-        store.cache_vectors("model", {"hash": unit(0, 1)})
+        store.put([rec("a", "我喜欢在周末去爬山", agent=AGENT, session="s")], np.stack([unit(1)]))
+        store.cache_vectors("model", {"hash": unit(0, 1)}, tenant="default")
     with SQLiteStore(str(path)) as store:
-        assert store.get(["a"])[0].content == "我喜欢在周末去爬山"
-        assert [h.record.id for h in store.search_lexical("爬山")] == ["a"]
-        assert [h.record.id for h in store.search_vector(unit(1))] == ["a"]
-        assert set(store.cached_vectors("model", ["hash"])) == {"hash"}
+        assert store.get(["a"], scope=TENANT)[0].content == "我喜欢在周末去爬山"
+        assert [h.record.id for h in store.search_lexical("爬山", scope=TENANT)] == ["a"]
+        assert [h.record.id for h in store.search_vector(unit(1), scope=TENANT)] == ["a"]
+        assert set(store.cached_vectors("model", ["hash"], tenant="default")) == {"hash"}
 
 
 def test_default_creates_nothing_on_disk(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -98,31 +99,31 @@ def test_tokenizer_change_reindexes(tmp_path: Path) -> None:
         conn.execute("UPDATE records SET terms = 'stale'")
         conn.execute("UPDATE meta SET value = 'old-tokenizer' WHERE key = 'tokenizer'")
     with SQLiteStore(path) as store:
-        assert [h.record.id for h in store.search_lexical("爬山")] == ["a"]
-        assert store.search_lexical("stale") == []
+        assert [h.record.id for h in store.search_lexical("爬山", scope=TENANT)] == ["a"]
+        assert store.search_lexical("stale", scope=TENANT) == []
 
 
 def test_short_terms_and_substrings(tmp_path: Path) -> None:
     with SQLiteStore() as store:
         store.put([rec("ai", "AI agents use embeddings"), rec("go", "go 语言 并发")])
-        assert [h.record.id for h in store.search_lexical("ai")] == ["ai"]
-        assert [h.record.id for h in store.search_lexical("embed")] == ["ai"]
-        assert [h.record.id for h in store.search_lexical("语")] == ["go"]
+        assert [h.record.id for h in store.search_lexical("ai", scope=TENANT)] == ["ai"]
+        assert [h.record.id for h in store.search_lexical("embed", scope=TENANT)] == ["ai"]
+        assert [h.record.id for h in store.search_lexical("语", scope=TENANT)] == ["go"]
 
 
 def test_huge_content_round_trips() -> None:
     text = ("large block of words 大段文字 " * 200_000)[: 5 * 1024 * 1024]
     with SQLiteStore() as store:
         store.put([rec("big", text), rec("small", "needle in a haystack")])
-        assert store.get(["big"])[0].content == text
-        assert [h.record.id for h in store.search_lexical("needle")] == ["small"]
-        assert store.search_lexical("大段文字")[0].record.id == "big"
+        assert store.get(["big"], scope=TENANT)[0].content == text
+        assert [h.record.id for h in store.search_lexical("needle", scope=TENANT)] == ["small"]
+        assert store.search_lexical("大段文字", scope=TENANT)[0].record.id == "big"
 
 
 def test_surrogates_never_corrupt_a_row(tmp_path: Path) -> None:
     with SQLiteStore(tmp_path / "s.db") as store:
         store.put([rec("s", "\udc80\ud83d tail", metadata={"k": "\ud800"})])
-        got = store.get(["s"])[0]
+        got = store.get(["s"], scope=TENANT)[0]
         assert got.content == "\ufffd\ufffd tail"
         assert got.metadata == {"k": "\ud800"}  # JSON escapes keep metadata exact
         assert store._db().execute("PRAGMA integrity_check").fetchone()[0] == "ok"
@@ -132,17 +133,18 @@ def test_vector_cache_sees_other_connections(tmp_path: Path) -> None:
     path = tmp_path / "shared.db"
     with SQLiteStore(path) as reader, SQLiteStore(path) as writer:
         writer.put([rec("a")], np.stack([unit(1)]))
-        assert [h.record.id for h in reader.search_vector(unit(1))] == ["a"]
+        assert [h.record.id for h in reader.search_vector(unit(1), scope=TENANT)] == ["a"]
         writer.put([rec("b")], np.stack([unit(1, 0.01)]))
-        writer.set_level(["a"], "L1")
-        assert [h.record.id for h in reader.search_vector(unit(1))] == ["a", "b"]
-        assert [h.record.id for h in reader.search_vector(unit(1), level="L1")] == ["a"]
+        writer.set_level(["a"], "L1", scope=TENANT)
+        assert [h.record.id for h in reader.search_vector(unit(1), scope=TENANT)] == ["a", "b"]
+        hits = reader.search_vector(unit(1), level="L1", scope=TENANT)
+        assert [h.record.id for h in hits] == ["a"]
 
 
 def test_scan_pages_through_many_rows() -> None:
     with SQLiteStore() as store:
         store.put([rec(f"r{i:05d}", timestamp=float(i % 7), seq=i) for i in range(2500)])
-        keys = [(r.timestamp, r.seq) for r in store.scan()]
+        keys = [(r.timestamp, r.seq) for r in store.scan(scope=TENANT)]
         assert len(keys) == 2500
         assert keys == sorted(keys)
 
@@ -189,11 +191,11 @@ def test_kill_mid_stream_loses_no_committed_record(tmp_path: Path) -> None:
     assert len(committed) >= 60, "writer died before writing"
     with SQLiteStore(path) as store:
         assert store._db().execute("PRAGMA integrity_check").fetchone()[0] == "ok"
-        found = {r.id for r in store.get(committed)}
+        found = {r.id for r in store.get(committed, scope=TENANT)}
         assert found == set(committed)
-        assert store.count() >= len(committed)
-        assert store.search_lexical("第5条记录")[0].record.id == "rec-5"
-        assert len(store.search_vector(np.ones(16), limit=5)) == 5
+        assert store.count(scope=TENANT) >= len(committed)
+        assert store.search_lexical("第5条记录", scope=TENANT)[0].record.id == "rec-5"
+        assert len(store.search_vector(np.ones(16), limit=5, scope=TENANT)) == 5
 
 
 @pytest.mark.parametrize(
@@ -208,17 +210,18 @@ def test_bad_input(records: list[MemoryRecord], vectors: object, match: str) -> 
     with SQLiteStore() as store:
         with pytest.raises(ConfigError, match=match):
             store.put(records, vectors)  # type: ignore[arg-type]
-        assert store.count() == 0
+        assert store.count(scope=TENANT) == 0
 
 
 def test_narrow_vector_filter_matches_full_scoring() -> None:
     rng = np.random.default_rng(3)
     vectors = rng.standard_normal((40, 8))
-    records = [rec(f"r{i:02d}", session="rare" if i % 13 == 0 else "common") for i in range(40)]
+    records = [rec(f"r{i:02d}", agent=AGENT, session="rare" if i % 13 == 0 else "common")
+               for i in range(40)]
     query = rng.standard_normal(8)
     with SQLiteStore() as store:
         store.put(records, vectors)
-        hits = store.search_vector(query, session="rare")
+        hits = store.search_vector(query, scope=Scope(agent=AGENT, session="rare"))
     unit_rows = vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
     cosines = unit_rows @ (query / np.linalg.norm(query))
     expected = sorted((i for i in range(40) if i % 13 == 0), key=lambda i: -cosines[i])
