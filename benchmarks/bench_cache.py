@@ -52,12 +52,8 @@ def _context_text(payload: dict[str, Any]) -> str:
 
 
 class LoomctxRun:
-    """A ``Session`` given each message as it happens and built before each model step.
-
-    Works with today's API (``add_message``; ``build_sync(query)`` with the last user message as
-    the query) and with the turn API (``add_message_sync``; ``build_sync()`` takes the last user
-    message as the input), detected by ``Session.add_message_sync``.
-    """
+    """A ``Session`` given each message as it happens and built before each model step with
+    the turn API (``build_sync()``: the input is the last user message, shown once)."""
 
     name = "loomctx"
 
@@ -67,19 +63,14 @@ class LoomctxRun:
         self.now = 0.0
         self.session = Session(model=MODEL, system_prompt=replay.system_prompt,
                                tools=replay.tools, embedder=embedder, clock=lambda: self.now)
-        self.turn_api = hasattr(Session, "add_message_sync")
-        self._add = getattr(self.session, "add_message_sync", None) or self.session.add_message
 
     def add(self, msg: dict[str, Any]) -> None:
         self.now = float(msg["timestamp"])
-        self._add(msg["role"], msg.get("content"),
-                  **{k: msg[k] for k in _MESSAGE_KEYS if k in msg})
+        self.session.add_message_sync(msg["role"], msg.get("content"),
+                                      **{k: msg[k] for k in _MESSAGE_KEYS if k in msg})
 
     def request(self, budget: int, last_user: str) -> tuple[dict[str, Any], int]:
-        if self.turn_api:
-            result = self.session.build_sync(max_tokens=budget)
-        else:
-            result = self.session.build_sync(last_user, max_tokens=budget)
+        result = self.session.build_sync(max_tokens=budget)
         return result.payload, result.tokens
 
     def ask(self, question: str, budget: int) -> tuple[dict[str, Any], set[str], int]:
@@ -231,7 +222,6 @@ def main(argv: list[str] | None = None) -> int:
     if unknown := set(systems) - {"loomctx", "naive"}:
         ap.error(f"unknown --systems {sorted(unknown)}: use loomctx and/or naive")
 
-    from loomctx import Session
     from loomctx.tokens.registry import counter_for_model
 
     tokenizer = counter_for_model(MODEL)
@@ -249,7 +239,7 @@ def main(argv: list[str] | None = None) -> int:
                       f"({runs[-1]['seconds']} s)", file=sys.stderr, flush=True)
     out = {
         "model": MODEL, "embedder": args.embedder if embedder is not None else None,
-        "api": "turn" if hasattr(Session, "add_message_sync") else "query",
+        "api": "turn",
         "turns": args.turns, "quick": args.quick, "notes": notes,
         "replays": [{"name": r.name, "turns": len(r.turns), "messages": len(r.messages),
                      "tokens": chat.messages(r.messages), "questions": len(r.questions)}

@@ -4,6 +4,7 @@ prompt cache warm, async forms with sync twins, concurrent builds and events."""
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 
 import pytest
@@ -87,7 +88,7 @@ def test_turns_only_append_between_compaction_steps():
     results = _replay(s, 40, 1200)
     assert _summary(results[-1])  # compaction happened
     steps = 0
-    for prev, cur in zip(results, results[1:], strict=False):
+    for prev, cur in itertools.pairwise(results):
         assert cur.tokens <= 1200
         assert check_request("openai", cur.payload) == []
         if _summary(prev) != _summary(cur):

@@ -133,51 +133,29 @@ def test_quick_run_end_to_end(tmp_path: Path) -> None:
     assert runs[("tool agent", 4000, "naive")]["min_reuse"] < 1.0
 
 
-def _recording_session(turn_api: bool) -> tuple[type, list[tuple[str, str]]]:
-    """A Session that records its calls, with or without the turn API's sync twin."""
-    from loomctx import Session
-
-    calls: list[tuple[str, str]] = []
-
-    class Recording(Session):
-        def add_message(self, role: str, content: Any = None, **kwargs: Any) -> str:
-            calls.append(("add", role))
-            return super().add_message_sync(role, content, **kwargs)
-
-        def build_sync(self, query: str = "", **kwargs: Any) -> Any:
-            calls.append(("build", query))
-            return super().build_sync(query or "current input", **kwargs)
-
-    if not turn_api:
-        return Recording, calls
-
-    class TurnRecording(Recording):
-        def add_message_sync(self, role: str, content: Any = None, **kwargs: Any) -> str:
-            calls.append(("add_sync", role))
-            return super().add_message_sync(role, content, **kwargs)
-
-    return TurnRecording, calls
-
-
-@pytest.mark.parametrize("turn_api", [False, True])
-def test_loomctx_run_uses_the_api_it_finds(
-    replays: ModuleType, monkeypatch: pytest.MonkeyPatch, turn_api: bool
+def test_loomctx_run_builds_turns_and_asks_questions(
+    replays: ModuleType, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     import loomctx
     from loomctx.testing import HashingEmbedder
 
+    calls: list[tuple[str, Any]] = []
+
+    class Recording(loomctx.Session):
+        def add_message_sync(self, role: str, content: Any = None, **kwargs: Any) -> str:
+            calls.append(("add", role))
+            return super().add_message_sync(role, content, **kwargs)
+
+        def build_sync(self, query: str | None = None, **kwargs: Any) -> Any:
+            calls.append(("build", query))
+            return super().build_sync(query, **kwargs)
+
     bench = importlib.import_module("bench_cache")
-    session_class, calls = _recording_session(turn_api)
-    monkeypatch.setattr(loomctx, "Session", session_class)
+    monkeypatch.setattr(loomctx, "Session", Recording)
     replay = replays.tool_agent(3)
     run = bench.replay_one(replay, bench.LoomctxRun(replay, HashingEmbedder()), 4000,
                            counter_for_model("gpt-4o").counter)
-    adds = [c for c in calls if c[0].startswith("add")]
-    assert len(adds) == (2 if turn_api else 1) * len(replay.messages)
-    assert (("add_sync", "user") in calls) == turn_api
+    assert len([c for c in calls if c[0] == "add"]) == len(replay.messages)
     builds = [q for kind, q in calls if kind == "build"]
-    questions = [q.text for q in replay.questions]
-    assert builds[run["builds"]:] == questions
-    users = [m["content"] for m in replay.messages if m["role"] == "user"]
-    for query in builds[: run["builds"]]:
-        assert (query == "") if turn_api else (query in users)
+    assert builds[: run["builds"]] == [None] * run["builds"]  # turn builds
+    assert builds[run["builds"]:] == [q.text for q in replay.questions]
