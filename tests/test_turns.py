@@ -110,7 +110,7 @@ def test_compacted_messages_are_reported_and_kept():
     report = results[-1].report
     compacted = [r for r in report.items if r.reason == "compacted"]
     assert compacted and not any(r.included for r in compacted)
-    assert s.store.count() == 60  # nothing is lost: every message is still stored
+    assert s.store.count(scope=s.memory.scope) == 60  # nothing is lost: every message is still stored
 
 
 def test_async_forms_and_sync_twins_agree_inside_and_outside_a_loop():
@@ -168,7 +168,7 @@ def test_events_cover_adds_tier_moves_builds_and_end():
     built = sink.of("build_completed")[0]
     assert built.session == "ev" and built.report.tokens == built.tokens <= 500
     moved = [i for e in sink.of("tier_moved") for i in e.ids]
-    assert moved and set(moved) <= {r.id for r in s.store.scan(session="ev")}
+    assert moved and set(moved) <= {r.id for r in s.store.scan(scope=s.memory.scope)}
 
 
 class _Notes:

@@ -10,14 +10,14 @@ def _open(path: Path, session_id: str, **kw: str) -> Session:
 
 
 def _history(s: Session) -> list[tuple[str, str]]:
-    return [(it.id, it.content) for it in s.memory.l1.items]
+    return [(it.id, it.content) for it in s.memory.history.items]
 
 
 def test_same_message_id_in_two_sessions_on_one_file(tmp_path: Path) -> None:
     path = tmp_path / "shared.db"
     first, second = _open(path, "alice-chat"), _open(path, "bob-chat")
-    first.add_message("user", "Where is shipment SHP-40233?", id="m1")
-    second.add_message("user", "Book a table for two tonight.", id="m1")
+    first.add_message_sync("user", "Where is shipment SHP-40233?", id="m1")
+    second.add_message_sync("user", "Book a table for two tonight.", id="m1")
     first.store.close()
     second.store.close()
 
@@ -36,9 +36,9 @@ def test_same_session_in_two_tenants_on_one_file(tmp_path: Path) -> None:
     path = tmp_path / "tenants.db"
     acme = _open(path, "chat", tenant="acme")
     globex = _open(path, "chat", tenant="globex")
-    acme.add_message("user", "acme's launch date is in March", id="m1")
-    globex.add_message("user", "globex prefers the blue logo", id="m1")
-    summary_id = acme.end()
+    acme.add_message_sync("user", "acme's launch date is in March", id="m1")
+    globex.add_message_sync("user", "globex prefers the blue logo", id="m1")
+    summary_id = acme.end_sync()
     acme.store.close()
     globex.store.close()
 
