@@ -32,7 +32,10 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 
 def short(value: Any, limit: int = 80) -> str:
     """``repr(value)`` cut to ``limit`` characters, so one bad field never floods an error."""
-    text = repr(value)
+    try:
+        text = repr(value)
+    except ValueError:  # an int past Python's digit limit
+        return f"<a number of about {value.bit_length() * 3 // 10} digits>"
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
