@@ -32,7 +32,10 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 
 def short(value: Any, limit: int = 80) -> str:
     """``repr(value)`` cut to ``limit`` characters, so one bad field never floods an error."""
-    text = repr(value)
+    try:
+        text = repr(value)
+    except ValueError:  # an int past Python's digit limit
+        return f"<a number of about {value.bit_length() * 3 // 10} digits>"
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
@@ -65,9 +68,9 @@ def check_json(value: Any, *, max_depth: int | None = None) -> str | None:
     """Why ``value`` is not plain JSON data a provider accepts, or None when it is.
 
     Walks iteratively (no recursion, whatever the depth) and reports the first of: nesting
-    beyond ``max_depth``, a non-string key, a non-finite number, a value that is not a JSON
-    type (lone surrogates are left to :func:`clean_json`). The reason names the JSON path,
-    e.g. ``$.properties.city``.
+    beyond ``max_depth``, a non-string key, a non-finite number or an integer outside 64 bits,
+    a value that is not a JSON type (lone surrogates are left to :func:`clean_json`). The
+    reason names the JSON path, e.g. ``$.properties.city``.
     """
     stack: list[tuple[Any, str, int]] = [(value, "$", 0)]
     while stack:
@@ -78,6 +81,8 @@ def check_json(value: Any, *, max_depth: int | None = None) -> str | None:
         elif isinstance(node, float):
             if not math.isfinite(node):
                 return f"the number at {path} is {node!r}, which JSON cannot carry"
+        elif isinstance(node, int) and not isinstance(node, bool) and abs(node) >= 2**63:
+            return f"the number at {path} is too large ({short(node)})"
         elif node is None or isinstance(node, (bool, int)):
             pass
         elif isinstance(node, (dict, list, tuple)):

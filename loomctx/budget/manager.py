@@ -12,6 +12,7 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from loomctx._jsonl import short
 from loomctx.errors import ConfigError
 
 # The seed defaults (percent of the available budget). Keys are the built-in source names.
@@ -27,6 +28,8 @@ DEFAULT_RATIOS: Mapping[str, float] = {
     "agent_output": 0.05,
 }
 DEFAULT_RESERVE = 0.10
+MAX_TOKENS = 1_000_000_000
+"""Largest window or max_tokens accepted (far past any model; keeps the arithmetic exact)."""
 
 PHASES = ("early", "middle", "late")
 # Which sources a phase favours (the seeds: early → retrieval, middle → recent, late → important).
@@ -97,8 +100,10 @@ class BudgetManager:
 
     def __post_init__(self) -> None:
         if self.window is not None and (isinstance(self.window, bool)
-                                        or not isinstance(self.window, int) or self.window <= 0):
-            raise ConfigError(f"window must be a positive int, got {self.window!r}")
+                                        or not isinstance(self.window, int)
+                                        or not 0 < self.window <= MAX_TOKENS):
+            raise ConfigError(f"window must be a positive int <= {MAX_TOKENS}, got "
+                              f"{short(self.window)}")
         if isinstance(self.reserve, bool) or not (
                 isinstance(self.reserve, (int, float)) and 0 <= self.reserve < 1):
             raise ConfigError(f"reserve must be in [0, 1), got {self.reserve!r}")
@@ -111,8 +116,10 @@ class BudgetManager:
         would be refused by the provider, so it is refused here, naming both numbers.
         """
         if max_tokens is not None:
-            if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens <= 0:
-                raise ConfigError(f"max_tokens must be a positive int, got {max_tokens!r}")
+            if (isinstance(max_tokens, bool) or not isinstance(max_tokens, int)
+                    or not 0 < max_tokens <= MAX_TOKENS):
+                raise ConfigError(f"max_tokens must be a positive int <= {MAX_TOKENS}, got "
+                                  f"{short(max_tokens)}")
             if self.window is not None and max_tokens > self.window:
                 raise ConfigError(
                     f"max_tokens {max_tokens} is larger than the model's context window of "
@@ -205,6 +212,7 @@ class AdaptiveBudgetManager(BudgetManager):
 __all__ = [
     "DEFAULT_RATIOS",
     "DEFAULT_RESERVE",
+    "MAX_TOKENS",
     "PHASES",
     "AdaptiveBudgetManager",
     "Allocation",

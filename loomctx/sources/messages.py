@@ -279,7 +279,8 @@ def _message_id(raw: Mapping[str, Any], index: int, where: str) -> str:
     given = raw.get("id")
     if given is None or given == "":
         return f"m{index + 1}"
-    if isinstance(given, bool) or not isinstance(given, (str, int)):
+    if isinstance(given, bool) or not isinstance(given, (str, int)) or (
+            isinstance(given, int) and abs(given) >= 2**63):
         raise InputError(f"id must be a string, got {short(given)}", where=where)
     mid = str(given)
     _check_id(mid, "id", where)

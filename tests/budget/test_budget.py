@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from loomctx.budget.manager import (
     DEFAULT_RATIOS,
+    MAX_TOKENS,
     PHASE_BOOST,
     PHASES,
     AdaptiveBudgetManager,
@@ -184,3 +185,12 @@ def test_the_builder_caps_max_tokens_by_the_model_window() -> None:
     with pytest.raises(ConfigError, match="context window of 8192"):
         builder.build_sync("hi", max_tokens=8193)
     assert builder.build_sync("hi", max_tokens=8192).tokens <= 8192
+
+
+@pytest.mark.parametrize("huge", [MAX_TOKENS + 1, 10**400, 10**5000],
+                         ids=["one-past", "400-digits", "5000-digits"])
+def test_absurd_windows_and_budgets_are_config_errors(huge: int) -> None:
+    with pytest.raises(ConfigError, match="window must be"):
+        BudgetManager(window=huge)
+    with pytest.raises(ConfigError, match="max_tokens must be"):
+        BudgetManager().allocate(huge)

@@ -219,3 +219,17 @@ def test_evicting_an_interrupted_group_forgets_it() -> None:
     assert [i.id for i in src.evict_oldest()] == ["m1"]
     assert src.interrupted_calls == {}
     assert [i.id for i in collect(src)] == ["m2"]
+
+
+@pytest.mark.parametrize("huge", [10**30, 10**5000], ids=["30-digits", "5000-digits"])
+def test_huge_numbers_from_the_python_api_are_input_errors(huge: int) -> None:
+    assert "id must be a string" in str(error([{"role": "user", "content": "x", "id": huge}]))
+    part = {"type": "image_url", "image_url": {"url": "u", "width": huge, "height": 1}}
+    assert "too large" in str(error([{"role": "user", "content": [part]}]))
+    assert "too large" in str(error([{"role": "assistant", "tool_calls": [call("c", [huge])]}]))
+    if huge > 10**400:  # beyond a float
+        with pytest.raises(InputError, match="out of range"):
+            validate_history([{"role": "user", "content": "x", "timestamp": huge}])
+    else:
+        (msg,) = validate_history([{"role": "user", "content": "x", "timestamp": huge}])
+        assert msg["timestamp"] == float(huge)
