@@ -110,7 +110,7 @@ def test_compacted_messages_are_reported_and_kept():
     report = results[-1].report
     compacted = [r for r in report.items if r.reason == "compacted"]
     assert compacted and not any(r.included for r in compacted)
-    assert s.store.count(scope=s.memory.scope) == 60  # nothing is lost: every message is still stored
+    assert s.store.count(scope=s.memory.scope) == 60  # nothing is lost: all still stored
 
 
 def test_async_forms_and_sync_twins_agree_inside_and_outside_a_loop():

