@@ -2,7 +2,9 @@
 
 from pathlib import Path
 
-from loomctx import HashingEmbedder, Scope, Session, SQLiteStore
+import pytest
+
+from loomctx import ConfigError, HashingEmbedder, Scope, Session, SQLiteStore
 
 
 def _open(path: Path, session_id: str, **kw: str) -> Session:
@@ -51,3 +53,8 @@ def test_same_session_in_two_tenants_on_one_file(tmp_path: Path) -> None:
         assert [h.record.tenant for h in store.search_lexical(
             "launch logo", scope=Scope(tenant="globex"))] == ["globex"]
         assert store.count(scope=Scope()) == 0  # the default tenant holds nothing
+
+
+def test_a_bad_tenant_is_a_caller_error() -> None:
+    with pytest.raises(ConfigError, match="tenant"):
+        Session(embedder=HashingEmbedder(), tenant="")
