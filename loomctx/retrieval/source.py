@@ -71,6 +71,8 @@ class UnifiedRetrievalSource:
         self.rewriter = rewriter or QueryRewriter()
         self.reranker = reranker or UnifiedReranker()
         self.scope = scope
+        self.failures: dict[str, str] = {}
+        """Knowledge base name → the error of its last failed recall (empty when all worked)."""
 
     async def collect(self, request: SourceRequest) -> Sequence[ContextItem]:
         if not request.query.strip():
@@ -103,12 +105,20 @@ class UnifiedRetrievalSource:
             asyncio.to_thread(store.search_vector, qvec, limit=limit, scope=where),
             asyncio.to_thread(lexical_search, expanded) if expanded != query else nothing(),
         )
-        knowledge_recall = asyncio.gather(*(k.collect(request) for k in self.knowledge))
+        # One failing knowledge base costs its own results, never memory recall or the others;
+        # the failures are reported on the source (``failures``) and in its items' metadata.
+        knowledge_recall = asyncio.gather(*(k.collect(request) for k in self.knowledge),
+                                          return_exceptions=True)
         (lexical, dense, extra), kb = await asyncio.gather(memory_recall, knowledge_recall)
+        self.failures = {k.name: f"{type(r).__name__}: {r}"
+                         for k, r in zip(self.knowledge, kb, strict=True)
+                         if isinstance(r, BaseException)}
         cands: dict[str, Candidate] = {}
         for kind, hits in (("lexical", lexical), ("dense", dense), ("expanded", extra)):
             self._add_hits(cands, kind, hits)
         for source_items in kb:
+            if isinstance(source_items, BaseException):
+                continue
             for rank, it in enumerate(source_items):
                 c = cands.setdefault(it.id, Candidate(id=it.id, content=it.content,
                                                       origin=f"knowledge:{it.source}",
@@ -128,12 +138,15 @@ class UnifiedRetrievalSource:
         return [self._item(c) for c in ranked]
 
     def _add_hits(self, cands: dict[str, Candidate], kind: str, hits: list[Hit]) -> None:
+        own = (self.memory.scope.agent, self.memory.session)
         for rank, h in enumerate(hits):
             r = h.record
-            c = cands.get(r.id)
+            # Another session's record may reuse an id of this one: keep them apart.
+            key = r.id if (r.agent, r.session) == own else f"{r.agent}/{r.session}/{r.id}"
+            c = cands.get(key)
             if c is None:
-                c = cands[r.id] = Candidate(id=r.id, content=r.content,
-                                            origin=f"memory:{r.level}", payload=r)
+                c = cands[key] = Candidate(id=key, content=r.content,
+                                           origin=f"memory:{r.level}", payload=r)
             c.ranks[kind] = rank
             if kind == "dense":
                 c.vector = h.score
@@ -148,7 +161,7 @@ class UnifiedRetrievalSource:
         r = c.payload
         assert isinstance(r, MemoryRecord)
         return ContextItem(
-            id=r.id, source=self.name, content=r.content, kind="evidence", role=r.role,
+            id=c.id, source=self.name, content=r.content, kind="evidence", role=r.role,
             tier=Tier.P2, timestamp=r.timestamp, seq=r.seq,
             scores={RAW_RELEVANCE: c.score, **c.signals},
             metadata={"origin": c.origin, "level": r.level, "session": r.session},

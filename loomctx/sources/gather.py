@@ -27,7 +27,11 @@ async def gather(sources: Sequence[ContextSource], requests: Mapping[str, Source
         t = time.perf_counter()
         try:
             items = await asyncio.wait_for(src.collect(requests[src.name]), timeout)
-            return Gathered(list(items), None, (time.perf_counter() - t) * 1000)
+            # A source that degraded (one of its backends failed) says so in ``failures``.
+            failures = getattr(src, "failures", None)
+            partial = ("partial: " + "; ".join(f"{k} failed: {v}" for k, v in failures.items())
+                       if failures else None)
+            return Gathered(list(items), partial, (time.perf_counter() - t) * 1000)
         except asyncio.TimeoutError:
             return Gathered(None, f"timed out after {timeout}s", (time.perf_counter() - t) * 1000)
         except Exception as exc:  # a source must never fail the build: report it

@@ -89,7 +89,7 @@ def test_session_scope_reads_only_this_session_global_reads_all(
     scoped = collect(UnifiedRetrievalSource(mine), query, total=2000)
     assert scoped and {it.metadata["session"] for it in scoped} == {"s1"}
     everywhere = collect(UnifiedRetrievalSource(mine, scope="global"), query, total=2000)
-    assert everywhere[0].id == "b0"
+    assert everywhere[0].id == "agent/s2/b0"  # another session's record keeps its scope
     assert {it.metadata["session"] for it in everywhere} == {"s1", "s2"}
 
 
@@ -171,3 +171,39 @@ def test_l2_source_gives_important_memories_only_without_a_question(
     assert collect(src, "what is the gate code?") == []  # unified retrieval ranks it instead
     unified = collect(UnifiedRetrievalSource(memory), "what is the gate code?", total=2000)
     assert unified[0].id == "m0" and unified[0].metadata["origin"] == "memory:L2"
+
+
+def test_the_same_id_in_two_sessions_is_two_candidates(
+        make_memory: Callable[..., TieredMemory], collect: Collect) -> None:
+    mine, other = make_memory("s1"), make_memory("s2")
+    add(mine, ["The vault code is 1234."], prefix="m")
+    add(other, ["The vault code is 4417."], prefix="m")
+    items = collect(UnifiedRetrievalSource(mine, scope="global"), "vault code", total=2000)
+    assert sorted(it.id for it in items) == ["agent/s2/m0", "m0"]
+    assert {it.content for it in items} == {"The vault code is 1234.",
+                                            "The vault code is 4417."}
+
+
+class _Broken:
+    name = "broken_kb"
+
+    async def collect(self, request: object) -> list[ContextItem]:
+        raise OSError("index offline")
+
+
+def test_a_failing_knowledge_base_costs_only_its_own_results(
+        make_memory: Callable[..., TieredMemory], collect: Collect) -> None:
+    from loomctx import BuildOptions, ContextBuilder
+
+    memory = make_memory()
+    add(memory, ["My dog is called Biscuit."], prefix="m")
+    kb = KnowledgeSource([Document("dogs.md", "Dogs like walks; Biscuit is a dog's name.")])
+    src = UnifiedRetrievalSource(memory, [_Broken(), kb])  # type: ignore[list-item]
+    ids = {it.id for it in collect(src, "dog Biscuit", total=2000)}
+    assert {"m0", "dogs.md#0"} <= ids
+    assert src.failures == {"broken_kb": "OSError: index offline"}
+    report = ContextBuilder([src], options=BuildOptions(format="text")).build_sync(
+        "dog Biscuit", max_tokens=500).report
+    row = next(r for r in report.sources if r.name == "L4_semantic")
+    assert row.error == "partial: broken_kb failed: OSError: index offline"
+    assert row.included >= 1
