@@ -242,7 +242,8 @@ class ContextBuilder:
         rendered, st.included = render_within(
             self.renderer, lambda its: layout(its, self.options.output_instructions),
             st.included, alloc.total, st.reasons)
-        reused = reused_prefix(self.renderer, self._last_payload, rendered.payload)
+        reused = reused_prefix(self.renderer, self._last_payload, rendered.payload,
+                               rendered.tokens)
         self._last_payload = rendered.payload
         st.timings["render"] = (time.perf_counter() - t) * 1000
         st.timings["total"] = (time.perf_counter() - t0) * 1000
@@ -345,8 +346,7 @@ class ContextBuilder:
         for src in self.sources:
             if not is_history(src):
                 continue
-            items = [it for it in st.candidates.get(src.name, [])
-                     if not self._pending(st, it)]
+            items = self._without_pending(st, st.candidates.get(src.name, []))
             if st.turn:
                 room, gap, clip = self._turn_room(st, stable)
                 items = self._clipped(st, items, clip)
@@ -367,16 +367,19 @@ class ContextBuilder:
                         st.reasons[f"{name}\0{it.id}"] = "duplicate"
                 kept_items = [it for it in kept_items if it.id not in shown]
             ordered[name] = rank_units(kept_items, st.question, opts, self._cost, st.reasons)
-        for it in (*window, *(i for its in to_rank.values() for i in its),
-                   *(i for units in ordered.values() for u in units for i in u.items)):
+        measured = (i for units in ordered.values() for u in units
+                    if u.items[0].tokens is not None for i in u.items)  # not the unmeasured rest
+        for it in (*window, *(i for its in to_rank.values() for i in its), *measured):
             st.views.setdefault((it.source, it.id), it)
         return ordered, window
 
-    def _pending(self, st: BuildState, item: ContextItem) -> bool:
-        if item.metadata.get("pending"):
-            st.reasons[item.id] = "pending_tool_calls"
-            return True
-        return False
+    def _without_pending(self, st: BuildState, items: list[ContextItem]) -> list[ContextItem]:
+        """The history without its trailing group of calls still waiting for results."""
+        k = len(items)
+        while k > 0 and items[k - 1].metadata.get("pending"):
+            k -= 1
+            st.reasons[items[k].id] = "pending_tool_calls"
+        return items if k == len(items) else items[:k]
 
     def _turn_room(self, st: BuildState, stable: int) -> tuple[int, int, int]:
         """Room for the history window in a turn build, the compaction gap, and the size a

@@ -81,6 +81,12 @@ def check(format: str, payload: Mapping[str, Any]) -> list[str]:
 # ---- shared -------------------------------------------------------------------------------
 def _json_problems(payload: Any) -> list[str]:
     """Values that would not survive ``json.dumps(...).encode("utf-8")`` as the API reads it."""
+    try:  # the fast path (C speed): a payload that serialises cleanly has no such values
+        if not _has_odd_keys(payload):
+            json.dumps(payload, ensure_ascii=False, allow_nan=False).encode("utf-8")
+            return []
+    except (TypeError, ValueError, UnicodeEncodeError):
+        pass
     problems: list[str] = []
     stack: list[tuple[str, Any]] = [("payload", payload)]
     while stack and len(problems) < 20:
@@ -101,6 +107,21 @@ def _json_problems(payload: Any) -> list[str]:
         elif value is not None and not isinstance(value, bool | int | float):
             problems.append(f"{path}: {type(value).__name__} {value!r:.60} is not a JSON value")
     return problems
+
+
+def _has_odd_keys(value: Any) -> bool:
+    """Whether a mapping anywhere in the top two levels of messages has a non-string key
+    (``json.dumps`` would coerce it silently)."""
+    if not isinstance(value, Mapping):
+        return False
+    for key, item in value.items():
+        if not isinstance(key, str):
+            return True
+        if isinstance(item, list):
+            for el in item:
+                if isinstance(el, Mapping) and any(not isinstance(k, str) for k in el):
+                    return True
+    return False
 
 
 def _at(i: int, msg: Any) -> str:

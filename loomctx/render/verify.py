@@ -63,18 +63,25 @@ def weakest(included: Sequence[ContextItem]) -> list[ContextItem] | None:
 
 
 def reused_prefix(renderer: Renderer, prev: Mapping[str, Any] | None,
-                  cur: Mapping[str, Any]) -> int:
+                  cur: Mapping[str, Any], tokens: int) -> int:
     """Tokens at the start of ``cur`` that repeat ``prev`` byte for byte, counted in whole
     leading parts (the tools block, the system part, each message), as a prompt cache
-    reuses them; 0 when there is no previous request."""
+    reuses them; 0 when there is no previous request. ``tokens`` is ``cur``'s exact count.
+
+    This is the report's cheap count in the provider's tokens; ``loomctx.eval.cache`` is the
+    benchmark's independent ruler over the serialised text."""
     if prev is None:
         return 0
     if "text" in cur:
         a, b = str(prev.get("text", "")), str(cur["text"])
-        n = 0
-        limit = min(len(a), len(b))
-        while n < limit and a[n] == b[n]:
-            n += 1
+        lo, hi = 0, min(len(a), len(b))
+        while lo < hi:  # the longest common prefix by bisection (slice compares run in C)
+            mid = (lo + hi + 1) // 2
+            if a[:mid] == b[:mid]:
+                lo = mid
+            else:
+                hi = mid - 1
+        n = lo
         counter = getattr(renderer, "counter", None)
         return counter.count(b[:n]) if counter is not None and n else 0
     chat = getattr(renderer, "chat", None)
@@ -83,16 +90,17 @@ def reused_prefix(renderer: Renderer, prev: Mapping[str, Any] | None,
     tools = cur.get("tools") or []
     if (prev.get("tools") or []) != tools:
         return 0
-    reused = chat.tools(tools) if tools else 0
-    if "system" in cur:
-        if prev.get("system") != cur["system"]:
-            return reused
-        reused += chat.system(cur["system"])
-    for old, new in zip(prev.get("messages", []), cur.get("messages", []), strict=False):
-        if old != new:
-            break
-        reused += chat.message(new)
-    return reused
+    if "system" in cur and prev.get("system") != cur["system"]:
+        return chat.tools(tools) if tools else 0
+    old_msgs, new_msgs = prev.get("messages", []), cur.get("messages", [])
+    k = 0
+    while k < min(len(old_msgs), len(new_msgs)) and old_msgs[k] == new_msgs[k]:
+        k += 1
+    if k == 0 and "system" not in cur:
+        return chat.tools(tools) if tools else 0
+    # Counted from the end: what differs is usually a few new messages, so this costs the
+    # new turn, not the whole history.
+    return max(0, tokens - chat.reply_priming - sum(chat.message(m) for m in new_msgs[k:]))
 
 
 __all__ = ["render_within", "reused_prefix", "weakest"]

@@ -156,19 +156,27 @@ class HistorySource:
         return self._view[1]
 
     def _build_view(self) -> list[ContextItem]:
+        """The stored list copied (C speed), then patched: pending marks on the trailing group,
+        synthetic results after interrupted groups (a Python pass only when there are any)."""
         items = self._items
-        pending = self._state.open_group if self._state.pending else None
+        out = list(items)
+        if self._state.pending:
+            pending = self._state.open_group
+            k = len(out) - 1
+            while k >= 0 and out[k].group == pending:
+                out[k] = replace(out[k], metadata={**out[k].metadata, "pending": True})
+                k -= 1
         interrupted = self._state.interrupted
-        out: list[ContextItem] = []
-        for k, item in enumerate(items):
+        if not interrupted:
+            return out
+        patched: list[ContextItem] = []
+        for k, item in enumerate(out):
+            patched.append(item)
             group = item.group
-            if group is not None and group == pending:
-                item = replace(item, metadata={**item.metadata, "pending": True})
-            out.append(item)
             if (group is not None and group in interrupted
-                    and (k + 1 == len(items) or items[k + 1].group != group)):
-                out.extend(_interrupted_result(item, cid) for cid in interrupted[group])
-        return out
+                    and (k + 1 == len(out) or out[k + 1].group != group)):
+                patched.extend(_interrupted_result(item, cid) for cid in interrupted[group])
+        return patched
 
 
 def _interrupted_result(last: ContextItem, call_id: str) -> ContextItem:

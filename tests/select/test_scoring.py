@@ -99,3 +99,21 @@ def test_select_options_are_validated(kwargs: dict) -> None:
     with pytest.raises(ConfigError) as info:
         SelectOptions(**kwargs)
     assert repr(next(iter(kwargs.values()))) in str(info.value)
+
+
+def test_per_build_copies_every_field() -> None:
+    import dataclasses
+
+    from loomctx.items import ContextItem, Tier
+    from loomctx.select.rank import per_build
+
+    values = {"id": "i", "source": "s", "content": "c", "kind": "message", "role": "user",
+              "tier": Tier.P1, "priority": 0.9, "timestamp": 5.0, "group": "g",
+              "message": {"role": "user", "content": "c"}, "metadata": {"k": 1},
+              "scores": {"composite": 0.5}, "tokens": 7, "seq": 3}
+    assert set(values) == {f.name for f in dataclasses.fields(ContextItem)}
+    item = ContextItem(**values)  # type: ignore[arg-type]
+    copy = per_build(item)
+    assert {f: getattr(copy, f) for f in values} == values
+    copy.scores["composite"] = 0.1
+    assert item.scores == {"composite": 0.5}  # scores are the copy's own
