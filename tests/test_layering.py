@@ -48,8 +48,6 @@ LAZY: dict[str, str] = {
     "loomctx.cli.eval": "the evaluation machinery loads only for `loomctx eval`",
     "loomctx.eval.systems": "loomctx's own pipeline loads only when that system is chosen",
     "loomctx.eval.metric": "the cl100k counter is built on the first count",
-    "loomctx.render.chat": "message text helpers live in sources.messages until they move "
-                           "below render",
 }
 """Modules with imports inside functions, and why those imports are deferred."""
 

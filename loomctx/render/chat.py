@@ -13,6 +13,7 @@ from typing import Any
 
 from loomctx.items import ContextItem
 from loomctx.render.protocol import Layout, Rendered, stable_hash
+from loomctx.text.messages import content_text
 from loomctx.tokens.chat import ChatCounter
 
 EVIDENCE_HEADER = "Context for this turn (state and retrieved evidence):"
@@ -168,8 +169,6 @@ def _image_block(url: str) -> dict[str, Any]:
 
 
 def _plain(content: Any) -> str:
-    from loomctx.sources.messages import content_text
-
     return content_text(content)
 
 

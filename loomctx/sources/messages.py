@@ -59,6 +59,7 @@ from typing import Any
 from loomctx._jsonl import bad_text, check_json, clean_json, clean_text, short
 from loomctx.errors import InputError
 from loomctx.sources._history_state import HistoryState
+from loomctx.text.messages import content_text, message_text, provider_message
 
 ROLES = ("system", "developer", "user", "assistant", "tool")
 PART_TYPES = ("text", "image_url", "input_audio", "file", "input_image", "image", "refusal")
@@ -67,7 +68,6 @@ MAX_PART_DEPTH = 32
 """Deepest JSON nesting accepted inside one content part."""
 INTERRUPTED_TEXT = "The tool call was interrupted before it returned a result."
 """Content of the synthetic result that answers a call whose result never came."""
-_PROVIDER_KEYS = ("role", "content", "name", "tool_calls", "tool_call_id")
 
 
 def parse_timestamp(value: Any, *, where: str | None = None) -> float | None:
@@ -107,45 +107,6 @@ def parse_timestamp(value: Any, *, where: str | None = None) -> float | None:
         return dt.timestamp()
     raise InputError(f"timestamp {short(value)} must be a number or an ISO 8601 string",
                      where=where)
-
-
-def content_text(content: Any) -> str:
-    """The text of a message content: a string, or the text parts of a list of parts."""
-    if content is None:
-        return ""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        out = []
-        for part in content:
-            if isinstance(part, Mapping):
-                if part.get("type") == "text":
-                    out.append(str(part.get("text", "")))
-                elif part.get("type") in ("image_url", "input_image", "image"):
-                    out.append("[image]")
-                else:
-                    out.append(json.dumps(part, ensure_ascii=False, sort_keys=True))
-            else:
-                out.append(str(part))
-        return "\n".join(out)
-    return str(content)
-
-
-def message_text(message: Mapping[str, Any]) -> str:
-    """Searchable text of a message: content, plus tool call names and arguments."""
-    text = content_text(message.get("content"))
-    calls = message.get("tool_calls") or []
-    parts = [text] if text else []
-    for call in calls:
-        fn = call.get("function", {}) if isinstance(call, Mapping) else {}
-        fn = fn if isinstance(fn, Mapping) else {}
-        parts.append(f"{fn.get('name', '')}({fn.get('arguments', '')})")
-    return "\n".join(parts)
-
-
-def provider_message(message: Mapping[str, Any]) -> dict[str, Any]:
-    """The message with only the provider fields (drops ``id``, ``timestamp``, extras)."""
-    return {k: message[k] for k in _PROVIDER_KEYS if k in message and message[k] is not None}
 
 
 def _a(role: str) -> str:

@@ -33,6 +33,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Literal, get_args
 
 from loomctx.errors import ConfigError
+from loomctx.text.messages import part_text as _part_text
+from loomctx.text.messages import render_text
 from loomctx.tokens import _media, _schema
 from loomctx.tokens.cache import CachedCounter
 from loomctx.tokens.protocol import TokenCounter
@@ -59,51 +61,6 @@ def _dump(value: Any) -> str:
 def _strip(block: Mapping[str, Any]) -> dict[str, Any]:
     """A block without ``cache_control`` (an API hint, never shown to the model)."""
     return {k: v for k, v in block.items() if k != "cache_control"}
-
-
-def render_text(msg: Mapping[str, Any]) -> str:
-    """The plain-text form of a message used by the ``text`` provider.
-
-    ``"<role>[ (name)]: <content>\\n"`` where list content joins its text parts with newlines,
-    images become ``[image]``, tool calls become ``-> name(arguments)`` lines and other parts
-    their JSON.
-    """
-    role = str(msg.get("role", "user"))
-    name = msg.get("name") or msg.get("tool_call_id")
-    head = f"{role} ({name})" if name else role
-    body: list[str] = []
-    content = msg.get("content")
-    if isinstance(content, str):
-        body.append(content)
-    elif isinstance(content, Sequence):
-        for part in content:
-            body.append(_part_text(part))
-    for call in msg.get("tool_calls") or ():
-        fn = call.get("function", {}) if isinstance(call, Mapping) else {}
-        body.append(f"-> {fn.get('name', '')}({fn.get('arguments', '')})")
-    return f"{head}: " + "\n".join(body) + "\n"
-
-
-def _part_text(part: Any) -> str:
-    if isinstance(part, str):
-        return part
-    if isinstance(part, Mapping):
-        kind = part.get("type")
-        if kind == "text" and isinstance(part.get("text"), str):
-            return part["text"]
-        if kind in ("image_url", "image", "input_image"):
-            return "[image]"
-        if kind == "tool_use":
-            return f"-> {part.get('name', '')}({_dump(part.get('input', {}))})"
-        if kind == "tool_result":
-            inner = part.get("content")
-            if isinstance(inner, str):
-                return inner
-            if isinstance(inner, Sequence):
-                return "\n".join(_part_text(p) for p in inner)
-            return ""
-        return _dump(_strip(part))
-    return _dump(part)
 
 
 class ChatCounter:
