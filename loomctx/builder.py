@@ -20,85 +20,36 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
-from typing import Any, Literal
+from dataclasses import dataclass, replace
+from typing import Any
 
 from loomctx._sync import run_sync
 from loomctx.budget.manager import DEFAULT_RATIOS, BudgetManager
 from loomctx.buildstate import BuildState
-from loomctx.compress.history import SUMMARY_ID, Compactor, summary_item
+from loomctx.compress.history import SUMMARY_ID, dropped_summary
 from loomctx.compress.summarize import ExtractiveSummarizer, Summarizer
 from loomctx.compress.truncate import truncate_item
 from loomctx.errors import BudgetError, ConfigError
 from loomctx.events import BuildCompleted, EventSink, NullSink
-from loomctx.items import ContextItem, Tier
+from loomctx.items import ContextItem
+from loomctx.options import BuildOptions
 from loomctx.render.layout import layout
 from loomctx.render.protocol import Rendered, Renderer
 from loomctx.render.registry import formats, renderer_for
 from loomctx.render.verify import render_within, reused_prefix
 from loomctx.report import BuildReport, build_report
 from loomctx.select.packer import Unit, pack
-from loomctx.select.rank import per_build, rank_units, tail_units, window_units
-from loomctx.select.scoring import SelectOptions, score
+from loomctx.select.rank import per_build, rank_units, tail_units
+from loomctx.select.scoring import score
+from loomctx.select.window import STABLE_KINDS, TurnWindow, take_input, without_pending
 from loomctx.sources.gather import gather, is_history
 from loomctx.sources.protocol import ContextSource, SourceRequest
 from loomctx.tokens.registry import counter_for_model
 
-Format = Literal["openai", "anthropic", "text", "minimal", "template"]
-FORMATS = ("openai", "anthropic", "text", "minimal", "template")
+FORMATS = formats()
+"""The formats built in (``loomctx.render.registry.formats()`` also lists registered ones)."""
 MIN_BUDGET = 16
 COST_CACHE_MAX = 500_000
-STABLE_KINDS = frozenset({"system", "tool", "skill", "input"})
-"""Kinds that are the same from turn to turn (the cached prefix) or pinned."""
-
-
-@dataclass(frozen=True, kw_only=True)
-class BuildOptions:
-    """How a builder renders and selects."""
-
-    model: str = "gpt-4o"
-    """Target model: decides the tokenizer and the context window."""
-    format: str | None = None
-    """Output format (a registered name); None picks the model's provider's format."""
-    fallback_encoding: str | None = None
-    """Encoding to use when ``model`` is unknown (explicit opt-in, e.g. "cl100k_base")."""
-    template: str | None = None
-    """Template text for ``format="template"``."""
-    text_order: Literal["cache", "gssc"] = "cache"
-    """Section order of the text format."""
-    output_instructions: str = ""
-    """Text for the [Output] part (stable)."""
-    source_timeout: float = 5.0
-    """Seconds each source may take before it is reported as timed out."""
-    select: SelectOptions = field(default_factory=SelectOptions)
-    """Scoring, filtering and diversity options."""
-    summarize_history: bool = True
-    """Summarize history that is left out (compacted or dropped) into a block."""
-    min_fragment: int = 64
-    """Smallest useful truncated fragment, in tokens."""
-    low_water: float = 0.5
-    """Turn builds: after a compaction step the history window is about this share of the
-    room it may use, so the following turns only append."""
-    volatile_share: float = 0.05
-    """Turn builds: most of the budget that per-turn content (retrieved evidence, state) may
-    take; it changes every turn, so it is never cached."""
-    summary_share: float = 0.08
-    """Turn builds: most of the budget the summary of compacted history may take."""
-
-    def __post_init__(self) -> None:
-        if self.format is not None and self.format not in formats():
-            raise ConfigError(f"format must be one of {list(formats())!r} (or a format "
-                              f"registered with register_format), got {self.format!r}")
-        if self.format == "template" and not self.template:
-            raise ConfigError("format='template' needs template='... {{task}} ...'")
-        if self.source_timeout <= 0:
-            raise ConfigError(f"source_timeout must be > 0, got {self.source_timeout!r}")
-        if self.min_fragment < 1:
-            raise ConfigError(f"min_fragment must be >= 1, got {self.min_fragment!r}")
-        for name in ("low_water", "volatile_share", "summary_share"):
-            v = getattr(self, name)
-            if not 0.0 <= v < 1.0:
-                raise ConfigError(f"{name} must be in [0, 1), got {v!r}")
 
 
 @dataclass(frozen=True)
@@ -175,9 +126,9 @@ class ContextBuilder:
         self.events = events if events is not None else NullSink()
         self.session = session
         self.tenant = tenant
-        self.compactor = Compactor()
         self._costs: dict[int, tuple[Any, int]] = {}
-        self._clips: dict[tuple[int, int], tuple[Any, ContextItem | None]] = {}
+        self.window = TurnWindow(self.options, self.tokenizer.counter, self._measure,
+                                 self.renderer.cost)
         self._last_payload: dict[str, Any] | None = None
 
     # -- measure -------------------------------------------------------------------------
@@ -275,7 +226,8 @@ class ContextBuilder:
         if st.turn:
             st.gathered.update(await gather(
                 history, {s.name: self._request(st, s, ctx, phase) for s in history}, timeout))
-            self._turn_input(st, history)
+            if history:
+                take_input(st, history[0].name)
             todo = rest
         else:
             todo = self.sources
@@ -284,27 +236,6 @@ class ContextBuilder:
         for s in self.sources:
             if s.name not in st.candidates:
                 st.candidates[s.name] = list(st.gathered[s.name].items or [])
-
-    def _turn_input(self, st: BuildState, history: Sequence[ContextSource]) -> None:
-        """The history's last user message becomes the input (shown once, parts kept); the
-        question for retrieval is the last user message's text."""
-        if not history:
-            return
-        items = list(st.gathered[history[0].name].items or [])
-        last = items[-1] if items else None
-        if last is not None and last.role == "user" and last.kind == "message":
-            items.pop()
-            name = next((s.name for s in self.sources if s.name == "user_input"), "user_input")
-            st.candidates[name] = [ContextItem(
-                id=last.id, source=name, content=last.content, kind="input", role="user",
-                tier=Tier.P0, priority=1.0, timestamp=last.timestamp, message=last.message,
-                seq=last.seq)]
-        st.candidates[history[0].name] = items
-        if last is not None and last.role == "user":
-            st.question = last.content
-        else:
-            st.question = next((it.content for it in reversed(items[-64:])
-                                if it.role == "user"), "")
 
     def _sections(self, st: BuildState) -> frozenset[str]:
         """The layout sections this build may fill (their framing is reserved up front)."""
@@ -346,15 +277,11 @@ class ContextBuilder:
         for src in self.sources:
             if not is_history(src):
                 continue
-            items = self._without_pending(st, st.candidates.get(src.name, []))
+            items = without_pending(st, st.candidates.get(src.name, []))
             if st.turn:
-                room, gap, clip = self._turn_room(st, stable)
-                items = self._clipped(st, items, clip)
-                start = self.compactor.window_start(src.name, items, room, gap, self._measure)
-                if start < len(items) or not items:
-                    st.window_start[src.name] = start
-                    window.extend(u_it for u in window_units(items[start:], self._cost)
-                                  for u_it in u.items)
+                placed = self.window.place(st, src.name, items, stable, self._cost)
+                if placed is not None:
+                    window.extend(placed)
                     continue
             ordered[src.name], st.unmeasured[src.name] = tail_units(
                 items, st.available, st.question, st.now, opts, self._cost)
@@ -373,64 +300,17 @@ class ContextBuilder:
             st.views.setdefault((it.source, it.id), it)
         return ordered, window
 
-    def _without_pending(self, st: BuildState, items: list[ContextItem]) -> list[ContextItem]:
-        """The history without its trailing group of calls still waiting for results."""
-        k = len(items)
-        while k > 0 and items[k - 1].metadata.get("pending"):
-            k -= 1
-            st.reasons[items[k].id] = "pending_tool_calls"
-        return items if k == len(items) else items[:k]
-
-    def _turn_room(self, st: BuildState, stable: int) -> tuple[int, int, int]:
-        """Room for the history window in a turn build, the compaction gap, and the size a
-        single history message is clipped to (see compress.history).
-
-        The gap and the clip size depend only on the budget and the stable parts, never on
-        this turn's input, so they stay the same from turn to turn."""
-        opts = self.options
-        volatile = int(opts.volatile_share * st.available)
-        summary = int(opts.summary_share * st.available) if opts.summarize_history else 0
-        inputs = sum(self._measure(it) for its in st.candidates.values() for it in its
-                     if it.kind == "input")
-        nominal = st.available - (stable - inputs) - volatile - summary
-        gap = max(64, int((1.0 - opts.low_water) * nominal) // 64 * 64)
-        clip = max(opts.min_fragment, nominal // 4 // 64 * 64)
-        return max(0, nominal - inputs), gap, clip
-
-    def _clipped(self, st: BuildState, items: Sequence[ContextItem], clip: int,
-                 ) -> list[ContextItem]:
-        """Messages larger than ``clip`` tokens shown cut, the same way on every turn (the
-        cut is cached), with the original kept in ``originals``."""
-        out = []
-        for it in items:
-            if it.message is None or self._measure(it) <= clip:
-                out.append(it)
-                continue
-            key = (id(it.message), clip)
-            hit = self._clips.get(key)
-            if hit is None or hit[0] is not it.message:
-                cut = truncate_item(per_build(it), clip, self.tokenizer.counter,
-                                    self.renderer.cost)
-                if len(self._clips) > 10_000:
-                    self._clips.clear()
-                hit = self._clips[key] = (it.message, cut)
-            if hit[1] is None:
-                out.append(it)
-            else:
-                out.append(hit[1])
-                st.originals[it.id] = it
-        return out
-
     async def _pack(self, st: BuildState, ordered: dict[str, list[Unit]],
                     window: list[ContextItem]) -> None:
         """Window and summary first (turns), then every source by share and leftover."""
         opts = self.options
         spent = sum(it.tokens or 0 for it in window)
         if st.turn and opts.summarize_history:
-            await self._compaction_summary(st)
+            await self.window.summary(st, self.summarizer)
             if st.summary is not None:
                 spent += st.summary.tokens or 0
-        pool, pool_limit = self._volatile_pool(st, ordered) if st.turn else (frozenset(), None)
+        pool, pool_limit = (self.window.pool(st, st.candidates, ordered) if st.turn
+                            else (frozenset(), None))
         result = pack(
             ordered, allocation=st.allocation, available=max(0, st.available - spent),
             tail_sources=frozenset(ordered) & {s.name for s in self.sources if is_history(s)},
@@ -445,72 +325,21 @@ class ContextBuilder:
             st.reasons[it.id] = ("interrupted_call" if it.metadata.get("repair") else
                                  "truncated" if it.id in st.originals else "window")
         st.included = [*window, *result.included]
-        if st.summary is None and opts.summarize_history:
-            await self._dropped_summary(st, st.available - spent - result.spent)
+        room = st.available - spent - result.spent
+        if st.summary is None and opts.summarize_history and room >= opts.min_fragment:
+            histories = [st.candidates.get(s.name, []) for s in self.sources if is_history(s)]
+            try:
+                st.summary = await dropped_summary(
+                    histories, {it.id for it in st.included}, room, self.summarizer,
+                    self.tokenizer.counter, self.renderer.cost)
+            except Exception as exc:  # a failed summary never replaces content: report it
+                st.reasons[SUMMARY_ID] = f"summary failed: {type(exc).__name__}: {exc}"
         if st.summary is not None:
             st.included.append(st.summary)
             st.reasons[st.summary.id] = "summary"
         for it in result.included:
             if it.metadata.get("repair") and st.reasons.get(it.id) != "truncated":
                 st.reasons[it.id] = "interrupted_call"
-
-    def _volatile_pool(self, st: BuildState, ordered: Mapping[str, list[Unit]],
-                       ) -> tuple[frozenset[str], int]:
-        """Sources whose content changes every turn (evidence, state) and the tokens they may
-        take together in a turn build: ``volatile_share`` of the budget, stretched to hold
-        the single best unit when it is at most three times that."""
-        cap = int(self.options.volatile_share * st.available)
-        pool = frozenset(s.name for s in self.sources if not is_history(s) and any(
-            it.kind not in STABLE_KINDS for it in st.candidates.get(s.name, [])))
-        heads = [q[0] for name, q in ordered.items() if name in pool and q]
-        if heads:
-            best = max(heads, key=lambda u: u.score)
-            if cap < best.cost <= 3 * cap:
-                cap = best.cost
-        return pool, cap
-
-    async def _compaction_summary(self, st: BuildState) -> None:
-        for name, start in st.window_start.items():
-            if start <= 0:
-                continue
-            items = [it for it in st.candidates[name][:start] if not it.metadata.get("repair")]
-            try:
-                st.summary = await self.compactor.summary(
-                    name, items, int(self.options.summary_share * st.available),
-                    self.summarizer, self.tokenizer.counter, self.renderer.cost)
-            except Exception as exc:  # a failed summary never replaces content: report it
-                st.reasons[SUMMARY_ID] = f"summary failed: {type(exc).__name__}: {exc}"
-            if st.summary is not None:
-                st.summary = per_build(st.summary)
-                st.summary.metadata = {**st.summary.metadata, "compacted": True}
-                st.summary.tokens = self.renderer.cost(st.summary)
-            return
-
-    async def _dropped_summary(self, st: BuildState, room: int) -> None:
-        """Query builds: summarize the newest dropped history into the leftover room."""
-        if room < self.options.min_fragment:
-            return
-        kept = {it.id for it in st.included}
-        dropped: list[ContextItem] = []
-        for s in self.sources:
-            if not is_history(s):
-                continue
-            scanned = 0
-            for it in reversed(st.candidates.get(s.name, [])):
-                if it.id in kept or it.metadata.get("pending") or it.metadata.get("repair"):
-                    continue
-                dropped.append(it)
-                scanned += len(it.content) // 4 + 1
-                if scanned > 8 * room:
-                    break
-        if not dropped:
-            return
-        dropped.reverse()
-        try:
-            st.summary = await summary_item(dropped, len(dropped), room, self.summarizer,
-                                            self.tokenizer.counter, self.renderer.cost)
-        except Exception as exc:  # a failed summary never replaces content: report it
-            st.reasons[SUMMARY_ID] = f"summary failed: {type(exc).__name__}: {exc}"
 
 
 __all__ = ["FORMATS", "BuildOptions", "BuildResult", "ContextBuilder"]

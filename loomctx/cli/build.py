@@ -13,6 +13,7 @@ from loomctx._jsonl import clean_text, json_lines, loads, read_text
 from loomctx.budget.manager import DEFAULT_RESERVE, BudgetManager
 from loomctx.builder import BuildOptions, BuildResult, ContextBuilder
 from loomctx.errors import ConfigError, InputError
+from loomctx.render.registry import formats
 from loomctx.sources.history import HistorySource
 from loomctx.sources.knowledge import KnowledgeSource
 from loomctx.sources.messages import HistoryState, validate_history
@@ -78,7 +79,7 @@ def add_build_parser(sub: Any) -> None:
     p.add_argument("--window", type=int, help="context window (with --reserve)")
     p.add_argument("--reserve", type=float, default=None,
                    help=f"output reserve share, with --window (default {DEFAULT_RESERVE})")
-    p.add_argument("--format", choices=("openai", "anthropic", "text", "minimal"),
+    p.add_argument("--format", choices=[f for f in formats() if f != "template"],
                    help="output format (default: the model's provider)")
     p.add_argument("--report", choices=("table", "json"), default="table")
     p.add_argument("--phase", choices=("early", "middle", "late"))

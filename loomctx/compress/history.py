@@ -147,4 +147,27 @@ async def summary_item(items: Sequence[ContextItem], total: int, max_tokens: int
     return item if item.tokens <= max_tokens else None
 
 
-__all__ = ["SUMMARY_ID", "SUMMARY_SCAN", "Compactor", "estimate", "summary_item", "unit_start"]
+async def dropped_summary(histories: Sequence[Sequence[ContextItem]], kept: set[str],
+                          room: int, summarizer: Summarizer, counter: TokenCounter,
+                          cost: Callable[[ContextItem], int]) -> ContextItem | None:
+    """Question builds: the newest history a build left out, summarized into ``room``.
+
+    Reads at most ``SUMMARY_SCAN`` × room tokens of it (what is older stays stored and
+    retrievable by id, not summarized on every build); synthetic and pending items never go in.
+    """
+    dropped: list[ContextItem] = []
+    for items in histories:
+        scanned = 0
+        for it in reversed(items):
+            if it.id in kept or it.metadata.get("pending") or it.metadata.get("repair"):
+                continue
+            dropped.append(it)
+            scanned += estimate(it)
+            if scanned > SUMMARY_SCAN * room:
+                break
+    dropped.reverse()
+    return await summary_item(dropped, len(dropped), room, summarizer, counter, cost)
+
+
+__all__ = ["SUMMARY_ID", "SUMMARY_SCAN", "Compactor", "dropped_summary", "estimate",
+           "summary_item", "unit_start"]

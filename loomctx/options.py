@@ -1,0 +1,62 @@
+"""Build options: how a builder renders, selects and lays out history (frozen, validated)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+from loomctx.errors import ConfigError
+from loomctx.render.registry import formats
+from loomctx.select.scoring import SelectOptions
+
+
+@dataclass(frozen=True, kw_only=True)
+class BuildOptions:
+    """How a builder renders and selects."""
+
+    model: str = "gpt-4o"
+    """Target model: decides the tokenizer and the context window."""
+    format: str | None = None
+    """Output format (a registered name); None picks the model's provider's format."""
+    fallback_encoding: str | None = None
+    """Encoding to use when ``model`` is unknown (explicit opt-in, e.g. "cl100k_base")."""
+    template: str | None = None
+    """Template text for ``format="template"``."""
+    text_order: Literal["cache", "gssc"] = "cache"
+    """Section order of the text format."""
+    output_instructions: str = ""
+    """Text for the [Output] part (stable)."""
+    source_timeout: float = 5.0
+    """Seconds each source may take before it is reported as timed out."""
+    select: SelectOptions = field(default_factory=SelectOptions)
+    """Scoring, filtering and diversity options."""
+    summarize_history: bool = True
+    """Summarize history that is left out (compacted or dropped) into a block."""
+    min_fragment: int = 64
+    """Smallest useful truncated fragment, in tokens."""
+    low_water: float = 0.5
+    """Turn builds: after a compaction step the history window is about this share of the
+    room it may use, so the following turns only append."""
+    volatile_share: float = 0.05
+    """Turn builds: most of the budget that per-turn content (retrieved evidence, state) may
+    take; it changes every turn, so it is never cached."""
+    summary_share: float = 0.08
+    """Turn builds: most of the budget the summary of compacted history may take."""
+
+    def __post_init__(self) -> None:
+        if self.format is not None and self.format not in formats():
+            raise ConfigError(f"format must be one of {list(formats())!r} (or a format "
+                              f"registered with register_format), got {self.format!r}")
+        if self.format == "template" and not self.template:
+            raise ConfigError("format='template' needs template='... {{task}} ...'")
+        if self.source_timeout <= 0:
+            raise ConfigError(f"source_timeout must be > 0, got {self.source_timeout!r}")
+        if self.min_fragment < 1:
+            raise ConfigError(f"min_fragment must be >= 1, got {self.min_fragment!r}")
+        for name in ("low_water", "volatile_share", "summary_share"):
+            v = getattr(self, name)
+            if not 0.0 <= v < 1.0:
+                raise ConfigError(f"{name} must be in [0, 1), got {v!r}")
+
+
+__all__ = ["BuildOptions"]
