@@ -88,23 +88,46 @@ def pack(
     """Choose units under ``available`` tokens. ``ordered[source]`` is in preference order.
 
     Sources in ``pool`` share one ceiling, ``pool_limit`` tokens in all (a turn build caps
-    what changes every turn this way)."""
-    res = PackResult()
+    what changes every turn this way). The phases are the module docstring's 1–5."""
+    p = _Packing(ordered, allocation, available, tail_sources, pool, pool_limit)
+    p.required()
+    p.own_shares()
+    deferred = p.leftover(keep_cuttable=truncate is not None)
+    p.cut(deferred, truncate, min_fragment)
+    return p.res  # anything without a reason did not fit: the report says "budget"
 
-    def pool_left(s: str) -> int:
-        if pool_limit is None or s not in pool:
-            return available
-        return pool_limit - sum(res.used.get(p, 0) for p in pool)
 
-    queues = {s: list(units) for s, units in ordered.items()}
+class _Packing:
+    """One packing: the queues left per source and what went in so far."""
 
-    included_ids: dict[str, ContextItem] = {}
+    def __init__(self, ordered: Mapping[str, list[Unit]], allocation: Allocation,
+                 available: int, tail_sources: frozenset[str], pool: frozenset[str],
+                 pool_limit: int | None) -> None:
+        self.res = PackResult()
+        self.queues = {s: list(units) for s, units in ordered.items()}
+        self.allocation = allocation
+        self.available = available
+        self.tail = tail_sources
+        self.pool = pool
+        self.pool_limit = pool_limit
+        self.ids: dict[str, ContextItem] = {}
 
-    def take(u: Unit, reason: str) -> None:
+    def pool_left(self, s: str) -> int:
+        if self.pool_limit is None or s not in self.pool:
+            return self.available
+        return self.pool_limit - sum(self.res.used.get(p, 0) for p in self.pool)
+
+    def ceiling_left(self, s: str) -> int:
+        cap = self.allocation.ceilings.get(s)
+        own = self.available if cap is None else cap - self.res.used.get(s, 0)
+        return min(own, self.pool_left(s))
+
+    def take(self, u: Unit, reason: str) -> None:
+        res = self.res
         cost = u.cost
         for it in u.items:
-            other = included_ids.get(it.id)
-            if other is not None and u.source in tail_sources and other.source != u.source:
+            other = self.ids.get(it.id)
+            if other is not None and u.source in self.tail and other.source != u.source:
                 # A retrieved copy of a history message went in first: the history unit wins,
                 # so a tool call is never separated from its results by dedup.
                 res.included.remove(other)
@@ -115,96 +138,96 @@ def pack(
                 res.reasons.setdefault(f"{it.source}\0{it.id}", "duplicate")
                 cost -= it.tokens or 0
                 continue
-            included_ids[it.id] = it
+            self.ids[it.id] = it
             res.included.append(it)
             res.reasons[it.id] = "truncated" if it.id in res.truncated else reason
         res.used[u.source] = res.used.get(u.source, 0) + cost
         res.spent += cost
 
-    # 1 + 2: pinned, then P1, out of every queue.
-    pinned_cost = sum(u.cost for q in queues.values() for u in q if u.pinned)
-    if pinned_cost > available:
-        detail = ", ".join(f"{u.items[0].id}={u.cost}" for q in queues.values() for u in q
-                           if u.pinned)
-        raise BudgetError(
-            f"pinned (P0) content needs {pinned_cost} tokens but the budget allows {available}"
-            f" ({detail}): raise max_tokens or shorten the system prompt / input",
-            required=pinned_cost, available=available,
-        )
-    for tier, reason in ((Tier.P0, "pinned"), (Tier.P1, "required")):
-        for s, q in queues.items():
+    def required(self) -> None:
+        """1 + 2: pinned units (all of them, or a BudgetError), then P1 units that fit."""
+        pinned = [u for q in self.queues.values() for u in q if u.pinned]
+        need = sum(u.cost for u in pinned)
+        if need > self.available:
+            detail = ", ".join(f"{u.items[0].id}={u.cost}" for u in pinned)
+            raise BudgetError(
+                f"pinned (P0) content needs {need} tokens but the budget allows "
+                f"{self.available} ({detail}): raise max_tokens or shorten the system prompt "
+                "/ input", required=need, available=self.available)
+        for tier, reason in ((Tier.P0, "pinned"), (Tier.P1, "required")):
+            for s, q in self.queues.items():
+                keep = []
+                for u in q:
+                    if u.tier == tier and (tier == Tier.P0
+                                           or self.res.spent + u.cost <= self.available):
+                        self.take(u, reason)
+                    else:
+                        keep.append(u)
+                self.queues[s] = keep
+
+    def own_shares(self) -> None:
+        """3: each source into its own share (scaled down when the shares exceed the room);
+        a history stops at its first unit that does not fit."""
+        res = self.res
+        quota = {s: max(0, self.allocation.share(s) - res.used.get(s, 0)) for s in self.queues}
+        room = self.available - res.spent
+        total = sum(quota.values())
+        if total > room > 0:
+            quota = {s: int(q * room / total) for s, q in quota.items()}
+        for s, q in self.queues.items():
+            left = quota.get(s, 0)
             keep = []
-            for u in q:
-                if u.tier == tier and (tier == Tier.P0 or res.spent + u.cost <= available):
-                    take(u, reason)
+            for i, u in enumerate(q):
+                if u.cost <= min(left, self.pool_left(s)) and \
+                        res.spent + u.cost <= self.available:
+                    self.take(u, "selected")
+                    left -= u.cost
+                elif s in self.tail:
+                    keep.extend(q[i:])
+                    break
                 else:
                     keep.append(u)
-            queues[s] = keep
+            self.queues[s] = keep
 
-    # 3: each source into its own share.
-    quota = {s: max(0, allocation.share(s) - res.used.get(s, 0)) for s in queues}
-    room = available - res.spent
-    total_quota = sum(quota.values())
-    if total_quota > room > 0:
-        quota = {s: int(q * room / total_quota) for s, q in quota.items()}
-    stopped: set[str] = set()
-    for s, q in queues.items():
-        left = quota.get(s, 0)
-        keep = []
-        for i, u in enumerate(q):
-            if u.cost <= min(left, pool_left(s)) and res.spent + u.cost <= available:
-                take(u, "selected")
-                left -= u.cost
-            elif s in tail_sources:
-                keep.extend(q[i:])
-                break
-            else:
-                keep.append(u)
-        queues[s] = keep
-
-    # 4: leftover flows, best next unit first, respecting ceilings and the tail rule.
-    def ceiling_left(s: str) -> int:
-        cap = allocation.ceilings.get(s)
-        own = available if cap is None else cap - res.used.get(s, 0)
-        return min(own, pool_left(s))
-
-    heap = [(-q[0].score, s) for s, q in queues.items() if q]
-    heapq.heapify(heap)
-    deferred: list[tuple[float, str, Unit]] = []  # units that fit only if cut
-    while heap:
-        _, s = heapq.heappop(heap)
-        q = queues[s]
-        if not q or s in stopped:
-            continue
-        u = q[0]
-        room = min(available - res.spent, ceiling_left(s))
-        if u.cost <= room:
-            take(u, "selected")
-            q.pop(0)
-        else:
-            # Whole units first, fragments last: a unit that would need a cut waits until
-            # every source has placed what fits whole.
-            if truncate is not None and not u.pinned:
-                deferred.append((u.score, s, u))
-            q.pop(0)
-            if s in tail_sources:
-                stopped.add(s)  # the tail stays contiguous: nothing older after a gap
+    def leftover(self, *, keep_cuttable: bool) -> list[tuple[float, str, Unit]]:
+        """4: the unused room flows to the best next unit of any source, within ceilings;
+        returns the units that would fit only if cut (whole units first, fragments last)."""
+        stopped: set[str] = set()
+        heap = [(-q[0].score, s) for s, q in self.queues.items() if q]
+        heapq.heapify(heap)
+        deferred: list[tuple[float, str, Unit]] = []
+        while heap:
+            _, s = heapq.heappop(heap)
+            q = self.queues[s]
+            if not q or s in stopped:
                 continue
-        if q and s not in stopped:
-            heapq.heappush(heap, (-q[0].score, s))
+            u = q.pop(0)
+            if u.cost <= min(self.available - self.res.spent, self.ceiling_left(s)):
+                self.take(u, "selected")
+            else:
+                if keep_cuttable and not u.pinned:
+                    deferred.append((u.score, s, u))
+                if s in self.tail:
+                    stopped.add(s)  # the tail stays contiguous: nothing older after a gap
+                    continue
+            if q:
+                heapq.heappush(heap, (-q[0].score, s))
+        return deferred
 
-    # 5: cut the best deferred units into what is left.
-    for _, s, u in sorted(deferred, key=lambda d: (-d[0], d[1])):
-        room = min(available - res.spent, ceiling_left(s))
-        # A cut history unit takes at most half the room left, so that what is older can
-        # still be summarized into the rest.
-        cut_room = max(min_fragment, room // 2) if s in tail_sources else room
-        cut = _cut_unit(u, min(room, cut_room), truncate, min_fragment)
-        if cut is not None:
-            originals, copy = cut
-            res.truncated.update(originals)
-            take(copy, "selected")
-    return res  # anything without a reason did not fit: the report says "budget"
+    def cut(self, deferred: list[tuple[float, str, Unit]],
+            truncate: Callable[[ContextItem, int], ContextItem | None] | None,
+            min_fragment: int) -> None:
+        """5: the best deferred units, cut into what is left."""
+        for _, s, u in sorted(deferred, key=lambda d: (-d[0], d[1])):
+            room = min(self.available - self.res.spent, self.ceiling_left(s))
+            # A cut history unit takes at most half the room left, so that what is older can
+            # still be summarized into the rest.
+            cut_room = max(min_fragment, room // 2) if s in self.tail else room
+            cut = _cut_unit(u, min(room, cut_room), truncate, min_fragment)
+            if cut is not None:
+                originals, copy = cut
+                self.res.truncated.update(originals)
+                self.take(copy, "selected")
 
 
 def _cut_unit(
