@@ -96,10 +96,11 @@ def reused_prefix(renderer: Renderer, prev: Mapping[str, Any] | None,
     k = 0
     while k < min(len(old_msgs), len(new_msgs)) and old_msgs[k] == new_msgs[k]:
         k += 1
-    if k == 0 and "system" not in cur:
-        return chat.tools(tools) if tools else 0
-    # Counted from the end: what differs is usually a few new messages, so this costs the
-    # new turn, not the whole history.
+    head = (chat.tools(tools) if tools else 0) + (
+        chat.system(cur["system"]) if "system" in cur else 0)
+    if k <= len(new_msgs) - k:  # count the shorter side: the shared head ...
+        return head + sum(chat.message(m) for m in new_msgs[:k])
+    # ... or the differing end (a turn's few new messages), from the exact total
     return max(0, tokens - chat.reply_priming - sum(chat.message(m) for m in new_msgs[k:]))
 
 
