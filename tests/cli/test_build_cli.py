@@ -205,3 +205,21 @@ def test_a_call_left_unanswered_before_the_question_is_answered_as_interrupted(
     assert code == 0
     roles = [(m["role"], m.get("tool_call_id")) for m in json.loads(out)["messages"]]
     assert roles == [("user", None), ("assistant", None), ("tool", "c1"), ("user", None)]
+
+
+def test_a_multimodal_question_is_the_input_with_its_parts(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    question = [{"type": "text", "text": "What is in this photo?"},
+                {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw0KGgo="}}]
+    hist = write_jsonl(tmp_path / "h.jsonl", [
+        {"role": "user", "content": "Hello"}, {"role": "assistant", "content": "Hi."},
+        {"role": "user", "content": question}])
+    for fmt, image_key in (("openai", "image_url"), ("anthropic", "source")):
+        code, out, _ = run(capsys, "--history", hist, "--max-tokens", 3000, "--format", fmt,
+                           "--report", "json")
+        assert code == 0
+        last = json.loads(out)["messages"][-1]
+        assert last["role"] == "user"
+        assert "What is in this photo?" in json.dumps(last)
+        assert any(image_key in part for part in last["content"])
+        assert json.dumps(json.loads(out)["messages"]).count("What is in this photo?") == 1

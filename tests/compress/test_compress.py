@@ -106,3 +106,14 @@ def test_extractive_summary_respects_its_budget(texts: list[str], budget: int) -
     assert COUNTER.count(text) <= budget
     for line in text.splitlines():
         assert line.startswith("- user: ")
+
+
+def test_a_summary_of_n_messages_has_at_most_n_bullets() -> None:
+    # Several sentences of one message are one bullet: "7 earlier messages" never lists 9.
+    items = [ContextItem(id=f"m{i}", source="h", kind="message", role="user",
+                         content=f"Order {i} ships Monday. It weighs {i + 3} kg. Invoice {i} paid.")
+             for i in range(7)]
+    text = asyncio.run(ExtractiveSummarizer().summarize(items, 400, COUNTER))
+    lines = text.splitlines()
+    assert 1 <= len(lines) <= 7
+    assert any(line.count(".") >= 2 for line in lines)  # sentences of one message, one line
