@@ -10,13 +10,13 @@ from turn to turn (compaction points, clipped messages, summaries) for one build
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from typing import Protocol
 
 from loomctx.buildstate import BuildState
 from loomctx.compress.history import SUMMARY_ID, Compactor
 from loomctx.compress.summarize import Summarizer
 from loomctx.compress.truncate import truncate_item
 from loomctx.items import ContextItem, Tier
-from loomctx.options import BuildOptions
 from loomctx.select.packer import Unit
 from loomctx.select.rank import per_build, window_units
 from loomctx.tokens.protocol import TokenCounter
@@ -26,6 +26,22 @@ STABLE_KINDS = frozenset({"system", "tool", "skill", "input"})
 INPUT_SOURCE = "user_input"
 
 Cost = Callable[[ContextItem], int]
+
+
+class WindowSettings(Protocol):
+    """The build options a turn window reads (:class:`loomctx.options.BuildOptions` has
+    them; a Protocol here keeps ``select`` below ``options``)."""
+
+    @property
+    def low_water(self) -> float: ...
+    @property
+    def volatile_share(self) -> float: ...
+    @property
+    def summary_share(self) -> float: ...
+    @property
+    def min_fragment(self) -> int: ...
+    @property
+    def summarize_history(self) -> bool: ...
 
 
 def take_input(st: BuildState, history: str) -> None:
@@ -58,7 +74,7 @@ def without_pending(st: BuildState, items: list[ContextItem]) -> list[ContextIte
 class TurnWindow:
     """The history window of one builder's turn builds (state kept across builds)."""
 
-    def __init__(self, options: BuildOptions, counter: TokenCounter, measure: Cost,
+    def __init__(self, options: WindowSettings, counter: TokenCounter, measure: Cost,
                  render_cost: Cost) -> None:
         self.options = options
         self.counter = counter
