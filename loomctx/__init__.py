@@ -25,10 +25,14 @@ from loomctx.embed import (
 from loomctx.errors import (
     BudgetError,
     ConfigError,
+    ContextLengthError,
     InputError,
     InvalidRequestError,
     LoomctxError,
     MissingDependencyError,
+    ModelError,
+    ModelResponseError,
+    RateLimitError,
     SourceError,
     StoreError,
 )
@@ -45,6 +49,7 @@ from loomctx.events import (
 from loomctx.items import ContextItem, Tier
 from loomctx.memory.importance import HeuristicImportance, ImportanceScorer
 from loomctx.memory.tiers import MemoryOptions, TieredMemory
+from loomctx.models.protocol import ChatModel, ModelResponse, StreamEvent, Usage
 from loomctx.render.protocol import Layout, Rendered, Renderer
 from loomctx.render.registry import formats, register_format
 from loomctx.render.validate import check as check_request
@@ -90,11 +95,13 @@ __all__ = [
     "CachedCounter",
     "CachedEmbedder",
     "ChatCounter",
+    "ChatModel",
     "ComponentPriority",
     "ConfigError",
     "ContextAssembler",
     "ContextBuilder",
     "ContextItem",
+    "ContextLengthError",
     "ContextSource",
     "DEFAULT_RATIOS",
     "Document",
@@ -123,9 +130,13 @@ __all__ = [
     "MemoryStore",
     "MessageAdded",
     "MissingDependencyError",
+    "ModelError",
+    "ModelResponse",
+    "ModelResponseError",
     "ModelTokenizer",
     "NullSink",
     "QueryRewriter",
+    "RateLimitError",
     "RecordingSink",
     "Rendered",
     "Renderer",
@@ -142,6 +153,7 @@ __all__ = [
     "SourceReport",
     "SourceRequest",
     "StoreError",
+    "StreamEvent",
     "Summarizer",
     "SystemPromptSource",
     "Tier",
@@ -152,6 +164,7 @@ __all__ = [
     "UnifiedReranker",
     "UnifiedRetrievalSource",
     "UniversalSentenceEncoder",
+    "Usage",
     "UserInputSource",
     "__version__",
     "check_request",

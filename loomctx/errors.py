@@ -9,6 +9,10 @@
     ├── InvalidRequestError      a built request broke its provider's rules (never sent)
     ├── SourceError              a context source failed (reported, never fatal to a build)
     ├── StoreError               a memory store could not read or write
+    ├── ModelError               a model call failed after its retries
+    │   ├── ContextLengthError   the provider says the input is too long
+    │   ├── RateLimitError       still rate-limited when the retries ran out
+    │   └── ModelResponseError   the provider's reply cannot be read
     └── MissingDependencyError   an optional extra is not installed (ImportError too)
 
 Caller mistakes are apart from runtime failures so that an application can tell "fix your call"
@@ -74,6 +78,34 @@ class StoreError(LoomctxError):
     """A memory store could not complete a read or a write."""
 
 
+class ModelError(LoomctxError):
+    """A call to a model failed after the client's retries; ``status`` is the HTTP status
+    when there was one."""
+
+    def __init__(self, message: str, *, status: int | None = None) -> None:
+        self.status = status
+        super().__init__(message)
+
+
+class ContextLengthError(ModelError):
+    """The provider refused the input as too long. ``limit`` is the context window it
+    reported and ``requested`` the input size it counted, when its error said so."""
+
+    def __init__(self, message: str, *, status: int | None = None, limit: int | None = None,
+                 requested: int | None = None) -> None:
+        self.limit = limit
+        self.requested = requested
+        super().__init__(message, status=status)
+
+
+class RateLimitError(ModelError):
+    """Still rate-limited (HTTP 429) when the retries ran out."""
+
+
+class ModelResponseError(ModelError):
+    """The provider answered with something that is not a readable reply."""
+
+
 class MissingDependencyError(LoomctxError, ImportError):
     """An optional feature's package is missing; the message names the extra to install."""
 
@@ -89,10 +121,14 @@ class MissingDependencyError(LoomctxError, ImportError):
 __all__ = [
     "BudgetError",
     "ConfigError",
+    "ContextLengthError",
     "InputError",
     "InvalidRequestError",
     "LoomctxError",
     "MissingDependencyError",
+    "ModelError",
+    "ModelResponseError",
+    "RateLimitError",
     "SourceError",
     "StoreError",
 ]

@@ -1,0 +1,1 @@
+"""Model clients: the :class:`ChatModel` protocol and its implementations."""
