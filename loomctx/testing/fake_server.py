@@ -86,7 +86,7 @@ class FakeModelServer:
     def start(self) -> FakeModelServer:
         if self._thread is None:
             self._thread = threading.Thread(target=self._httpd.serve_forever,
-                                            kwargs={"poll_interval": 0.05},
+                                            kwargs={"poll_interval": 0.02},
                                             name="FakeModelServer", daemon=True)
             self._thread.start()
         return self
@@ -117,6 +117,7 @@ class FakeModelServer:
 def _handler(server: FakeModelServer) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
+        disable_nagle_algorithm = True  # headers and body go in two writes: no 40 ms stall
 
         def log_message(self, format: str, *args: Any) -> None:
             """Silent: test output stays readable."""
