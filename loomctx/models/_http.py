@@ -212,7 +212,7 @@ class Transport:
         if not retryable or attempt >= self.max_retries:
             if problem is not None:
                 raise ModelError(f"{self.provider} call failed after {attempt + 1} attempts: "
-                                 f"{problem}")
+                                 f"{problem} (check base_url, or raise timeout= or max_retries=)")
             raise_for(self.provider, status, body, key_env=self.key_env)
         await self.sleep(self.backoff.delay(attempt, self.random, parse_retry_after(headers)))
 

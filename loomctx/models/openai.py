@@ -1,9 +1,14 @@
 """An OpenAI Chat Completions client, for OpenAI and the local servers that speak its API.
 
 vLLM, the llama.cpp server and Ollama expose the same ``/v1/chat/completions``; point
-``base_url`` at them and leave the key unset. The reply is kept as the provider sent it: the
-tool-call ids, names and argument strings come back byte for byte, since the next request must
-pair each tool result with its call's id.
+``base_url`` at them and leave the key unset::
+
+    OpenAIChatModel("gpt-4o-mini")                                   # key from OPENAI_API_KEY
+    OpenAIChatModel("llama3.1", base_url="http://localhost:11434/v1")             # Ollama
+    OpenAIChatModel("qwen2.5-7b", base_url="http://localhost:8080/v1")  # llama.cpp server
+
+The reply is kept as the provider sent it: the tool-call ids, names and argument strings come
+back byte for byte, since the next request must pair each tool result with its call's id.
 """
 
 from __future__ import annotations
@@ -43,11 +48,15 @@ class OpenAIChatModel:
                  api_key: str | None = None, timeout: float = 60.0, max_retries: int = 3,
                  backoff: Backoff = DEFAULT_BACKOFF, client: httpx.AsyncClient | None = None,
                  sdk_client: Any = None, max_tokens_field: str = "max_tokens",
+                 stream_usage: bool = True,
                  sleep: Sleep | None = None, random: Callable[[], float] | None = None,
                  headers: Mapping[str, str] | None = None) -> None:
         self.model = model
         self.max_tokens_field = max_tokens_field
         """``max_tokens``, or ``max_completion_tokens`` for models that require it."""
+        self.stream_usage = stream_usage
+        """Ask for usage at the end of a stream (``stream_options.include_usage``); turn off
+        for a server that rejects the option."""
         self.sdk_client = sdk_client
         key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY")
         all_headers = {"content-type": "application/json", **(headers or {})}
@@ -77,7 +86,8 @@ class OpenAIChatModel:
                      max_tokens: int | None = None) -> AsyncIterator[StreamEvent]:
         body = self._body(payload, max_tokens)
         body["stream"] = True
-        body.setdefault("stream_options", {"include_usage": True})
+        if self.stream_usage:
+            body.setdefault("stream_options", {"include_usage": True})
         acc = _Accumulator()
         if self.sdk_client is not None:
             chunks: AsyncIterator[Any] = _sdk_chunks(self.sdk_client, body)
@@ -93,9 +103,11 @@ class OpenAIChatModel:
 
 
 async def _sse_chunks(events: AsyncIterator[tuple[str, str]]) -> AsyncIterator[Any]:
-    async for _, data in events:
-        if data.strip() == "[DONE]":
-            return
+    done = False
+    async for _, data in events:  # read to the end so the connection closes here
+        if done or data.strip() == "[DONE]":
+            done = True
+            continue
         try:
             chunk = json.loads(data)
         except json.JSONDecodeError as exc:

@@ -6,6 +6,7 @@ import asyncio
 import json
 from typing import Any
 
+import httpx
 import pytest
 from model_helpers import SleepRecorder, make_client
 
@@ -157,3 +158,26 @@ def test_the_arguments_are_json_the_model_wrote(server: FakeModelServer,
     reply = asyncio.run(make_client("openai", server, sleeps).complete(PAYLOAD))
     assert json.loads(reply.message["tool_calls"][0]["function"]["arguments"]) == {
         "sql": "SELECT 1"}
+
+
+def test_stream_usage_can_be_turned_off_for_servers_that_reject_it(
+        server: FakeModelServer, sleeps: SleepRecorder) -> None:
+    server.add(Reply("no usage asked", cached_tokens=5))
+    done = _stream(make_client("openai", server, sleeps, stream_usage=False), PAYLOAD)[-1]
+    assert "stream_options" not in server.requests[0].body
+    assert done.response is not None and done.response.usage.cached_tokens == 0
+
+
+def test_a_given_httpx_client_carries_the_calls(server: FakeModelServer,
+                                                sleeps: SleepRecorder) -> None:
+    server.add("via your client", "again")
+
+    async def two_calls() -> list[str | None]:
+        async with httpx.AsyncClient(headers={"x-tenant": "acme"}) as client:
+            model = make_client("openai", server, sleeps, client=client)
+            replies = [await model.complete(PAYLOAD), await model.complete(PAYLOAD)]
+            assert not client.is_closed  # the caller's client stays the caller's to close
+        return [r.message["content"] for r in replies]
+
+    assert asyncio.run(two_calls()) == ["via your client", "again"]
+    assert [r.headers.get("x-tenant") for r in server.requests] == ["acme", "acme"]
