@@ -49,6 +49,8 @@ from loomctx.events import (
 from loomctx.items import ContextItem, Tier
 from loomctx.memory.importance import HeuristicImportance, ImportanceScorer
 from loomctx.memory.tiers import MemoryOptions, TieredMemory
+from loomctx.models.anthropic import AnthropicChatModel
+from loomctx.models.openai import OpenAIChatModel
 from loomctx.models.protocol import ChatModel, ModelResponse, StreamEvent, Usage
 from loomctx.render.protocol import Layout, Rendered, Renderer
 from loomctx.render.registry import formats, register_format
@@ -85,6 +87,7 @@ __all__ = [
     "AgentOutput",
     "AgentOutputSource",
     "Allocation",
+    "AnthropicChatModel",
     "BPECounter",
     "BudgetError",
     "BudgetManager",
@@ -135,6 +138,7 @@ __all__ = [
     "ModelResponseError",
     "ModelTokenizer",
     "NullSink",
+    "OpenAIChatModel",
     "QueryRewriter",
     "RateLimitError",
     "RecordingSink",

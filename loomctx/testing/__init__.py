@@ -4,6 +4,10 @@
 - :func:`check_truncate`: the ``TokenCounter.truncate`` contract, for any counter.
 - :class:`WordCounter`: a fixed tokenizer (one token per whitespace-separated word) for tests
   whose numbers must be computable by hand.
+- :class:`FakeModelServer`: a loopback HTTP server speaking the OpenAI and Anthropic wire
+  formats (JSON and SSE) that replays a script of steps (:class:`Reply` with :class:`ToolCall`,
+  :class:`HttpError`, :class:`ContextLength`, :class:`Malformed`, :class:`Delay`) and records
+  every request.
 - ``loomctx.testing.store_conformance``: the contract suite every ``MemoryStore`` passes (needs
   pytest and hypothesis, so it is not imported here).
 """
@@ -13,6 +17,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from loomctx.embed.fake import HashingEmbedder
+from loomctx.testing.fake_script import ContextLength, Delay, HttpError, Malformed, Reply, ToolCall
+from loomctx.testing.fake_server import FakeModelServer, RecordedRequest
 from loomctx.tokens.protocol import TokenCounter
 
 
@@ -63,4 +69,5 @@ class WordCounter:
         return text
 
 
-__all__ = ["HashingEmbedder", "WordCounter", "check_truncate"]
+__all__ = ["ContextLength", "Delay", "FakeModelServer", "HashingEmbedder", "HttpError",
+           "Malformed", "RecordedRequest", "Reply", "ToolCall", "WordCounter", "check_truncate"]
