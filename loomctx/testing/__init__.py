@@ -2,6 +2,8 @@
 
 - :class:`HashingEmbedder`: a deterministic, fast fake embedder (no model).
 - :func:`check_truncate`: the ``TokenCounter.truncate`` contract, for any counter.
+- :class:`ScriptedModel`: a chat model that replays a script (text, :class:`ToolCall`\ s,
+  errors) and records every request, to test an agent loop offline.
 - :class:`WordCounter`: a fixed tokenizer (one token per whitespace-separated word) for tests
   whose numbers must be computable by hand.
 - ``loomctx.testing.store_conformance``: the contract suite every ``MemoryStore`` passes (needs
@@ -13,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from loomctx.embed.fake import HashingEmbedder
+from loomctx.testing.scripted import ScriptedModel, ToolCall
 from loomctx.tokens.protocol import TokenCounter
 
 
@@ -63,4 +66,4 @@ class WordCounter:
         return text
 
 
-__all__ = ["HashingEmbedder", "WordCounter", "check_truncate"]
+__all__ = ["HashingEmbedder", "ScriptedModel", "ToolCall", "WordCounter", "check_truncate"]
