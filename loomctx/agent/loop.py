@@ -57,7 +57,7 @@ class Agent:
         self, model: ChatModel, *, tools: Sequence[ToolLike] = (), session: Session | None = None,
         limits: AgentLimits | None = None, budget: int | None = None,
         output_tokens: int | None = None, tool_timeout: float = 30.0,
-        clock: Callable[[], float] = time.monotonic, **session_kwargs: Any,
+        timer: Callable[[], float] = time.monotonic, **session_kwargs: Any,
     ) -> None:
         self.model = model
         self.tools = ToolRegistry(tools, timeout=tool_timeout)
@@ -70,7 +70,8 @@ class Agent:
         for good when the provider refuses a request as too long."""
         self.output_tokens = output_tokens
         """``max_tokens`` of each model call, and the output reserve of a compaction."""
-        self.clock = clock
+        self.timer = timer
+        """Seconds for ``max_wall_time`` (monotonic; a test may pass a fake)."""
         self.session = session if session is not None else self._new_session(session_kwargs)
         if session is not None:
             if session_kwargs:
@@ -105,7 +106,7 @@ class Agent:
     async def run(self, prompt: str | None = None) -> AgentResult:
         """Add ``prompt`` as the user's message (None: go on from the session as it is) and
         run turns until a final answer or a limit."""
-        s, start = self.session, self.clock()
+        s, start = self.session, self.timer()
         if prompt is not None:
             await self._add([{"role": "user", "content": prompt}])
         turns: list[TurnRecord] = []
@@ -116,7 +117,7 @@ class Agent:
             return AgentResult(output=output, stop=stop, turns=tuple(turns), message=last)
 
         while True:
-            elapsed = self.clock() - start
+            elapsed = self.timer() - start
             stop = self.limits.reached(turns=len(turns), tool_calls=used_calls,
                                        tokens_spent=spent, elapsed=elapsed)
             if stop is not None:
@@ -132,9 +133,8 @@ class Agent:
             spent += usage.prompt_tokens + usage.completion_tokens
             self.calibration.add(built.payload, predicted=built.tokens,
                                  prompt_tokens=usage.prompt_tokens)
-            last = assistant_message(reply.message, turn)
+            last, calls = assistant_message(reply.message, turn)
             await self._add([last])
-            calls = last.get("tool_calls") or []
             s.events.emit(ModelCalled(
                 tenant=s.tenant, session=s.id, turn=turn, model=self.model.model,
                 prompt_tokens=usage.prompt_tokens, completion_tokens=usage.completion_tokens,
@@ -151,7 +151,7 @@ class Agent:
             room = (len(calls) if self.limits.max_tool_calls is None
                     else max(0, self.limits.max_tool_calls - used_calls))
             outcomes = await self._run_tools(turn, calls[:room],
-                                             self.limits.remaining(self.clock() - start))
+                                             self.limits.remaining(self.timer() - start))
             outcomes += [_not_run(c, self.limits.max_tool_calls) for c in calls[room:]]
             used_calls += min(room, len(calls))
             await self._add([{"role": "tool", "content": o.content, "tool_call_id": o.id}

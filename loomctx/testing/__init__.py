@@ -2,7 +2,7 @@
 
 - :class:`HashingEmbedder`: a deterministic, fast fake embedder (no model).
 - :func:`check_truncate`: the ``TokenCounter.truncate`` contract, for any counter.
-- :class:`ScriptedModel`: a chat model that replays a script (text, :class:`ToolCall`\ s,
+- :class:`ScriptedModel`: a chat model that replays a script (text, :class:`ToolCall` steps,
   errors) and records every request, to test an agent loop offline.
 - :class:`WordCounter`: a fixed tokenizer (one token per whitespace-separated word) for tests
   whose numbers must be computable by hand.
