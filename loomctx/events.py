@@ -4,8 +4,9 @@ Every step that changes what a session remembers or sends is an event: a message
 moved between tiers (eviction to L2, archiving to L4), a build completed (with its report), the
 session ended. An :class:`~loomctx.agent.Agent` adds the steps of its loop: a turn started, the
 context rebuilt for it, the model called (with the provider's token counts), each tool call
-started and finished. The default sink drops them; :class:`RecordingSink` keeps them (tests, debugging);
-an event bus (in-process or across processes) implements the same one-method protocol.
+started and finished. The default sink drops them; :class:`RecordingSink` keeps them (tests,
+debugging); an event bus (in-process or across processes) implements the same one-method
+protocol.
 """
 
 from __future__ import annotations
@@ -151,7 +152,8 @@ class ToolFinished:
     turn: int
     call_id: str
     name: str
-    status: Literal["ok", "error", "timeout"]
+    status: Literal["ok", "error", "timeout", "not_run"]
+    """``not_run`` never appears here (a refused call never starts); the type is shared."""
     at: float
 
 

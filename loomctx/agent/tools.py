@@ -13,7 +13,6 @@ become a result text starting with ``error:`` that the model reads and can act o
 
 from __future__ import annotations
 
-import asyncio
 import enum
 import inspect
 import json
@@ -150,7 +149,7 @@ def tool_schema(fn: Callable[..., Any], *, name: str | None = None,
         if p.kind is p.VAR_KEYWORD:
             continue
         schema = _type_schema(hints.get(p.name, p.annotation))
-        if p.name in arg_docs and arg_docs[p.name]:
+        if arg_docs.get(p.name):
             schema["description"] = arg_docs[p.name]
         if p.default is p.empty:
             required.append(p.name)

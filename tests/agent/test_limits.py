@@ -90,7 +90,7 @@ def test_max_wall_time_cuts_a_model_call_that_hangs(make_agent):
     async def hang(payload):
         await asyncio.Event().wait()
 
-    agent, model, _ = make_agent([hang], limits=AgentLimits(max_wall_time=0.5))
+    agent, _model, _ = make_agent([hang], limits=AgentLimits(max_wall_time=0.5))
     result = agent.run_sync("anyone there?")
     assert (result.stop, result.turns) == ("max_wall_time", ())
     _next_build_is_valid(agent)

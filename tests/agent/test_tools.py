@@ -44,7 +44,8 @@ def _fn(schema):
 def test_schema_types_defaults_and_descriptions():
     s = _fn(tool_schema(forecast))
     assert s["name"] == "forecast"
-    assert s["description"] == "The weather forecast for a city.\n\nUsed by the planner before trips."
+    assert s["description"] == ("The weather forecast for a city.\n\n"
+                                "Used by the planner before trips.")
     props = s["parameters"]["properties"]
     assert s["parameters"]["required"] == ["city"]
     assert props["city"] == {"type": "string", "description": 'The city\'s name, e.g. "Lyon".'}

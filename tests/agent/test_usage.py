@@ -9,7 +9,6 @@ import pytest
 
 from loomctx import ContextLengthError, ModelResponse, Usage, check_request
 from loomctx.agent import STEP_DOWN
-from loomctx.testing import ToolCall
 from loomctx.tokens.estimate import DEFAULT_CHARS_PER_TOKEN
 
 
@@ -55,7 +54,7 @@ def test_a_context_length_error_rebuilds_smaller_and_retries_once(
 def test_a_second_refusal_is_a_clear_error(make_agent):
     agent, model, _ = make_agent([_refusal(1500), _refusal(1500)], output_tokens=200)
     _fill(agent)
-    with pytest.raises(ContextLengthError, match="twice.*2000.*1300") as err:
+    with pytest.raises(ContextLengthError, match=r"twice.*2000.*1300") as err:
         agent.run_sync("what happened?")
     assert err.value.limit == 1500 and model.calls == 2
 
@@ -69,7 +68,7 @@ def test_usage_is_recorded_next_to_the_predicted_reusable_prefix(make_agent):
         {"id": "u1", "type": "function", "function": {"name": "lookup",
                                                       "arguments": '{"key": "a"}'}}]},
         usage=Usage(prompt_tokens=321, completion_tokens=12, cached_tokens=0))
-    agent, model, sink = make_agent([first, "the value is a"], tools=[lookup])
+    agent, _model, sink = make_agent([first, "the value is a"], tools=[lookup])
     result = agent.run_sync("what is a?")
     t0, t1 = result.turns
     assert t0.usage == Usage(prompt_tokens=321, completion_tokens=12, cached_tokens=0)
