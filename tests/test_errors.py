@@ -14,7 +14,6 @@ ROOT = Path(loomctx.__file__).parent
 
 RAISED_ELSEWHERE: dict[str, str] = {
     "SourceError": "sources may raise it; the build catches every source failure and reports it",
-    "ContextLengthError": "the model clients of loomctx.models (being written)",
     "RateLimitError": "the model clients of loomctx.models (being written)",
     "ModelResponseError": "the model clients of loomctx.models (being written)",
 }
