@@ -128,6 +128,8 @@ class Agent:
                 built, reply, refused, note = await asyncio.wait_for(
                     self._call(turn), self.limits.remaining(elapsed))
             except asyncio.TimeoutError:
+                if self.limits.max_wall_time is None:
+                    raise  # not the wall time: something inside timed out
                 return done("max_wall_time")
             usage = reply.usage
             spent += usage.prompt_tokens + usage.completion_tokens
