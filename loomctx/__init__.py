@@ -5,6 +5,16 @@ knowledge), the Gather → Select → Compress → Structure pipeline, tiered me
 every candidate item: in or out, why, its tokens and score.
 """
 
+from loomctx.agent import (
+    Agent,
+    AgentLimits,
+    AgentResult,
+    Tool,
+    ToolOutcome,
+    ToolRegistry,
+    TurnRecord,
+    tool_schema,
+)
 from loomctx.assembler import ComponentPriority, ContextAssembler
 from loomctx.budget.manager import (
     DEFAULT_RATIOS,
@@ -38,13 +48,18 @@ from loomctx.errors import (
 )
 from loomctx.events import (
     BuildCompleted,
+    ContextRebuilt,
     Event,
     EventSink,
     MessageAdded,
+    ModelCalled,
     NullSink,
     RecordingSink,
     SessionEnded,
     TierMoved,
+    ToolFinished,
+    ToolStarted,
+    TurnStarted,
 )
 from loomctx.items import ContextItem, Tier
 from loomctx.memory.importance import HeuristicImportance, ImportanceScorer
@@ -84,8 +99,11 @@ __version__ = "0.1.0"
 
 __all__ = [
     "AdaptiveBudgetManager",
+    "Agent",
+    "AgentLimits",
     "AgentOutput",
     "AgentOutputSource",
+    "AgentResult",
     "Allocation",
     "AnthropicChatModel",
     "BPECounter",
@@ -105,6 +123,7 @@ __all__ = [
     "ContextBuilder",
     "ContextItem",
     "ContextLengthError",
+    "ContextRebuilt",
     "ContextSource",
     "DEFAULT_RATIOS",
     "Document",
@@ -133,6 +152,7 @@ __all__ = [
     "MemoryStore",
     "MessageAdded",
     "MissingDependencyError",
+    "ModelCalled",
     "ModelError",
     "ModelResponse",
     "ModelResponseError",
@@ -164,7 +184,14 @@ __all__ = [
     "TierMoved",
     "TieredMemory",
     "TokenCounter",
+    "Tool",
+    "ToolFinished",
+    "ToolOutcome",
+    "ToolRegistry",
     "ToolSource",
+    "ToolStarted",
+    "TurnRecord",
+    "TurnStarted",
     "UnifiedReranker",
     "UnifiedRetrievalSource",
     "UniversalSentenceEncoder",
@@ -176,4 +203,5 @@ __all__ = [
     "default_embedder",
     "formats",
     "register_format",
+    "tool_schema",
 ]

@@ -2,8 +2,11 @@
 
 Every step that changes what a session remembers or sends is an event: a message added, records
 moved between tiers (eviction to L2, archiving to L4), a build completed (with its report), the
-session ended. The default sink drops them; :class:`RecordingSink` keeps them (tests, debugging);
-an event bus (in-process or across processes) implements the same one-method protocol.
+session ended. An :class:`~loomctx.agent.Agent` adds the steps of its loop: a turn started, the
+context rebuilt for it, the model called (with the provider's token counts), each tool call
+started and finished. The default sink drops them; :class:`RecordingSink` keeps them (tests,
+debugging); an event bus (in-process or across processes) implements the same one-method
+protocol.
 """
 
 from __future__ import annotations
@@ -69,7 +72,93 @@ class SessionEnded:
     at: float
 
 
-Event = MessageAdded | TierMoved | BuildCompleted | SessionEnded
+@dataclass(frozen=True, kw_only=True)
+class TurnStarted:
+    """An agent began a turn: one model call and the tool calls it asks for."""
+
+    kind: Literal["turn_started"] = "turn_started"
+    version: int = EVENT_VERSION
+    tenant: str
+    session: str
+    turn: int
+    """0 for the first model call of a run."""
+    at: float
+
+
+@dataclass(frozen=True, kw_only=True)
+class ContextRebuilt:
+    """An agent built the context for a model call; ``reason`` is ``context_length`` when the
+    provider refused the previous build as too long and this one has a smaller budget."""
+
+    kind: Literal["context_rebuilt"] = "context_rebuilt"
+    version: int = EVENT_VERSION
+    tenant: str
+    session: str
+    turn: int
+    budget: int
+    tokens: int
+    reused_prefix_tokens: int
+    reason: Literal["turn", "context_length"]
+    report: BuildReport = field(repr=False)
+    at: float
+
+
+@dataclass(frozen=True, kw_only=True)
+class ModelCalled:
+    """A model answered; the token counts are the provider's, next to loomctx's prediction."""
+
+    kind: Literal["model_called"] = "model_called"
+    version: int = EVENT_VERSION
+    tenant: str
+    session: str
+    turn: int
+    model: str
+    prompt_tokens: int
+    """Input tokens the provider counted (cached ones included)."""
+    completion_tokens: int
+    cached_tokens: int
+    """Input tokens the provider served from its prompt cache."""
+    predicted_tokens: int
+    """The build's own count of the request."""
+    predicted_reusable_tokens: int
+    """The build's ``reused_prefix_tokens``: what a prompt cache could have reused."""
+    tool_calls: int
+    finish_reason: str | None
+    at: float
+
+
+@dataclass(frozen=True, kw_only=True)
+class ToolStarted:
+    """An agent started one tool call the model asked for."""
+
+    kind: Literal["tool_started"] = "tool_started"
+    version: int = EVENT_VERSION
+    tenant: str
+    session: str
+    turn: int
+    call_id: str
+    name: str
+    at: float
+
+
+@dataclass(frozen=True, kw_only=True)
+class ToolFinished:
+    """A tool call ended: ``status`` ``ok``, ``error`` or ``timeout`` (its result was added)."""
+
+    kind: Literal["tool_finished"] = "tool_finished"
+    version: int = EVENT_VERSION
+    tenant: str
+    session: str
+    turn: int
+    call_id: str
+    name: str
+    status: Literal["ok", "error", "timeout", "not_run"]
+    """``not_run`` never appears here (a refused call never starts); the type is shared."""
+    at: float
+
+
+Event = (MessageAdded | TierMoved | BuildCompleted | SessionEnded | TurnStarted
+         | ContextRebuilt | ModelCalled | ToolStarted | ToolFinished)
 
 
 @runtime_checkable
@@ -106,5 +195,6 @@ class RecordingSink:
         return [e for e in self.events if e.kind == kind]
 
 
-__all__ = ["EVENT_VERSION", "BuildCompleted", "Event", "EventSink", "MessageAdded", "NullSink",
-           "RecordingSink", "SessionEnded", "TierMoved"]
+__all__ = ["EVENT_VERSION", "BuildCompleted", "ContextRebuilt", "Event", "EventSink",
+           "MessageAdded", "ModelCalled", "NullSink", "RecordingSink", "SessionEnded",
+           "TierMoved", "ToolFinished", "ToolStarted", "TurnStarted"]

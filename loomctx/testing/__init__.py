@@ -2,6 +2,8 @@
 
 - :class:`HashingEmbedder`: a deterministic, fast fake embedder (no model).
 - :func:`check_truncate`: the ``TokenCounter.truncate`` contract, for any counter.
+- :class:`ScriptedModel`: an in-process chat model that replays a script (text,
+  :class:`ToolCall` steps, errors) and records every request, to test an agent loop offline.
 - :class:`WordCounter`: a fixed tokenizer (one token per whitespace-separated word) for tests
   whose numbers must be computable by hand.
 - :class:`FakeModelServer`: a loopback HTTP server speaking the OpenAI and Anthropic wire
@@ -19,6 +21,7 @@ from collections.abc import Sequence
 from loomctx.embed.fake import HashingEmbedder
 from loomctx.testing.fake_script import ContextLength, Delay, HttpError, Malformed, Reply, ToolCall
 from loomctx.testing.fake_server import FakeModelServer, RecordedRequest
+from loomctx.testing.scripted import ScriptedModel
 from loomctx.tokens.protocol import TokenCounter
 
 
@@ -70,4 +73,5 @@ class WordCounter:
 
 
 __all__ = ["ContextLength", "Delay", "FakeModelServer", "HashingEmbedder", "HttpError",
-           "Malformed", "RecordedRequest", "Reply", "ToolCall", "WordCounter", "check_truncate"]
+           "Malformed", "RecordedRequest", "Reply", "ScriptedModel", "ToolCall", "WordCounter",
+           "check_truncate"]

@@ -1,0 +1,18 @@
+"""The agent runtime: a loop that rebuilds the context before every model call.
+
+- :class:`Agent` (``loop.py``): build → call the model → run the tools it asked for → add the
+  results → build again, until a final answer or a limit; async ``run`` and ``run_sync``.
+- :class:`AgentLimits` (``limits.py``): turns, tool calls, tokens spent, wall time.
+- :class:`AgentResult`, :class:`TurnRecord` (``result.py``): what a run did, usage per call.
+- :func:`tool_schema`, :class:`Tool` (``tools.py``) and :class:`ToolRegistry`
+  (``registry.py``): plain Python functions as tools, run concurrently under timeouts.
+"""
+
+from loomctx.agent.limits import AgentLimits, StopReason
+from loomctx.agent.loop import STEP_DOWN, Agent
+from loomctx.agent.registry import ToolOutcome, ToolRegistry
+from loomctx.agent.result import AgentResult, TurnRecord
+from loomctx.agent.tools import Tool, parse_docstring, tool_schema
+
+__all__ = ["STEP_DOWN", "Agent", "AgentLimits", "AgentResult", "StopReason", "Tool",
+           "ToolOutcome", "ToolRegistry", "TurnRecord", "parse_docstring", "tool_schema"]
