@@ -15,6 +15,7 @@ import tempfile
 from dataclasses import dataclass
 from datetime import date, timedelta
 from pathlib import Path
+from typing import Any
 
 from loomctx.errors import ConfigError
 
@@ -145,17 +146,26 @@ _COMMENTS = {1: "Broke in a week.", 2: "Not worth the price.", 3: "Does the job.
              4: "Good value.", 5: "Excellent, would buy again."}
 
 
-def _rows(rng: random.Random, today: date) -> dict[str, list[tuple[object, ...]]]:
-    day = lambda n: (today - timedelta(days=n)).isoformat()  # noqa: E731
-    customers = [(i, f"{rng.choice(_FIRST)} {rng.choice(_LAST)}", f"customer{i}@example.com",
-                  rng.choice(_CITIES), rng.choice(("consumer", "consumer", "business")),
-                  day(DAYS + rng.randrange(400))) for i in range(1, 81)]
-    products = []
+Row = tuple[Any, ...]
+
+
+def _rows(rng: random.Random, today: date) -> dict[str, list[Row]]:
+    def day(back: int) -> str:
+        return (today - timedelta(days=back)).isoformat()
+
+    customers: list[Row] = [
+        (i, f"{rng.choice(_FIRST)} {rng.choice(_LAST)}", f"customer{i}@example.com",
+         rng.choice(_CITIES), rng.choice(("consumer", "consumer", "business")),
+         day(DAYS + rng.randrange(400))) for i in range(1, 81)]
+    products: list[Row] = []
     for cat, names in _CATEGORIES.items():
         for name in names:
             products.append((len(products) + 1, name, cat, round(rng.uniform(4, 120), 2),
                              int(rng.random() > 0.1)))
-    orders, items, sales, returns = [], [], [], []
+    orders: list[Row] = []
+    items: list[Row] = []
+    sales: list[Row] = []
+    returns: list[Row] = []
     for oid in range(1, 161):
         back = rng.randrange(DAYS)
         status = rng.choices(("completed", "shipped", "cancelled"), (0.75, 0.15, 0.10))[0]
@@ -175,7 +185,7 @@ def _rows(rng: random.Random, today: date) -> dict[str, list[tuple[object, ...]]
         if status != "cancelled":
             sales.append((len(sales) + 1, oid, day(back), round(total, 2),
                           rng.choice(("north", "south", "east", "west"))))
-    reviews = []
+    reviews: list[Row] = []
     for rid in range(1, 91):
         rating = rng.choices((1, 2, 3, 4, 5), (1, 1, 2, 4, 4))[0]
         reviews.append((rid, rng.randrange(1, len(products) + 1),
