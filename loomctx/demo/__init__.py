@@ -7,6 +7,9 @@ scripted scenarios (per-turn dynamic context in an agent loop).
     db = create_database()                   # a fresh SQLite file in a temporary folder
     tools = SalesTools(db)                   # list_tables, describe_table, run_sql (read-only)
     retriever = SchemaRetriever()            # BM25 over table schemas and business rules
+
+    demo = sql_demo("Total sales of the last 7 days", db=db)   # Session + sources, wired
+    steps = replay(TOTAL_SALES, demo)        # a scripted run without a model
 """
 
 from loomctx.demo.retriever import CONSTRAINTS_ID, SchemaRetriever
@@ -17,7 +20,9 @@ from loomctx.demo.scenarios import (
     SCENARIOS,
     TOTAL_SALES,
     Scenario,
+    scenario_for,
 )
+from loomctx.demo.setup import SYSTEM_PROMPT, SqlDemo, Step, replay, sql_demo
 from loomctx.demo.tools import TOOL_SCHEMAS, SalesTools
 
 __all__ = [
@@ -26,13 +31,19 @@ __all__ = [
     "RETURN_RATE",
     "RULES",
     "SCENARIOS",
+    "SYSTEM_PROMPT",
+    "SalesTools",
+    "Scenario",
+    "SchemaRetriever",
+    "SqlDemo",
+    "Step",
     "TABLES",
     "TODAY",
     "TOOL_SCHEMAS",
     "TOTAL_SALES",
-    "SalesTools",
-    "Scenario",
-    "SchemaRetriever",
     "create_database",
+    "replay",
     "rules",
+    "scenario_for",
+    "sql_demo",
 ]

@@ -102,4 +102,15 @@ the ``returns`` schema and the ``order_items`` table that links a return to its 
 
 SCENARIOS: tuple[Scenario, ...] = (TOTAL_SALES, PURCHASE_BEHAVIOUR, RETURN_RATE)
 
-__all__ = ["PURCHASE_BEHAVIOUR", "RETURN_RATE", "SCENARIOS", "TOTAL_SALES", "Scenario"]
+
+def scenario_for(text: str) -> Scenario | None:
+    """The scenario named ``text`` or asking it (case and spacing ignored), else None: an
+    offline run can only replay the questions it has a script for."""
+    key = " ".join(text.lower().replace("_", " ").split()).rstrip("?")
+    for sc in SCENARIOS:
+        if key in (sc.name.replace("_", " "), sc.question.lower().rstrip("?")):
+            return sc
+    return None
+
+__all__ = ["PURCHASE_BEHAVIOUR", "RETURN_RATE", "SCENARIOS", "TOTAL_SALES", "Scenario",
+           "scenario_for"]

@@ -176,7 +176,7 @@ class DynamicContextSource:
         """Budget ratio the builder gives this source."""
         self._history = _as_messages(history)
         self.last: Assembly | None = None
-        """The last build's :class:`Assembly` (None before the first)."""
+        """The last build's :class:`Assembly` (None before the first and after a failed one)."""
 
     def attach(self, history: Any) -> None:
         """Read the conversation from ``history`` (see the class docstring)."""
@@ -188,6 +188,7 @@ class DynamicContextSource:
         return f"{question}\n{step}".strip() if step else question.strip()
 
     async def collect(self, request: SourceRequest) -> Sequence[ContextItem]:
+        self.last = None  # a failed collect leaves no stale assembly behind
         given = request.context.get("history")
         messages = given if given is not None else (self._history() if self._history else ())
         query = self.query_for(request.query, messages)
