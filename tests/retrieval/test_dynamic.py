@@ -186,3 +186,20 @@ def test_static_part_leads_and_the_block_follows_the_history() -> None:
     assert msgs[-1]["role"] == "system" and "<d0>" in msgs[-1]["content"]
     assert msgs[-1]["content"].index("<c>") < msgs[-1]["content"].index("<d0>") < \
         msgs[-1]["content"].index("<r>")
+
+
+class Failing(Recording):
+    async def retrieve_for_query(self, query: str, top_k: int) -> list[RetrievedDocument]:
+        raise RuntimeError("index offline")
+
+
+def test_a_failing_retriever_degrades_the_build_and_is_named_in_the_report() -> None:
+    history = HistorySource([{"id": "u", "role": "user", "content": "return rate?"}])
+    dyn = DynamicContextSource(Failing([]), history=history)
+    builder = ContextBuilder([history, dyn, TaskContextSource("return rate?")],
+                             options=BuildOptions(model="gpt-4o"))
+    result = builder.build_sync(None, max_tokens=2000)
+    failed = {s.name: s.error for s in result.report.failed_sources}
+    assert failed == {"dynamic_context": "RuntimeError: index offline"}
+    assert result.messages[-1] == {"role": "user", "content": "return rate?"}
+    assert dyn.last is None
