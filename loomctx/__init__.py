@@ -71,9 +71,16 @@ from loomctx.render.protocol import Layout, Rendered, Renderer
 from loomctx.render.registry import formats, register_format
 from loomctx.render.validate import check as check_request
 from loomctx.report import BuildReport, ItemReport, SourceReport
+from loomctx.retrieval.dynamic import (
+    ContextRetriever,
+    DynamicContextSource,
+    DynamicOptions,
+    RetrievedDocument,
+)
 from loomctx.retrieval.reranker import RerankWeights, UnifiedReranker
 from loomctx.retrieval.rewriter import QueryRewriter
 from loomctx.retrieval.source import L2ImportantSource, UnifiedRetrievalSource
+from loomctx.retrieval.task import TaskContextSource
 from loomctx.select.scoring import SelectOptions
 from loomctx.session import Session, SessionState
 from loomctx.sources.agent_output import AgentOutput, AgentOutputSource
@@ -124,9 +131,12 @@ __all__ = [
     "ContextItem",
     "ContextLengthError",
     "ContextRebuilt",
+    "ContextRetriever",
     "ContextSource",
     "DEFAULT_RATIOS",
     "Document",
+    "DynamicContextSource",
+    "DynamicOptions",
     "Embedder",
     "EstimatingCounter",
     "Event",
@@ -165,6 +175,7 @@ __all__ = [
     "Rendered",
     "Renderer",
     "RerankWeights",
+    "RetrievedDocument",
     "SQLiteStore",
     "Scope",
     "SelectOptions",
@@ -180,6 +191,7 @@ __all__ = [
     "StreamEvent",
     "Summarizer",
     "SystemPromptSource",
+    "TaskContextSource",
     "Tier",
     "TierMoved",
     "TieredMemory",

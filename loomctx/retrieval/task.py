@@ -1,0 +1,74 @@
+"""The static part of a task (seed 004): requirement, phase, task context — assembled once.
+
+The seed splits an agent's context in two. What the task *is* (the user's requirement, the
+execution phase and mode, the task's own data) does not change while the agent works on it, so
+it is assembled once per task and rendered in the system part: byte-identical on every model call
+of the task, it stays in the provider's cached prefix. What the model needs *now* is rebuilt
+every turn by :class:`loomctx.retrieval.dynamic.DynamicContextSource`, in the volatile tail.
+
+Requirement and phase are CRITICAL (P0, pinned); the task context is HIGH (P1).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from loomctx.errors import ConfigError
+from loomctx.items import ContextItem, Tier
+from loomctx.sources.protocol import SourceRequest
+
+
+class TaskContextSource:
+    """The task's static items, built in ``__init__`` and returned unchanged by every collect.
+
+    ``task_context`` may be text or JSON-able data (rendered as sorted, indented JSON, so the
+    same data gives the same bytes). Ids: ``task:requirement``, ``task:phase``,
+    ``task:context``.
+    """
+
+    share: float | None = None
+    """Budget ratio; None uses the budget manager's ratio for this source's name."""
+
+    def __init__(self, requirement: str, *, phase: str = "", mode: str = "",
+                 task_context: str | Mapping[str, Any] | None = None,
+                 name: str = "task_context") -> None:
+        if not isinstance(requirement, str) or not requirement.strip():
+            raise ConfigError(f"requirement must be non-empty text (the user's task), got "
+                              f"{requirement!r:.80}")
+        self.name = name
+        items = [ContextItem(id="task:requirement", source=name, kind="system",
+                             content=f"### Requirement\n{requirement.strip()}",
+                             tier=Tier.P0, priority=1.0, seq=1)]
+        stage = [f"### Phase\n{phase.strip()}" if phase.strip() else "",
+                 f"### Mode\n{mode.strip()}" if mode.strip() else ""]
+        if any(stage):
+            items.append(ContextItem(id="task:phase", source=name, kind="system",
+                                     content="\n\n".join(p for p in stage if p),
+                                     tier=Tier.P0, priority=1.0, seq=2))
+        if task_context:
+            items.append(ContextItem(id="task:context", source=name, kind="system",
+                                     content=f"### Task context\n{_context_text(task_context)}",
+                                     tier=Tier.P1, priority=1.0, seq=3))
+        self._items: tuple[ContextItem, ...] = tuple(items)
+
+    @property
+    def items(self) -> Sequence[ContextItem]:
+        return self._items
+
+    async def collect(self, request: SourceRequest) -> Sequence[ContextItem]:
+        return list(self._items)
+
+
+def _context_text(ctx: str | Mapping[str, Any]) -> str:
+    if isinstance(ctx, str):
+        return ctx.strip()
+    try:
+        body = json.dumps(ctx, sort_keys=True, indent=2, ensure_ascii=False, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(f"task_context must be text or JSON-able data: {exc}") from exc
+    return f"```json\n{body}\n```"
+
+
+__all__ = ["TaskContextSource"]

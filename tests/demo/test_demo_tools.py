@@ -1,0 +1,98 @@
+"""The demo tools: readable answers, read-only SQL, errors as text, capped rows."""
+
+from __future__ import annotations
+
+import hashlib
+import inspect
+from pathlib import Path
+
+import pytest
+
+from loomctx.demo.sales import TABLES, create_database
+from loomctx.demo.tools import TOOL_SCHEMAS, SalesTools
+from loomctx.errors import ConfigError
+
+
+@pytest.fixture(scope="module")
+def db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return create_database(tmp_path_factory.mktemp("demo") / "sales.db")
+
+
+@pytest.fixture
+def tools(db: Path) -> SalesTools:
+    return SalesTools(db, max_rows=5)
+
+
+def _digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def test_list_tables_names_every_table_with_its_row_count(tools: SalesTools) -> None:
+    lines = tools.list_tables().splitlines()
+    assert [ln.split(" ")[0] for ln in lines] == sorted(t.name for t in TABLES)
+    orders = next(ln for ln in lines if ln.startswith("orders "))
+    count = tools.run_sql("SELECT COUNT(*) AS n FROM orders").splitlines()[1]
+    assert f"({count} rows)" in orders
+
+
+def test_describe_table(tools: SalesTools) -> None:
+    text = tools.describe_table("Returns ")
+    assert text.startswith("### Table returns") and "order_item_id" in text
+    assert tools.describe_table("refunds").startswith("error: no such table: 'refunds'")
+
+
+def test_run_sql_answers_with_a_header_and_rows(tools: SalesTools) -> None:
+    out = tools.run_sql("SELECT id, status FROM orders ORDER BY id LIMIT 2;").splitlines()
+    assert out[0] == "id | status" and out[1].startswith("1 | ") and len(out) == 3
+    assert tools.run_sql("SELECT id FROM orders WHERE id < 0").splitlines()[1] == "(no rows)"
+    capped = tools.run_sql("SELECT id FROM orders").splitlines()
+    assert len(capped) == 1 + 5 + 1 and capped[-1].startswith("... (more than 5 rows")
+    assert tools.run_sql("-- the total\nWITH t AS (SELECT 2 AS x) SELECT x FROM t"
+                         ).splitlines() == ["x", "2"]
+
+
+@pytest.mark.parametrize("sql, why", [
+    ("DELETE FROM sales", "only a single SELECT or WITH"),
+    ("DROP TABLE sales", "only a single SELECT or WITH"),
+    ("", "only a single SELECT or WITH"),
+    ("SELECT 1; DELETE FROM sales", "only a single statement"),
+    ("WITH x AS (SELECT 1) DELETE FROM sales", "readonly"),
+    ("SELECT nope FROM returns", "no such column: nope"),
+    ("SELECT * FROM refunds", "no such table: refunds"),
+    ("SELECT COUNT(*) FROM orders a, orders b, orders c, orders d", "query stopped"),
+])
+def test_run_sql_refuses_writes_and_reports_errors_as_text(
+        tools: SalesTools, db: Path, sql: str, why: str) -> None:
+    before = _digest(db)
+    out = tools.run_sql(sql)
+    assert out.startswith("error: ") and why in out
+    assert _digest(db) == before
+
+
+def test_a_semicolon_inside_a_string_is_not_a_second_statement(tools: SalesTools) -> None:
+    assert tools.run_sql("SELECT 'a;b' AS s").splitlines() == ["s", "a;b"]
+
+
+def test_call_dispatches_a_model_tool_call(tools: SalesTools) -> None:
+    assert tools.call("describe_table", {"name": "sales"}).startswith("### Table sales")
+    assert tools.call("drop_all", {}).startswith("error: unknown tool")
+    assert tools.call("run_sql", {"sql": "SELECT 1"}).startswith("error: bad arguments")
+
+
+def test_the_schemas_match_the_signatures(tools: SalesTools) -> None:
+    fns = tools.tools()
+    assert [s["function"]["name"] for s in TOOL_SCHEMAS] == [f.__name__ for f in fns]
+    for schema, fn in zip(TOOL_SCHEMAS, fns, strict=True):
+        params = inspect.signature(fn).parameters
+        props = schema["function"]["parameters"]["properties"]
+        assert sorted(props) == sorted(params) == schema["function"]["parameters"]["required"]
+        assert all(p.annotation in (str, "str") for p in params.values())
+        assert inspect.signature(fn).return_annotation in (str, "str")
+        assert fn.__doc__
+
+
+def test_a_missing_database_is_a_config_error(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="create_database"):
+        SalesTools(tmp_path / "none.db")
+    with pytest.raises(ConfigError, match="max_rows"):
+        SalesTools(create_database(tmp_path / "s.db"), max_rows=0)
