@@ -114,6 +114,7 @@ class ContextBuilder:
                                            fallback=self.options.fallback_encoding)
         declared = {s.name: float(s.share) for s in self.sources       # type: ignore[attr-defined]
                     if getattr(s, "share", None) is not None}
+        self._declared = declared
         if budget is None:
             budget = BudgetManager(window=self.tokenizer.context_window,
                                    ratios=_with_declared(DEFAULT_RATIOS, declared))
@@ -219,20 +220,20 @@ class ContextBuilder:
                              context={**ctx, "turn": st.turn})
 
     async def _gather(self, st: BuildState, ctx: dict[str, Any], phase: str | None) -> None:
-        """Collect every source; a turn reads the history first to find its input."""
+        """Collect every source. The history comes first (it is in memory): a turn takes its
+        input from it, and the other sources get it as ``context["history"]`` (per-turn
+        retrieval re-derives its query from the newest step)."""
         timeout = self.options.source_timeout
         history = [s for s in self.sources if is_history(s)]
         rest = [s for s in self.sources if not is_history(s)]
-        if st.turn:
-            st.gathered.update(await gather(
-                history, {s.name: self._request(st, s, ctx, phase) for s in history}, timeout))
-            if history:
-                take_input(st, history[0].name)
-            todo = rest
-        else:
-            todo = self.sources
         st.gathered.update(await gather(
-            todo, {s.name: self._request(st, s, ctx, phase) for s in todo}, timeout))
+            history, {s.name: self._request(st, s, ctx, phase) for s in history}, timeout))
+        if history:
+            ctx = {**ctx, "history": st.gathered[history[0].name].items or []}
+            if st.turn:
+                take_input(st, history[0].name)
+        st.gathered.update(await gather(
+            rest, {s.name: self._request(st, s, ctx, phase) for s in rest}, timeout))
         for s in self.sources:
             if s.name not in st.candidates:
                 st.candidates[s.name] = list(st.gathered[s.name].items or [])
@@ -309,8 +310,8 @@ class ContextBuilder:
             await self.window.summary(st, self.summarizer)
             if st.summary is not None:
                 spent += st.summary.tokens or 0
-        pool, pool_limit = (self.window.pool(st, st.candidates, ordered) if st.turn
-                            else (frozenset(), None))
+        pool, pool_limit = (self.window.pool(st, st.candidates, ordered, self._declared)
+                            if st.turn else (frozenset(), None))
         result = pack(
             ordered, allocation=st.allocation, available=max(0, st.available - spent),
             tail_sources=frozenset(ordered) & {s.name for s in self.sources if is_history(s)},

@@ -225,3 +225,31 @@ class _Shout:
 
         r = self.inner.render(layout)
         return replace(r, format="shout", payload={"text": r.payload["text"].upper()})
+
+
+class _Seer:
+    """Records the history its requests carry; offers a block of per-turn evidence."""
+
+    name = "seer"
+    share = 0.3
+
+    def __init__(self) -> None:
+        self.seen: list[list[str]] = []
+
+    async def collect(self, request: SourceRequest):
+        self.seen.append([it.id for it in request.context.get("history", [])])
+        return [ContextItem(id=f"ev{i}", source=self.name, content=f"fact {i} " * 60,
+                            kind="state") for i in range(6)]
+
+
+def test_sources_see_the_history_and_a_declared_per_turn_share_is_honoured():
+    seer = _Seer()
+    s = _session(sources=[seer])
+    s.add_message_sync("user", "hello", id="u1")
+    s.add_message_sync("assistant", "hi", id="a1")
+    s.add_message_sync("user", "facts please", id="u2")
+    r = s.build_sync(max_tokens=4000)
+    assert seer.seen[-1] == ["u1", "a1", "u2"]  # the turn's history, input included
+    used = next(x for x in r.report.sources if x.name == "seer").used
+    # The default per-turn cap is 5 % of the budget; the source declared 30 %.
+    assert used > 0.05 * 4000 and used <= 0.3 * 4000

@@ -134,14 +134,17 @@ class TurnWindow:
         return out
 
     def pool(self, st: BuildState, candidates: Mapping[str, Sequence[ContextItem]],
-             ordered: Mapping[str, list[Unit]]) -> tuple[frozenset[str], int]:
+             ordered: Mapping[str, list[Unit]], declared: Mapping[str, float] | None = None,
+             ) -> tuple[frozenset[str], int]:
         """Sources whose content changes every turn (evidence, state) and the tokens they may
-        take together: ``volatile_share`` of the budget, stretched to hold the single best
-        unit when it is at most three times that."""
-        cap = int(self.options.volatile_share * st.available)
+        take together: ``volatile_share`` of the budget, or the shares such sources declare
+        themselves when those are larger (an explicit choice of the caller), stretched to hold
+        the single best unit when it is at most three times that."""
         pool = frozenset(name for name, items in candidates.items()
                          if any(it.kind not in STABLE_KINDS and it.kind != "message"
                                 for it in items))
+        own = sum(v for k, v in (declared or {}).items() if k in pool)
+        cap = int(max(self.options.volatile_share, min(own, 1.0)) * st.available)
         heads = [q[0] for name, q in ordered.items() if name in pool and q]
         if heads:
             best = max(heads, key=lambda u: u.score)
