@@ -120,6 +120,31 @@ async def _run(replay: Replay, budget: int, kind: str) -> dict[str, Any]:
     }
 
 
+def _scenarios() -> dict[str, Any]:
+    """The seed's three SQL scenarios: was each needed schema in the context of its call?"""
+    from loomctx import Agent, RecordingSink
+    from loomctx.demo import SCENARIOS, create_database, sql_demo
+    from loomctx.testing import HashingEmbedder, ScriptedModel
+
+    db = create_database()
+    needed = present = 0
+    per: dict[str, str] = {}
+    for sc in SCENARIOS:
+        sink = RecordingSink()
+        demo = sql_demo(sc.question, db=db, embedder=HashingEmbedder(), events=sink)
+        Agent(ScriptedModel(list(sc.replies)), tools=demo.tools.tools(), session=demo.session,
+              budget=16_000).run_sync(sc.question)
+        reports = [e.report for e in sink.events if e.kind == "context_rebuilt"]
+        got = want = 0
+        for i, report in enumerate(reports):
+            shown = {r.id for r in report.items if r.included}
+            want += len(sc.needs.get(i, ()))
+            got += len(set(sc.needs.get(i, ())) & shown)
+        per[sc.name] = f"{got}/{want}"
+        needed, present = needed + want, present + got
+    return {"needed": needed, "present": present, "per_scenario": per}
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     ap.add_argument("--turns", type=int, default=30)
@@ -136,9 +161,12 @@ def main(argv: list[str] | None = None) -> int:
         print(f"| {r['model']} | {r['model_calls']} | {r['build_ms_p50']:.1f} / "
               f"{r['build_ms_p95']:.1f} | {r['model_ms_p50']:.2f} / {r['model_ms_p95']:.2f} | "
               f"{r['mean_reuse']:.3f} ({r['min_reuse']:.2f}) |")
+    scenarios = _scenarios()
+    print(f"SQL scenarios: {scenarios['present']}/{scenarios['needed']} needed schemas in the "
+          f"context of the call that needed them {scenarios['per_scenario']}")
     args.json.parent.mkdir(parents=True, exist_ok=True)
-    args.json.write_text(json.dumps({"seed": args.seed, "runs": runs}, indent=1) + "\n",
-                         encoding="utf-8")
+    args.json.write_text(json.dumps({"seed": args.seed, "runs": runs, "scenarios": scenarios},
+                                    indent=1) + "\n", encoding="utf-8")
     print(f"wrote {args.json}")
     return 0
 

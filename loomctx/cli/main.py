@@ -1,4 +1,5 @@
-"""The ``loomctx`` command: ``build`` a context window, ``eval`` evidence recall."""
+"""The ``loomctx`` command: ``build`` a context window, ``agent`` the demo agent, ``eval``
+evidence recall."""
 
 from __future__ import annotations
 
@@ -15,6 +16,9 @@ def parser() -> argparse.ArgumentParser:
     from loomctx.cli.build import add_build_parser
 
     add_build_parser(sub)
+    from loomctx.cli.agent import add_agent_parser
+
+    add_agent_parser(sub)
     try:
         from loomctx.cli.eval import add_eval_parser
     except ImportError:  # pragma: no cover - eval is optional while it is being built

@@ -1,0 +1,92 @@
+"""The seed's three SQL scenarios through the Agent: the schema a call needs is in the context
+the model received for that call (asserted on the recorded requests), over an in-process
+scripted model and over real HTTP (the CLI against the loopback fake server)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from loomctx import Agent, RecordingSink, check_request
+from loomctx.cli.main import main
+from loomctx.demo import SCENARIOS, create_database, sql_demo
+from loomctx.testing import FakeModelServer, HashingEmbedder, Reply, ScriptedModel, ToolCall
+
+
+@pytest.fixture(scope="module")
+def db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return create_database(tmp_path_factory.mktemp("sales") / "sales.db")
+
+
+def _schema_text(doc_id: str) -> str:
+    """The heading a retrieved table schema has in the context (``schema:sales``...)."""
+    return "### Table " + doc_id.split(":", 1)[1]
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS, ids=lambda s: s.name)
+def test_each_call_holds_the_schema_it_needs(scenario, db: Path) -> None:
+    sink = RecordingSink()
+    demo = sql_demo(scenario.question, db=db, embedder=HashingEmbedder(), events=sink)
+    model = ScriptedModel(list(scenario.replies))
+    result = Agent(model, tools=demo.tools.tools(), session=demo.session,
+                   budget=16_000).run_sync(scenario.question)
+    assert result.stop == "final"
+    assert len(model.requests) == len(scenario.replies)
+    reports = [e.report for e in sink.events if e.kind == "context_rebuilt"]
+    assert len(reports) == len(model.requests)
+    for i, (payload, report) in enumerate(zip(model.requests, reports, strict=True)):
+        assert check_request("openai", payload) == []
+        shown = {r.id for r in report.items if r.included}
+        assert set(scenario.needs.get(i, ())) <= shown, (i, sorted(shown))
+        assert not set(scenario.absent.get(i, ())) & shown, (i, sorted(shown))
+        text = json.dumps(payload["messages"], ensure_ascii=False)
+        for doc in scenario.needs.get(i, ()):
+            if doc.startswith("schema:"):
+                assert _schema_text(doc) in text  # in the request the model actually got
+    # Tool calls ran against the real database and their ids survived.
+    call_ids = [c["id"] for r in scenario.replies for c in r.get("tool_calls") or ()]
+    stored = [m.message.get("tool_call_id") for m in demo.session.memory.history.items
+              if m.role == "tool"]
+    assert stored == call_ids
+
+
+def test_the_cli_demo_runs_offline(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["agent", "--demo", "sql", "Total sales of the last 7 days", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["stop"] == "final" and out["model"] == "scripted"
+    assert "schema:sales" in out["calls"][0]["retrieved"]
+
+
+def test_the_cli_demo_talks_to_an_openai_compatible_endpoint(
+        capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    scenario = next(s for s in SCENARIOS if s.name == "return_rate")
+    steps = [Reply(text=r.get("content"), tool_calls=[
+        ToolCall(c["function"]["name"], c["function"]["arguments"], c["id"])
+        for c in r.get("tool_calls") or ()]) for r in scenario.replies]
+    with FakeModelServer(steps) as server:
+        code = main(["agent", "--demo", "sql", scenario.question, "--base-url",
+                     server.url + "/v1", "--model", "local-model", "--json"])
+        requests = [r.body for r in server.requests]
+    assert code == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["model"] == "local-model" and out["stop"] == "final"
+    assert [r["model"] for r in requests] == ["local-model"] * len(steps)
+    # The failed SQL's error reached the model, and the next call's context holds the schema
+    # of the table the fix needs (order_items), which the first call's did not.
+    first, second = (json.dumps(r["messages"]) for r in requests[:2])
+    table = _schema_text("schema:order_items")
+    assert "error:" in second and table in second and table not in first
+
+
+@pytest.mark.parametrize("argv", [
+    ["agent", "--demo", "sql", "   "],
+    ["agent", "--demo", "sql", "q", "--db", "/nonexistent/sales.db"],
+])
+def test_bad_cli_input_is_one_line_and_exit_2(argv: list[str],
+                                              capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("loomctx: error: ")
