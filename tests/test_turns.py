@@ -253,3 +253,23 @@ def test_sources_see_the_history_and_a_declared_per_turn_share_is_honoured():
     used = next(x for x in r.report.sources if x.name == "seer").used
     # The default per-turn cap is 5 % of the budget; the source declared 30 %.
     assert used > 0.05 * 4000 and used <= 0.3 * 4000
+
+
+def test_a_long_tool_result_is_shown_cut_the_same_way_on_every_later_turn():
+    s = _session()
+    log = " ".join(f"scan {i} at hub {i % 7} ok" for i in range(3000))
+    s.add_message_sync("user", "Pull the scan log.", id="u0")
+    s.add_message_sync("assistant", None, id="a0", tool_calls=[{
+        "id": "c1", "type": "function", "function": {"name": "scan_log", "arguments": "{}"}}])
+    s.add_message_sync("tool", log, tool_call_id="c1", id="log")
+    shown = []
+    for t in range(3):
+        s.add_message_sync("user", f"Question {t} about the log?", id=f"q{t}")
+        r = s.build_sync(max_tokens=3000)
+        tool = next(m for m in r.payload["messages"] if m.get("tool_call_id") == "c1")
+        shown.append(tool["content"])
+        assert r.report.item("log").reason == "truncated"
+        assert r.originals["log"].content == log  # the whole text is kept, by its id
+        s.add_message_sync("assistant", f"Answer {t}.", id=f"r{t}")
+    assert shown[0] == shown[1] == shown[2]  # deterministic: the cached prefix holds
+    assert "full text id=log" in shown[0] and len(shown[0]) < len(log) // 10
