@@ -7,8 +7,14 @@ import pytest
 
 from loomctx import Agent, AnthropicChatModel, OpenAIChatModel, check_request
 from loomctx.models import Backoff
-from loomctx.testing import ContextLength, FakeModelServer, HashingEmbedder, HttpError, Reply
-from loomctx.testing import ToolCall
+from loomctx.testing import (
+    ContextLength,
+    FakeModelServer,
+    HashingEmbedder,
+    HttpError,
+    Reply,
+    ToolCall,
+)
 
 
 def lookup(order_id: str) -> str:
