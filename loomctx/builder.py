@@ -23,6 +23,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from loomctx._jsonl import clean_text
 from loomctx._sync import run_sync
 from loomctx.budget.manager import DEFAULT_RATIOS, BudgetManager
 from loomctx.buildstate import BuildState
@@ -165,6 +166,8 @@ class ContextBuilder:
             raise ConfigError(f"max_tokens must be an int >= {MIN_BUDGET}, got {max_tokens!r}")
         if query is not None and not isinstance(query, str):
             raise ConfigError(f"query must be a string or None (a turn), got {query!r}")
+        if query is not None:
+            query = clean_text(query)  # lone surrogates → U+FFFD, as for every input text
         alloc = self.budget.allocate(max_tokens, phase=phase)
         st = BuildState(question=query or "", turn=query is None,
                         now=time.time() if now is None else now, allocation=alloc)

@@ -273,3 +273,17 @@ def test_a_long_tool_result_is_shown_cut_the_same_way_on_every_later_turn():
         s.add_message_sync("assistant", f"Answer {t}.", id=f"r{t}")
     assert shown[0] == shown[1] == shown[2]  # deterministic: the cached prefix holds
     assert "full text id=log" in shown[0] and len(shown[0]) < len(log) // 10
+
+
+def test_lone_surrogates_from_any_source_never_reach_the_request():
+    from loomctx import Document, KnowledgeSource
+
+    kb = KnowledgeSource([Document("d.md", "order notes \udc80 from a cut file")])
+    for model in ("gpt-4o", "claude-sonnet-4-5"):
+        s = _session(model=model, system_prompt="Be brief \ud800.", knowledge=[kb])
+        s.add_message_sync("user", "order notes please")
+        for r in (s.build_sync(max_tokens=2000), s.build_sync("notes \udfff?", max_tokens=2000)):
+            text = json.dumps(r.payload, ensure_ascii=False)
+            assert check_request(r.rendered.format, r.payload) == []
+            assert "Be brief \ufffd." in text
+            text.encode("utf-8")  # sendable as UTF-8

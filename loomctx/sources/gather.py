@@ -9,8 +9,11 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 
+from loomctx._jsonl import clean_text
 from loomctx.buildstate import Gathered
+from loomctx.items import ContextItem
 from loomctx.sources.protocol import ContextSource, SourceRequest
 
 
@@ -31,7 +34,7 @@ async def gather(sources: Sequence[ContextSource], requests: Mapping[str, Source
             failures = getattr(src, "failures", None)
             partial = ("partial: " + "; ".join(f"{k} failed: {v}" for k, v in failures.items())
                        if failures else None)
-            return Gathered(list(items), partial, (time.perf_counter() - t) * 1000)
+            return Gathered(_clean(items), partial, (time.perf_counter() - t) * 1000)
         except asyncio.TimeoutError:
             return Gathered(None, f"timed out after {timeout}s", (time.perf_counter() - t) * 1000)
         except Exception as exc:  # a source must never fail the build: report it
@@ -40,6 +43,18 @@ async def gather(sources: Sequence[ContextSource], requests: Mapping[str, Source
 
     results = await asyncio.gather(*(one(s) for s in sources))
     return {s.name: r for s, r in zip(sources, results, strict=True)}
+
+
+def _clean(items: Sequence[ContextItem]) -> list[ContextItem]:
+    """A source's output is a boundary too: text holding lone surrogates (undecodable bytes
+    from argv or a file, a cut UTF-16 string) would make the request unsendable as UTF-8, so
+    such text is replaced by U+FFFD, the rule history input and the stores apply. History
+    messages are checked when added; the pass over the rest is one C-speed regex per item."""
+    out = list(items)
+    for k, it in enumerate(out):
+        if it.kind != "message" and clean_text(it.content) is not it.content:
+            out[k] = replace(it, content=clean_text(it.content))
+    return out
 
 
 __all__ = ["gather", "is_history"]

@@ -90,3 +90,11 @@ def test_bad_cli_input_is_one_line_and_exit_2(argv: list[str],
     assert main(argv) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("loomctx: error: ")
+
+
+def test_an_undecodable_question_is_repaired_not_a_crash(capsys: pytest.CaptureFixture[str]
+                                                          ) -> None:
+    # argv bytes that are not UTF-8 arrive as lone surrogates (surrogateescape).
+    question = b"\xff\xfe Total sales of the last 7 days".decode("utf-8", "surrogateescape")
+    assert main(["agent", "--demo", "sql", question, "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["stop"] == "final"
