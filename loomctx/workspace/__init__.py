@@ -1,0 +1,41 @@
+"""Role contexts for a team of agents over a workspace of notes (concierge, orchestrator, action).
+
+:class:`WorkSpace` holds typed notes passed by ``@reference``; :class:`ConversationManager` the
+linear history; the builders turn both into one budgeted, reported build per role.
+"""
+
+from loomctx.workspace.conversation import (
+    ActionRecord,
+    ConversationManager,
+    Entry,
+    OrchestratorCall,
+    RoundRecord,
+)
+from loomctx.workspace.notes import Note, WorkSpace, parse_refs
+from loomctx.workspace.options import (
+    ActionModels,
+    Labels,
+    ModelSettings,
+    NoteTypes,
+    Previews,
+    Quota,
+    RoleOptions,
+)
+
+__all__ = [
+    "ActionModels",
+    "ActionRecord",
+    "ConversationManager",
+    "Entry",
+    "Labels",
+    "ModelSettings",
+    "Note",
+    "NoteTypes",
+    "OrchestratorCall",
+    "Previews",
+    "Quota",
+    "RoleOptions",
+    "RoundRecord",
+    "WorkSpace",
+    "parse_refs",
+]
