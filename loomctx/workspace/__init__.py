@@ -4,6 +4,8 @@
 linear history; the builders turn both into one budgeted, reported build per role.
 """
 
+from loomctx.workspace.action import action_model_settings, build_action_context
+from loomctx.workspace.concierge import build_concierge_context
 from loomctx.workspace.conversation import (
     ActionRecord,
     ConversationManager,
@@ -21,6 +23,7 @@ from loomctx.workspace.options import (
     Quota,
     RoleOptions,
 )
+from loomctx.workspace.orchestrator import build_orchestrator_context, material_status
 
 __all__ = [
     "ActionModels",
@@ -37,5 +40,10 @@ __all__ = [
     "RoleOptions",
     "RoundRecord",
     "WorkSpace",
+    "action_model_settings",
+    "build_action_context",
+    "build_concierge_context",
+    "build_orchestrator_context",
+    "material_status",
     "parse_refs",
 ]
