@@ -4,8 +4,8 @@
 linear history; the builders turn both into one budgeted, reported build per role.
 """
 
-from loomctx.workspace.action import action_model_settings, build_action_context
-from loomctx.workspace.concierge import build_concierge_context
+from loomctx.workspace.action import action_items, action_model_settings, build_action_context
+from loomctx.workspace.concierge import build_concierge_context, concierge_items
 from loomctx.workspace.conversation import (
     ActionRecord,
     ConversationManager,
@@ -23,7 +23,12 @@ from loomctx.workspace.options import (
     Quota,
     RoleOptions,
 )
-from loomctx.workspace.orchestrator import build_orchestrator_context, material_status
+from loomctx.workspace.orchestrator import (
+    build_orchestrator_context,
+    material_status,
+    orchestrator_items,
+)
+from loomctx.workspace.source import RoleSource
 
 __all__ = [
     "ActionModels",
@@ -38,12 +43,16 @@ __all__ = [
     "Previews",
     "Quota",
     "RoleOptions",
+    "RoleSource",
     "RoundRecord",
     "WorkSpace",
+    "action_items",
     "action_model_settings",
     "build_action_context",
     "build_concierge_context",
     "build_orchestrator_context",
+    "concierge_items",
     "material_status",
+    "orchestrator_items",
     "parse_refs",
 ]
