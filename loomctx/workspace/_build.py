@@ -17,6 +17,7 @@ from dataclasses import dataclass, replace
 from loomctx.builder import BuildResult, ContextBuilder
 from loomctx.items import ContextItem, Kind, Tier
 from loomctx.options import BuildOptions
+from loomctx.select.scoring import SelectOptions
 from loomctx.sources.protocol import SourceRequest
 
 INCLUDED = frozenset({"pinned", "required", "selected"})
@@ -71,7 +72,9 @@ def fits(result: BuildResult) -> bool:
 def build_adaptive(role: str, describe: Callable[[int], list[ContextItem]], levels: int, *,
                    budget: int, model: str, format: str) -> BuildResult:
     """Build at level 0, 1, ... until every item fits; the last level when none does."""
-    options = BuildOptions(model=model, format=format, summarize_history=False)
+    # Repeated lines are distinct positions here (the same action in two rounds): no dedup.
+    options = BuildOptions(model=model, format=format, summarize_history=False,
+                           select=SelectOptions(dedup=False))
     result: BuildResult | None = None
     for level in range(levels):
         builder = ContextBuilder([ItemsSource(describe(level), name=role)], options=options)

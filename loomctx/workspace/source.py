@@ -23,7 +23,9 @@ class RoleSource:
     """Items of a role, described fresh for every build (e.g. ``lambda: orchestrator_items(...)``).
 
     ``share`` is the fraction of the build's budget declared for it; its P0 parts (the quota)
-    stay pinned; the input item, when kept, becomes pinned task state.
+    stay pinned; the input item, when kept, becomes pinned task state. A session dedups items
+    by content, so a line repeated word for word (the same action in two rounds) is shown once
+    there; ``build_*_context`` shows every occurrence.
     """
 
     describe: Callable[[], Sequence[ContextItem]]

@@ -236,3 +236,19 @@ def test_type_sets_are_configuration() -> None:
     assert ZH.task not in text and ZH.material in text
     assert material_status(ws, [], NoteTypes(materials=frozenset({"persona"})))["material"] == {
         "persona1": False}
+
+
+def test_repeated_rounds_and_calls_are_all_shown_and_builds_are_deterministic() -> None:
+    ws, cm = WorkSpace(), ConversationManager()
+    for _ in range(2):
+        cm.start_orchestrator_call("same task")
+        cm.add_round("same observation", "same thought")
+        cm.add_action("websearch", "same search")
+    text = build_orchestrator_context("go", ws, cm, budget=BIG).text
+    assert text.count("⚡ <call agent=websearch instruction=same search/>") == 2
+    assert text.count("## Round1:\n🔍 观察: same observation") == 2
+    concierge = build_concierge_context("go", ws, cm, budget=BIG).text
+    assert concierge.count("## Round1:") == 2
+    again = build_orchestrator_context("go", ws, cm, budget=BIG)
+    assert again.text == text and again.report.to_dict()["items"] == build_orchestrator_context(
+        "go", ws, cm, budget=BIG).report.to_dict()["items"]
