@@ -15,9 +15,11 @@ collapsed to one-line previews first, then the note previews shorten.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from loomctx.builder import BuildResult
+from loomctx.errors import ConfigError
 from loomctx.items import ContextItem, Kind, Tier
 from loomctx.workspace._build import Items, build_adaptive, one_line, preview, priority_by_age
 from loomctx.workspace.conversation import ActionRecord, ConversationManager
@@ -31,7 +33,25 @@ LEVELS: tuple[tuple[int | None, float], ...] = (
 preview length as a fraction of the seed's (0: ``Previews.min_chars``)."""
 
 
-def material_status(workspace: WorkSpace, execution_log: Sequence[ActionRecord],
+LogEntry = ActionRecord | Mapping[str, Any]
+"""An executed action: an :class:`ActionRecord`, or the seed's dict with ``action`` and
+``instruction``."""
+
+
+def as_action(entry: LogEntry) -> ActionRecord:
+    """An :class:`ActionRecord` from either form of a log entry."""
+    if isinstance(entry, ActionRecord):
+        return entry
+    if isinstance(entry, Mapping):
+        agent = entry.get("action", entry.get("agent"))
+        if isinstance(agent, str):
+            return ActionRecord(agent=agent, instruction=str(entry.get("instruction", "")),
+                                notes_created=tuple(entry.get("notes_created", ())))
+    raise ConfigError(f"an execution-log entry must be an ActionRecord or a dict with "
+                      f"'action' and 'instruction', got {entry!r}")
+
+
+def material_status(workspace: WorkSpace, execution_log: Sequence[LogEntry],
                     types: NoteTypes | None = None,
                     ) -> dict[str, dict[str, bool]]:
     """``{"material"|"hitpoint"|"writing": {note_id: used}}`` from the log's ``@refs``."""
@@ -41,7 +61,7 @@ def material_status(workspace: WorkSpace, execution_log: Sequence[ActionRecord],
         cls = t.classify(note.type)
         if cls is not None:
             groups[cls][note.id] = False
-    for entry in execution_log:
+    for entry in map(as_action, execution_log):
         refs = parse_refs(entry.instruction)
         if entry.agent in t.hitpoint_actions:
             usable: tuple[str, ...] = ("material",)
@@ -58,13 +78,14 @@ def material_status(workspace: WorkSpace, execution_log: Sequence[ActionRecord],
 
 def orchestrator_items(task_message: str, workspace: WorkSpace,
                        conversation: ConversationManager,
-                       execution_log: Sequence[ActionRecord] | None = None, *, level: int = 0,
+                       execution_log: Sequence[LogEntry] | None = None, *, level: int = 0,
                        options: RoleOptions | None = None,
                        instructions: str = "") -> list[ContextItem]:
     """The orchestrator's items at a detail level (0: the seed's, everything in full)."""
     o = options or RoleOptions()
     lb = o.labels
-    log = conversation.execution_log() if execution_log is None else list(execution_log)
+    log = (conversation.execution_log() if execution_log is None
+           else [as_action(e) for e in execution_log])
     full_rounds, share = LEVELS[level]
     pv = o.previews
     note_chars = (max(pv.min_chars, int(pv.orchestrator_note * share)) if share
@@ -144,7 +165,7 @@ def _overview(out: Items, workspace: WorkSpace, conversation: ConversationManage
 
 def build_orchestrator_context(task_message: str, workspace: WorkSpace,
                                conversation: ConversationManager,
-                               execution_log: Sequence[ActionRecord] | None = None, *,
+                               execution_log: Sequence[LogEntry] | None = None, *,
                                budget: int, model: str = "gpt-4o", format: str = "text",
                                options: RoleOptions | None = None,
                                instructions: str = "") -> BuildResult:
@@ -159,4 +180,5 @@ def build_orchestrator_context(task_message: str, workspace: WorkSpace,
         len(LEVELS), budget=budget, model=model, format=format)
 
 
-__all__ = ["build_orchestrator_context", "material_status", "orchestrator_items"]
+__all__ = ["LogEntry", "as_action", "build_orchestrator_context", "material_status",
+           "orchestrator_items"]

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 import pytest
 
+from loomctx.errors import ConfigError
 from loomctx.workspace import (
     ActionModels,
     ConversationManager,
@@ -252,3 +253,13 @@ def test_repeated_rounds_and_calls_are_all_shown_and_builds_are_deterministic() 
     again = build_orchestrator_context("go", ws, cm, budget=BIG)
     assert again.text == text and again.report.to_dict()["items"] == build_orchestrator_context(
         "go", ws, cm, budget=BIG).report.to_dict()["items"]
+
+
+def test_orchestrator_takes_the_seeds_dict_log_too() -> None:
+    ws, cm = scenario(ZH)
+    log = [{"action": "xhs_post", "instruction": "@hitpoint1"}]
+    assert material_status(ws, log)["hitpoint"] == {"hitpoint1": True}
+    text = build_orchestrator_context(ZH.feedback, ws, cm, log, budget=BIG).text
+    assert "已执行 1/15" in text
+    with pytest.raises(ConfigError, match="'oops'"):
+        material_status(ws, ["oops"])  # type: ignore[list-item]
