@@ -101,6 +101,15 @@ from loomctx.tokens import (
     TokenCounter,
     counter_for_model,
 )
+from loomctx.workspace import (
+    ConversationManager,
+    Note,
+    RoleOptions,
+    WorkSpace,
+    build_action_context,
+    build_concierge_context,
+    build_orchestrator_context,
+)
 
 __version__ = "0.1.0"
 
@@ -133,6 +142,7 @@ __all__ = [
     "ContextRebuilt",
     "ContextRetriever",
     "ContextSource",
+    "ConversationManager",
     "DEFAULT_RATIOS",
     "Document",
     "DynamicContextSource",
@@ -167,6 +177,7 @@ __all__ = [
     "ModelResponse",
     "ModelResponseError",
     "ModelTokenizer",
+    "Note",
     "NullSink",
     "OpenAIChatModel",
     "QueryRewriter",
@@ -176,6 +187,7 @@ __all__ = [
     "Renderer",
     "RerankWeights",
     "RetrievedDocument",
+    "RoleOptions",
     "SQLiteStore",
     "Scope",
     "SelectOptions",
@@ -209,7 +221,11 @@ __all__ = [
     "UniversalSentenceEncoder",
     "Usage",
     "UserInputSource",
+    "WorkSpace",
     "__version__",
+    "build_action_context",
+    "build_concierge_context",
+    "build_orchestrator_context",
     "check_request",
     "counter_for_model",
     "default_embedder",
