@@ -34,7 +34,8 @@ async def gather(sources: Sequence[ContextSource], requests: Mapping[str, Source
             failures = getattr(src, "failures", None)
             partial = ("partial: " + "; ".join(f"{k} failed: {v}" for k, v in failures.items())
                        if failures else None)
-            return Gathered(_clean(items), partial, (time.perf_counter() - t) * 1000)
+            kept = list(items) if is_history(src) else _clean(items)  # history: checked on add
+            return Gathered(kept, partial, (time.perf_counter() - t) * 1000)
         except asyncio.TimeoutError:
             return Gathered(None, f"timed out after {timeout}s", (time.perf_counter() - t) * 1000)
         except Exception as exc:  # a source must never fail the build: report it
