@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from loomctx.builder import MIN_BUDGET, BuildResult
 from loomctx.errors import BudgetError, ConfigError, InvalidRequestError
@@ -25,7 +25,7 @@ from loomctx.render.validate import check
 from loomctx.tokens import ChatCounter, counter_for_model
 from loomctx.workspace import ModelSettings
 
-FORMAT = "openai"
+FORMAT: Literal["openai"] = "openai"
 """The request format of every role call (the tool exchange is OpenAI-shaped)."""
 
 

@@ -52,7 +52,7 @@ class TeamOptions:
     """The action types the orchestrator may call (one tool each)."""
     note_types: Mapping[str, str] = field(default_factory=lambda: dict(NOTE_TYPES))
     """Action → note type of its output; an action not listed writes notes of its own name."""
-    roles: RoleOptions = RoleOptions()
+    roles: RoleOptions = field(default_factory=RoleOptions)
     """How the three role contexts are built (note types, previews, quota, labels, models)."""
     concierge_prompt: str = CONCIERGE_PROMPT
     """The concierge's instructions (the pinned system item of its context)."""
