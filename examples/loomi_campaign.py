@@ -9,7 +9,7 @@ Run: python examples/loomi_campaign.py
 """
 
 from loomctx import check_request
-from loomctx.workflow import run_campaign
+from loomctx.workflow.demo import run_campaign
 
 campaign = run_campaign()
 team = campaign.team

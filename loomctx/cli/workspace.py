@@ -45,7 +45,7 @@ def _scope(args: argparse.Namespace) -> Any:
 
 def run_demo(args: argparse.Namespace) -> int:
     from loomctx.stores import SQLiteStore
-    from loomctx.workflow import run_campaign
+    from loomctx.workflow.demo import run_campaign
 
     if args.db.is_dir():
         raise ConfigError(f"--db {str(args.db)!r} is a directory: pass a file path")

@@ -12,8 +12,18 @@ import pytest
 from loomctx import SQLiteStore, check_request
 from loomctx.stores import Scope
 from loomctx.tokens.chat import ChatCounter
-from loomctx.workflow import Campaign, TeamOptions, run_campaign
-from loomctx.workflow.demo import ASK, BRIEF, HITPOINT, PERSONA, REPLY, SEARCH, TASK
+from loomctx.workflow import TeamOptions
+from loomctx.workflow.demo import (
+    ASK,
+    BRIEF,
+    HITPOINT,
+    PERSONA,
+    REPLY,
+    SEARCH,
+    TASK,
+    Campaign,
+    run_campaign,
+)
 from loomctx.workspace import ConversationManager, Labels, RoleOptions, WorkSpace
 
 LB = Labels()
