@@ -73,3 +73,12 @@ def test_show_requires_a_session(tmp_path: Path) -> None:
     with pytest.raises(SystemExit) as exc:
         main(["workspace", "show", "--db", str(tmp_path / "x.db")])
     assert exc.value.code == 2
+
+
+def test_a_file_that_is_not_a_store_is_exit_2(tmp_path: Path,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
+    db = tmp_path / "notes.txt"
+    db.write_text("not a database\n", encoding="utf-8")
+    assert main(["workspace", "show", "--db", str(db), "--session", "demo"]) == 2
+    err = capsys.readouterr().err
+    assert "not a database" in err and err.count("\n") == 1
