@@ -47,6 +47,8 @@ LAZY: dict[str, str] = {
     "loomctx.cli.main": "each subcommand loads its modules only when it is the one run",
     "loomctx.cli.eval": "the evaluation machinery loads only for `loomctx eval`",
     "loomctx.cli.agent": "the agent, the demo and the model clients load only for `loomctx agent`",
+    "loomctx.cli.workspace": "the store, the workspace and the team load only for "
+                             "`loomctx workspace`",
     "loomctx.eval.systems": "loomctx's own pipeline loads only when that system is chosen",
     "loomctx.eval.metric": "the cl100k counter is built on the first count",
 }

@@ -1,5 +1,5 @@
 """The ``loomctx`` command: ``build`` a context window, ``agent`` the demo agent, ``eval``
-evidence recall."""
+evidence recall, ``workspace`` a team's workspace."""
 
 from __future__ import annotations
 
@@ -19,6 +19,9 @@ def parser() -> argparse.ArgumentParser:
     from loomctx.cli.agent import add_agent_parser
 
     add_agent_parser(sub)
+    from loomctx.cli.workspace import add_workspace_parser
+
+    add_workspace_parser(sub)
     try:
         from loomctx.cli.eval import add_eval_parser
     except ImportError:  # pragma: no cover - eval is optional while it is being built
