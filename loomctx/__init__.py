@@ -101,6 +101,7 @@ from loomctx.tokens import (
     TokenCounter,
     counter_for_model,
 )
+from loomctx.workflow import Team, TeamOptions
 from loomctx.workspace import (
     ConversationManager,
     Note,
@@ -204,6 +205,8 @@ __all__ = [
     "Summarizer",
     "SystemPromptSource",
     "TaskContextSource",
+    "Team",
+    "TeamOptions",
     "Tier",
     "TierMoved",
     "TieredMemory",
