@@ -287,3 +287,13 @@ def test_lone_surrogates_from_any_source_never_reach_the_request():
             assert check_request(r.rendered.format, r.payload) == []
             assert "Be brief \ufffd." in text
             text.encode("utf-8")  # sendable as UTF-8
+
+
+def test_an_empty_anthropic_conversation_is_a_caller_error_not_a_bad_request():
+    from loomctx import ConfigError
+
+    s = _session(model="claude-sonnet-4-5", system_prompt="Be brief.")
+    with pytest.raises(ConfigError, match="at least one message"):
+        s.build_sync(max_tokens=800)
+    s.add_message_sync("user", "hello")
+    assert check_request("anthropic", s.build_sync(max_tokens=800).payload) == []

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from loomctx.errors import ConfigError
 from loomctx.items import ContextItem
 from loomctx.render.protocol import Layout, Rendered, stable_hash
 from loomctx.text.messages import content_text
@@ -234,6 +235,9 @@ class AnthropicRenderer:
                 turns[-1]["content"].extend(tail)
             else:
                 turns.append({"role": "user", "content": tail})
+        if not turns:
+            raise ConfigError("an Anthropic request needs at least one message and this build "
+                              "has none: add the user's message (or pass a query) first")
         system_text = _system_text(layout)
         system = ([{"type": "text", "text": system_text, "cache_control": {"type": "ephemeral"}}]
                   if system_text else [])
