@@ -143,8 +143,12 @@ class InProcessEventBus:
             running = None
         if running is loop:
             self._append(event_id, event)
-        else:
+            return
+        try:
             loop.call_soon_threadsafe(self._append, event_id, event)
+        except RuntimeError as exc:  # the subscribers' loop has ended
+            raise ConfigError(f"event {event.kind!r} published after the bus's event loop "
+                              "closed: await bus.aclose() before the loop ends") from exc
 
     def _append(self, event_id: str, event: Event) -> None:
         self._log.append((event_id, event))
