@@ -109,6 +109,11 @@ class InProcessEventBus:
             g.consumers.append(_Consumer(consumer or f"{group}-{len(g.consumers)}", wanted,
                                          handler))
 
+    @property
+    def backlog(self) -> int:
+        """Events held because some group has not acknowledged them yet (0 once drained)."""
+        return len(self._log)
+
     async def drain(self) -> None:
         """Wait until every group has handled (or dead-lettered) every event published so far."""
         await asyncio.sleep(0)  # let emits queued from other threads land first

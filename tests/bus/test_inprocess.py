@@ -75,6 +75,30 @@ def test_consumers_of_one_group_share_its_events() -> None:
     assert got["c1"] and got["c2"]
 
 
+def test_acknowledged_events_are_released_and_a_slow_group_holds_them() -> None:
+    async def main() -> tuple[int, int, int]:
+        bus = InProcessEventBus()
+        gate = asyncio.Event()
+
+        async def slow(env: Envelope) -> None:
+            await gate.wait()
+
+        await bus.subscribe(None, lambda env: None, group="fast")
+        await bus.subscribe(None, slow, group="slow")
+        for i in range(10):
+            await bus.publish(_turn(i))
+        await asyncio.sleep(0.01)
+        held = bus.backlog
+        gate.set()
+        await bus.drain()
+        after = bus.backlog
+        await bus.aclose()
+        return held, after, len(bus.dead_letters)
+
+    held, after, dead = asyncio.run(main())
+    assert held == 10 and after == 0 and dead == 0
+
+
 def test_a_failing_handler_is_retried_then_dead_lettered_and_later_events_go_on() -> None:
     async def main() -> tuple[InProcessEventBus, list[tuple[int, int]], list[int]]:
         bus = InProcessEventBus(BusOptions(max_attempts=3))
