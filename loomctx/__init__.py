@@ -24,6 +24,7 @@ from loomctx.budget.manager import (
     Limit,
 )
 from loomctx.builder import BuildOptions, BuildResult, ContextBuilder
+from loomctx.bus import BusOptions, Envelope, EventBus, InProcessEventBus
 from loomctx.compress.summarize import ExtractiveSummarizer, Summarizer
 from loomctx.embed import (
     CachedEmbedder,
@@ -130,6 +131,7 @@ __all__ = [
     "BuildOptions",
     "BuildReport",
     "BuildResult",
+    "BusOptions",
     "CachedCounter",
     "CachedEmbedder",
     "ChatCounter",
@@ -149,8 +151,10 @@ __all__ = [
     "DynamicContextSource",
     "DynamicOptions",
     "Embedder",
+    "Envelope",
     "EstimatingCounter",
     "Event",
+    "EventBus",
     "EventSink",
     "ExtractiveSummarizer",
     "HFTokenizerCounter",
@@ -160,6 +164,7 @@ __all__ = [
     "Hit",
     "ImportanceScorer",
     "InMemoryStore",
+    "InProcessEventBus",
     "InputError",
     "InvalidRequestError",
     "ItemReport",
