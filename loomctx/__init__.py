@@ -25,6 +25,7 @@ from loomctx.budget.manager import (
 )
 from loomctx.builder import BuildOptions, BuildResult, ContextBuilder
 from loomctx.compress.summarize import ExtractiveSummarizer, Summarizer
+from loomctx.controller import ContextController, Task, TaskStatus
 from loomctx.embed import (
     CachedEmbedder,
     Embedder,
@@ -138,6 +139,7 @@ __all__ = [
     "ConfigError",
     "ContextAssembler",
     "ContextBuilder",
+    "ContextController",
     "ContextItem",
     "ContextLengthError",
     "ContextRebuilt",
@@ -204,7 +206,9 @@ __all__ = [
     "StreamEvent",
     "Summarizer",
     "SystemPromptSource",
+    "Task",
     "TaskContextSource",
+    "TaskStatus",
     "Team",
     "TeamOptions",
     "Tier",
