@@ -82,3 +82,16 @@ def test_aggregate_context_carries_the_agent_memory(tmp_path: Path) -> None:
                                                 include_agent_memory=False))
     assert all(it.source != "L3_agent" for it in without.report.items)
     store.close()
+
+
+def test_a_turn_build_recalls_the_agent_memory_by_the_users_message(tmp_path: Path) -> None:
+    store = SQLiteStore(tmp_path / "turn.db")
+    ops, sales, _ = _controllers(store)
+    ops.add_fact(FACT, id="f1")
+    for c in (ops, sales):
+        s = c.create_session("chat")
+        s.add_message_sync("user", QUESTION)
+        result = s.build_sync(max_tokens=500)  # a turn: no separate query
+        l3 = [it.id for it in result.report.items if it.source == "L3_agent" and it.included]
+        assert l3 == (["L3/-/f1"] if c is ops else [])
+    store.close()
