@@ -26,6 +26,7 @@ from loomctx.budget.manager import (
 from loomctx.builder import BuildOptions, BuildResult, ContextBuilder
 from loomctx.bus import BusOptions, Envelope, EventBus, InProcessEventBus
 from loomctx.compress.summarize import ExtractiveSummarizer, Summarizer
+from loomctx.controller import ContextController, Task, TaskStatus
 from loomctx.embed import (
     CachedEmbedder,
     Embedder,
@@ -140,6 +141,7 @@ __all__ = [
     "ConfigError",
     "ContextAssembler",
     "ContextBuilder",
+    "ContextController",
     "ContextItem",
     "ContextLengthError",
     "ContextRebuilt",
@@ -209,7 +211,9 @@ __all__ = [
     "StreamEvent",
     "Summarizer",
     "SystemPromptSource",
+    "Task",
     "TaskContextSource",
+    "TaskStatus",
     "Team",
     "TeamOptions",
     "Tier",

@@ -1,0 +1,17 @@
+"""Many sessions of one agent: tasks, one context over several sessions, the agent's L3 memory."""
+
+from loomctx.controller.controller import ContextController, SessionInfo, tokens_by_session
+from loomctx.controller.sources import AgentMemorySource, SessionSource, session_of
+from loomctx.controller.tasks import Task, TaskBoard, TaskStatus
+
+__all__ = [
+    "AgentMemorySource",
+    "ContextController",
+    "SessionInfo",
+    "SessionSource",
+    "Task",
+    "TaskBoard",
+    "TaskStatus",
+    "session_of",
+    "tokens_by_session",
+]

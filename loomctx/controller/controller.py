@@ -1,0 +1,201 @@
+"""``ContextController``: many sessions of one agent over one store, and the agent's L3 memory.
+
+The controller creates and registers the sessions of one agent (same store, same embedder),
+keeps their tasks, hands tasks out (to all sessions or to those a predicate picks), and keeps the
+agent-level memory (L3): the summaries ``Session.end`` writes and cross-session facts, recalled
+by every session of the agent through :class:`AgentMemorySource` and by nothing else.
+
+``aggregate_context`` builds ONE context from several sessions: one builder whose sources are
+one :class:`SessionSource` per session (plus the agent's L3), so their candidates are gathered
+concurrently, ranked on one scale and packed under one budget (no source has a share of its
+own: every token goes to the best next candidate, whichever session it comes from), and the
+report names each item's session in its source (``session:<id>``).
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from loomctx.budget.manager import BudgetManager
+from loomctx.builder import BuildOptions, BuildResult, ContextBuilder
+from loomctx.controller.sources import AgentMemorySource, SessionSource, session_of
+from loomctx.controller.tasks import Task, TaskBoard, TaskStatus
+from loomctx.embed.cache import CachedEmbedder
+from loomctx.embed.default import default_embedder
+from loomctx.embed.protocol import Embedder
+from loomctx.errors import ConfigError
+from loomctx.report import BuildReport
+from loomctx.session import Session, SessionState
+from loomctx.stores.protocol import DEFAULT_TENANT, MemoryRecord, MemoryStore, check_name
+
+
+@dataclass(frozen=True, kw_only=True)
+class SessionInfo:
+    """What a distribution predicate sees of a session."""
+
+    id: str
+    """The session id."""
+    state: SessionState
+    """Its lifecycle state."""
+    metadata: Mapping[str, Any]
+    """The metadata it was registered with."""
+    pending: int
+    """How many of its tasks are pending."""
+
+
+class ContextController:
+    """The sessions of one agent of one tenant, over one shared store."""
+
+    def __init__(self, agent: str, *, store: MemoryStore, tenant: str = DEFAULT_TENANT,
+                 embedder: Embedder | None = None, model: str = "gpt-4o") -> None:
+        self.agent = check_name(agent, "agent", optional=False) or agent
+        self.tenant = check_name(tenant, "tenant", optional=False) or tenant
+        self.store = store
+        inner = embedder if embedder is not None else default_embedder()
+        self.embedder = inner if isinstance(inner, CachedEmbedder) else CachedEmbedder(
+            inner, store=store, tenant=tenant)
+        self.model = model
+        self.sessions: dict[str, Session] = {}
+        """Registered sessions by id, in the order they were registered."""
+        self.metadata: dict[str, dict[str, Any]] = {}
+        self.tasks = TaskBoard()
+        self.agent_memory = AgentMemorySource(store, self.embedder, tenant=tenant, agent=agent)
+        """The agent's L3 memory as a source (every session the controller creates has it)."""
+
+    # -- sessions --------------------------------------------------------------------------
+    def create_session(self, id: str | None = None, *, metadata: Mapping[str, Any] | None = None,
+                       **session_options: Any) -> Session:
+        """A new session of this agent on this store, with the agent's L3 memory as a source.
+
+        ``session_options`` go to :class:`Session` (system_prompt, tools, memory, options...);
+        ``agent``, ``tenant``, ``store`` and ``embedder`` are the controller's own.
+        """
+        fixed = {"agent", "tenant", "store", "embedder"} & set(session_options)
+        if fixed:
+            raise ConfigError(f"{sorted(fixed)!r} are set by the controller: create another "
+                              "ContextController for another agent, tenant or store")
+        sources = [*session_options.pop("sources", ()), self.agent_memory]
+        if "options" not in session_options:  # BuildOptions carry their own model
+            session_options.setdefault("model", self.model)
+        session = Session(id or uuid.uuid4().hex[:12], agent=self.agent, tenant=self.tenant,
+                          store=self.store, embedder=self.embedder, sources=sources,
+                          **session_options)
+        return self.register(session, metadata=metadata)
+
+    def register(self, session: Session, *, metadata: Mapping[str, Any] | None = None
+                 ) -> Session:
+        """Manage an existing session; it must belong to this agent, tenant and store."""
+        if (session.agent, session.tenant) != (self.agent, self.tenant) \
+                or session.store is not self.store:
+            raise ConfigError(f"session {session.id!r} belongs to agent {session.agent!r} of "
+                              f"tenant {session.tenant!r}: a controller manages only agent "
+                              f"{self.agent!r} of tenant {self.tenant!r} on its own store")
+        if session.id in self.sessions and self.sessions[session.id] is not session:
+            raise ConfigError(f"another session with id {session.id!r} is registered: "
+                              "give the new one another id")
+        self.sessions[session.id] = session
+        self.metadata[session.id] = dict(metadata or {})
+        return session
+
+    def _get(self, session: Session | str) -> Session:
+        sid = session if isinstance(session, str) else session.id
+        if sid not in self.sessions:
+            raise ConfigError(f"session {sid!r} is not registered with this controller: "
+                              f"create_session() or register() it (known: {list(self.sessions)!r})")
+        return self.sessions[sid]
+
+    def info(self, session: Session | str) -> SessionInfo:
+        s = self._get(session)
+        return SessionInfo(id=s.id, state=s.state, metadata=self.metadata[s.id],
+                           pending=len(self.tasks.of(s.id, TaskStatus.PENDING)))
+
+    async def end_session(self, session: Session | str, *, summary_tokens: int = 300
+                          ) -> str | None:
+        """End a session (its summary becomes L3 memory of the agent); its pending tasks are
+        cancelled. Returns the summary record id, as :meth:`Session.end` does."""
+        s = self._get(session)
+        summary = await s.end(summary_tokens=summary_tokens)
+        self.tasks.cancel_pending(s.id)
+        return summary
+
+    # -- tasks -----------------------------------------------------------------------------
+    def add_task(self, session: Session | str, task: Task | str, *,
+                 metadata: Mapping[str, Any] | None = None) -> Task:
+        """Give one task to one session (a str is its description); an ended session refuses."""
+        s = self._get(session)
+        if s.state is SessionState.ENDED:
+            raise ConfigError(f"session {s.id!r} has ended: give the task to an active session")
+        t = task if isinstance(task, Task) else Task(description=task,
+                                                      metadata=dict(metadata or {}))
+        return self.tasks.add(s.id, t)
+
+    def complete_task(self, session: Session | str, task_id: str) -> Task:
+        return self.tasks.set_status(self._get(session).id, task_id, TaskStatus.DONE)
+
+    def distribute_task(self, task: Task | str, sessions: Iterable[Session | str] | None = None,
+                        predicate: Callable[[SessionInfo], bool] | None = None) -> list[str]:
+        """Give ``task`` to every session (or to ``sessions``) that has not ended and that
+        ``predicate`` accepts; returns the ids of the sessions that got it, in order."""
+        t = task if isinstance(task, Task) else Task(description=task)
+        targets = [self._get(s) for s in (self.sessions.values() if sessions is None
+                                          else sessions)]
+        given = []
+        for s in targets:
+            if s.state is SessionState.ENDED:
+                continue
+            if predicate is not None and not predicate(self.info(s)):
+                continue
+            self.tasks.add(s.id, t)
+            given.append(s.id)
+        return given
+
+    # -- L3: the agent's memory ------------------------------------------------------------
+    def add_fact(self, text: str, *, id: str | None = None, importance: float = 1.0,
+                 now: float = 0.0) -> str:
+        """Store a cross-session fact at agent scope (L3); returns its id."""
+        if not isinstance(text, str) or not text.strip():
+            raise ConfigError(f"a fact needs non-empty text, got {text!r}")
+        fid = id or f"fact:{uuid.uuid4().hex[:10]}"
+        self.store.put([MemoryRecord(id=fid, content=text, level="L3", agent=self.agent,
+                                     tenant=self.tenant, timestamp=now, importance=importance,
+                                     metadata={"kind": "fact"})], self.embedder.embed([text]))
+        return fid
+
+    def recall(self, query: str, limit: int = 10) -> list[MemoryRecord]:
+        """The agent's L3 records (summaries and facts) for ``query``, best first."""
+        return [r for r, _ in self.agent_memory.recall(query, limit)]
+
+    # -- one context over many sessions ----------------------------------------------------
+    async def aggregate_context(self, sessions: Iterable[Session | str] | None, query: str,
+                                budget: int, *, include_agent_memory: bool = True,
+                                options: BuildOptions | None = None) -> BuildResult:
+        """One context for ``query`` from several sessions (all registered when None), under
+        one ``budget`` of tokens; each item's report source is ``session:<id>`` (or L3)."""
+        if not isinstance(query, str) or not query.strip():
+            raise ConfigError(f"aggregate_context needs a non-empty query, got {query!r}")
+        chosen = [self._get(s) for s in (self.sessions.values() if sessions is None
+                                         else sessions)]
+        if not chosen:
+            raise ConfigError("aggregate_context needs at least one session")
+        sources: list[Any] = [SessionSource(s) for s in chosen]
+        if include_agent_memory:
+            sources.append(self.agent_memory)
+        builder = ContextBuilder(sources, options=options or BuildOptions(model=self.model),
+                                 budget=BudgetManager(ratios={}), tenant=self.tenant)
+        return await builder.build(query, max_tokens=budget)
+
+
+def tokens_by_session(report: BuildReport) -> dict[str, int]:
+    """Tokens of included items per session id (from ``session:<id>`` sources)."""
+    out: dict[str, int] = {}
+    for it in report.items:
+        sid = session_of(it.source)
+        if sid is not None and it.included:
+            out[sid] = out.get(sid, 0) + (it.tokens or 0)
+    return out
+
+
+__all__ = ["ContextController", "SessionInfo", "tokens_by_session"]
