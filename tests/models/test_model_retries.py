@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import time
+from collections.abc import Callable
 from email.utils import formatdate
 from typing import Any
 
+import httpx
 import pytest
 from model_helpers import SleepRecorder, make_client
 
@@ -86,15 +89,24 @@ def test_a_reply_that_is_not_json_raises_model_response_error(fmt: str, stream: 
     assert len(server.requests) == 1
 
 
+def _wait_for(condition: Callable[[], bool], seconds: float = 5.0) -> None:
+    end = time.monotonic() + seconds
+    while not condition() and time.monotonic() < end:
+        time.sleep(0.01)
+
+
 @pytest.mark.parametrize("stream", [False, True])
 @pytest.mark.parametrize("fmt", FORMATS)
 def test_a_timeout_is_retried_then_reported(fmt: str, stream: bool, server: FakeModelServer,
                                             sleeps: SleepRecorder) -> None:
     server.add(Delay(0.5), Delay(0.5), Delay(0.5, then="on time"), Delay(0.5))
-    model = make_client(fmt, server, sleeps, timeout=0.1, max_retries=1)
+    # Only the read is short: a connect on a loaded machine must not time out instead.
+    model = make_client(fmt, server, sleeps, timeout=httpx.Timeout(5.0, read=0.1),
+                        max_retries=1)
     with pytest.raises(ModelError, match="after 2 attempts: ReadTimeout") as err:
         _call(model, stream)
     assert type(err.value) is ModelError
+    _wait_for(lambda: len(server.requests) >= 2)  # the server thread records as it reads
     assert len(server.requests) == 2 and len(sleeps.calls) == 1
 
 
@@ -102,7 +114,7 @@ def test_a_timeout_is_retried_then_reported(fmt: str, stream: bool, server: Fake
 def test_a_slow_answer_within_the_retries_succeeds(fmt: str, server: FakeModelServer,
                                                    sleeps: SleepRecorder) -> None:
     server.add(Delay(0.5), Delay(0.01, then="in time"))
-    reply = _call(make_client(fmt, server, sleeps, timeout=0.2), False)
+    reply = _call(make_client(fmt, server, sleeps, timeout=httpx.Timeout(5.0, read=0.3)), False)
     assert reply.message["content"] == "in time" and len(server.requests) == 2
 
 
