@@ -44,8 +44,8 @@ def sql_demo(question: str, *, db: str | os.PathLike[str] | None = None,
              options: BuildOptions | None = None, **session_kwargs: Any) -> SqlDemo:
     """A session for ``question`` over the demo database (created when ``db`` is None).
 
-    ``options`` default to ``model`` with ``volatile_share`` raised to the block's share, so
-    turn builds give the retrieved block the seed's 4,000 of 16,000 tokens. Other keyword
+    ``options`` default to ``model``; the retrieved block declares its share (the seed's 4,000
+    of 16,000 tokens), which a turn build's per-turn pool honours. Other keyword
     arguments go to :class:`~loomctx.session.Session` (``embedder``, ``clock``, ``events``...).
     """
     dyn_opts = dynamic or DynamicOptions()
@@ -53,7 +53,7 @@ def sql_demo(question: str, *, db: str | os.PathLike[str] | None = None,
     dyn = DynamicContextSource(SchemaRetriever(), options=dyn_opts)
     task = TaskContextSource(question, phase="sql_generation", mode="read-only analysis",
                              task_context=TASK_CONTEXT)
-    opts = options or BuildOptions(model=model, volatile_share=dyn_opts.share)
+    opts = options or BuildOptions(model=model)
     session_kwargs.setdefault("system_prompt", SYSTEM_PROMPT)
     session = Session(tools=TOOL_SCHEMAS, sources=[dyn, task], options=opts, **session_kwargs)
     dyn.attach(session.memory.history)
