@@ -19,9 +19,12 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import tempfile
+import threading
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 from types import TracebackType
 
@@ -40,6 +43,24 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
+
+
+def _die_with_parent(sig: int) -> Callable[[], None] | None:
+    """A ``preexec_fn`` that has Linux stop the server when the process that started it dies.
+
+    Without it a test run killed with SIGKILL leaves its servers running. Linux sends the
+    signal when the *thread* that forked exits, so it is only armed from the main thread.
+    """
+    if sys.platform != "linux" or threading.current_thread() is not threading.main_thread():
+        return None
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+
+    def arm() -> None:
+        libc.prctl(1, sig)  # PR_SET_PDEATHSIG
+
+    return arm
 
 
 def _check_port_free(port: int, what: str) -> None:
@@ -209,6 +230,7 @@ class PostgresServer(_Server):
             cmd += ["-c", "fsync=off", "-c", "full_page_writes=off"]
         with open(log, "ab") as out:
             self._proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT,
+                                          preexec_fn=_die_with_parent(signal.SIGINT),
                                           **self._run_kw())  # type: ignore[call-overload]
         _wait_for_port(self.port, self._proc, self.start_timeout, self.name, log)
         self._wait_ready(log)
@@ -308,7 +330,8 @@ class RedisServer(_Server):
             cmd += ["--appendonly", "no"]
         log = self.data_dir / "redis.log"
         with open(log, "ab") as out:
-            self._proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT)
+            self._proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT,
+                                          preexec_fn=_die_with_parent(signal.SIGTERM))
         _wait_for_port(self.port, self._proc, self.start_timeout, self.name, log)
         return self.url
 

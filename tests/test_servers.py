@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+import time
+
 import psycopg
 import pytest
 import redis
@@ -44,3 +49,34 @@ def test_a_busy_port_is_a_clear_error() -> None:
         clash.close()
     finally:
         busy.close()
+
+
+def test_servers_stop_when_the_process_that_started_them_is_killed(tmp_path) -> None:
+    script = (
+        "import sys, time\n"
+        "from loomctx.servers import PostgresServer, RedisServer\n"
+        "pg, rd = PostgresServer(), RedisServer()\n"
+        "pg.start(); rd.start()\n"
+        "print(pg._proc.pid, rd._proc.pid, flush=True)\n"
+        "time.sleep(120)\n")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    parent = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, env=env)
+    assert parent.stdout is not None
+    pids = [int(p) for p in parent.stdout.readline().split()]
+    assert len(pids) == 2
+    parent.kill()
+    parent.wait()
+    deadline = time.monotonic() + 20
+    alive = pids
+    while alive and time.monotonic() < deadline:
+        alive = [p for p in pids if _running(p)]
+        time.sleep(0.1)
+    assert not alive, f"servers {alive} outlived the process that started them"
+
+
+def _running(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split(") ", 1)[1][0] != "Z"  # a zombie has exited
+    except FileNotFoundError:
+        return False

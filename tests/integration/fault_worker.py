@@ -9,7 +9,8 @@ per message through Redis Streams. After each acknowledged step it appends a lin
 ``consumer``: one consumer of the group ``effects``. Its handler applies each event's effect in
 one PostgreSQL transaction — the event id into ``processed`` (its primary key makes a redelivery
 a no-op), and the session's counter in ``effects`` up by one only when the id was new — and
-counts every delivery in ``deliveries``, so the test can tell redeliveries from effects.
+counts every delivery in ``deliveries``, so the test can tell redeliveries from effects. It then
+waits a little before returning (the acknowledgement), so kills land between effect and ack.
 
 Usage: fault_worker.py producer|consumer PG_URL REDIS_URL PREFIX NAME JOURNAL
 """
@@ -84,6 +85,9 @@ async def consume(pg_url: str, redis_url: str, prefix: str, name: str, journal: 
 
     async def handler(env: Envelope) -> None:
         await asyncio.to_thread(apply, env)
+        # Work after the effect, before the acknowledgement: a kill here leaves the event
+        # pending with its effect applied, so its redelivery must take no second effect.
+        await asyncio.sleep(0.05)
 
     await bus.subscribe("message_added", handler, group="effects", consumer=name)
     _journal(journal, f"ready {name}")
