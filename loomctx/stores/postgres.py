@@ -79,7 +79,8 @@ class PostgresStore:
             raise ConfigError(f"dims must be a positive int or None (inferred), got {dims!r}")
         if isinstance(url_or_pool, ConnectionPool):
             self._pool, self._own_pool = url_or_pool, False
-            self.where = _where(url_or_pool.conninfo)
+            info = url_or_pool.conninfo
+            self.where = _where(info) if isinstance(info, str) else f"pool {url_or_pool.name!r}"
         elif isinstance(url_or_pool, str) and url_or_pool.startswith(
                 ("postgresql://", "postgres://")):
             self.where = _where(url_or_pool)
