@@ -18,6 +18,7 @@ server restart the first operation reconnects). Every PostgreSQL failure reaches
 from __future__ import annotations
 
 import threading
+import time
 from collections import defaultdict
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -64,14 +65,17 @@ class PostgresStore:
 
     ``url_or_pool`` is a ``postgresql://`` URL (the store opens and closes its own pool) or a
     :class:`psycopg_pool.ConnectionPool` the caller owns. ``dims`` fixes the vector dimension up
-    front; by default the first stored vectors decide it. ``timeout`` bounds how long an
-    operation waits for a connection, so an outage fails fast as ``StoreError``. The database
-    needs the ``vector`` extension (created when the user may) and is migrated when it opens.
+    front; by default the first stored vectors decide it. ``min_size``/``max_size`` size the
+    pool (one connection per concurrent operation). ``timeout`` bounds how long an operation
+    waits for a connection, so an outage fails as ``StoreError`` instead of hanging; after one
+    such failure, operations wait at most 0.25 s until a connection works again.
+    ``connect_timeout`` bounds one connection attempt. The database needs the ``vector``
+    extension (created when the user may) and is migrated when it opens.
     """
 
     def __init__(
         self, url_or_pool: str | ConnectionPool, *, dims: int | None = None,
-        min_size: int = 1, max_size: int = 8, timeout: float = 5.0,
+        min_size: int = 1, max_size: int = 8, timeout: float = 3.0,
         connect_timeout: int = 5,
     ) -> None:
         if dims is not None and (isinstance(dims, bool) or not isinstance(dims, int) or
@@ -94,10 +98,16 @@ class PostgresStore:
             raise ConfigError(f"PostgresStore takes a postgresql:// URL or a ConnectionPool, "
                               f"got {url_or_pool!r}")
         self._closed = False
+        self._down_since: float | None = None
         self._lock = threading.Lock()
         try:
             if self._own_pool:
-                self._pool.open(wait=True, timeout=timeout + connect_timeout)
+                try:
+                    self._pool.open(wait=True, timeout=timeout + connect_timeout)
+                except PoolTimeout as exc:
+                    raise StoreError(f"cannot connect to PostgreSQL at {self.where} within "
+                                     f"{timeout + connect_timeout:g} s ({exc}); check that the "
+                                     "server is running and the URL is right") from exc
             with self._conn() as conn:
                 self._dims = ensure_schema(conn, where=self.where, tokenizer_id=tokenizer_id(),
                                            retokenize=retokenize)
@@ -121,18 +131,24 @@ class PostgresStore:
         if self._closed:
             raise StoreError(f"the PostgreSQL store {self.where} is closed; "
                              "open a new PostgresStore")
+        # While the server is down, later operations wait briefly instead of the full timeout,
+        # so a build during an outage degrades in about one timeout, not one per store call.
+        wait = self._pool.timeout if self._down_since is None else min(self._pool.timeout, 0.25)
         try:
-            with self._pool.connection() as conn:
+            with self._pool.connection(timeout=wait) as conn:
                 yield conn
+            self._down_since = None
         except PoolTimeout as exc:
+            self._down_since = self._down_since or time.monotonic()
             raise StoreError(
                 f"PostgreSQL at {self.where} is unreachable (no connection within "
-                f"{self._pool.timeout:g} s): {exc}; check that the server is running"
+                f"{wait:g} s): {exc}; check that the server is running"
             ) from exc
         except psycopg.errors.TransactionRollback as exc:
             raise StoreError(f"PostgreSQL store {self.where}: the transaction conflicted with "
                              f"another one ({exc}); retry the operation") from exc
         except psycopg.OperationalError as exc:
+            self._down_since = self._down_since or time.monotonic()
             raise StoreError(f"PostgreSQL at {self.where} failed: {exc}; the server may have "
                              "restarted or be down, retry the operation") from exc
         except psycopg.Error as exc:

@@ -1,9 +1,13 @@
 """PostgresStore: the conformance suites against a real PostgreSQL + pgvector, plus migrations,
-COPY bulk loads, tenant isolation under random operations, and server restarts."""
+COPY bulk loads, tenant isolation under random operations, server restarts, and a Session
+configured by URL that degrades (never fails) while the server is down."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import re
+import time
+from collections.abc import Callable, Iterator
+from typing import TypeVar
 
 import numpy as np
 import psycopg
@@ -13,12 +17,15 @@ from hypothesis import strategies as st
 
 from loomctx.errors import ConfigError, StoreError
 from loomctx.servers import PostgresServer
+from loomctx.session import Session
 from loomctx.stores import postgres as pg_module
 from loomctx.stores._pg_schema import SCHEMA_VERSION, migrate
 from loomctx.stores.postgres import PostgresStore
 from loomctx.stores.protocol import MemoryRecord, Scope
 from loomctx.testing.store_conformance import DIM, StoreConformance, rec, unit
 from loomctx.testing.store_scope_conformance import ScopeConformance
+
+T = TypeVar("T")
 
 
 class TestPostgresStore(StoreConformance, ScopeConformance):
@@ -207,11 +214,81 @@ def test_outage_raises_store_error(postgres_server: PostgresServer, pg_url: str)
         store.put([rec("a")])
         postgres_server.kill()
         try:
-            with pytest.raises(StoreError, match=r"PostgreSQL at 127\.0\.0\.1:\d+/t_\w+") as err:
-                store.count(scope=Scope())
-            assert not isinstance(err.value, psycopg.Error)
+            err = wait_for_outage(store)
+            assert re.search(r"PostgreSQL at 127\.0\.0\.1:\d+/t_\w+", str(err))
+            assert not isinstance(err, psycopg.Error)
             with pytest.raises(StoreError, match="server"):
                 store.put([rec("b")])
         finally:
             postgres_server.start()
-        assert store.count(scope=Scope()) == 1
+        assert _eventually(lambda: store.count(scope=Scope())) == 1
+
+
+def wait_for_outage(store: PostgresStore, within: float = 30.0) -> StoreError:
+    """The StoreError of the first operation that fails after the server was killed.
+
+    Its backends exit when they notice the postmaster is gone, not at once: a connection may
+    answer for a moment longer, so the test waits for the first failure (and fails without it).
+    """
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        try:
+            store.count(scope=Scope())
+        except StoreError as e:
+            return e
+        time.sleep(0.05)
+    raise AssertionError(f"no StoreError within {within} s of killing the server")
+
+
+def _eventually(call: Callable[[], T], within: float = 30.0) -> T:
+    """``call()`` once the pool has reconnected (its reconnection backs off while it waits)."""
+    deadline = time.monotonic() + within
+    while True:
+        try:
+            return call()
+        except StoreError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.1)
+
+
+def test_opening_an_unreachable_server_raises_store_error() -> None:
+    from loomctx.servers import free_port
+
+    url = f"postgresql://postgres@127.0.0.1:{free_port()}/nothing"
+    with pytest.raises(StoreError, match=r"cannot connect to PostgreSQL at 127\.0\.0\.1"):
+        PostgresStore(url, timeout=0.5, connect_timeout=1)
+
+
+# -- a Session over PostgreSQL ------------------------------------------------------------
+def test_session_from_url_writes_to_postgres(make_session: Callable[..., Session],
+                                             pg_url: str) -> None:
+    session = make_session(id="s1", agent="helper", store=pg_url)
+    assert isinstance(session.store, PostgresStore)
+    session.add_message_sync("user", "我喜欢在周末去爬山")
+    with PostgresStore(pg_url) as other:  # another process would see the same rows
+        [record] = other.scan(scope=Scope(agent="helper", session="s1"))
+    assert record.content == "我喜欢在周末去爬山"
+
+
+def test_build_during_outage_degrades_and_names_the_source(
+        make_session: Callable[..., Session], postgres_server: PostgresServer,
+        pg_url: str) -> None:
+    store = PostgresStore(pg_url, timeout=1.0, connect_timeout=1)
+    session = make_session(id="s1", store=store)
+    for i in range(4):
+        session.add_message_sync("user", f"note {i}: the river rises in spring")
+    postgres_server.kill()
+    try:
+        wait_for_outage(store)
+        result = session.build_sync("when does the river rise?", max_tokens=2000)
+    finally:
+        postgres_server.start()
+    failed = {s.name: s.error for s in result.report.failed_sources}
+    assert list(failed) == ["L4_semantic"]
+    assert failed["L4_semantic"].startswith("SourceError: memory store unavailable: PostgreSQL")
+    # History lives in the session, so the conversation is still all there.
+    texts = [m["content"] for m in result.payload["messages"]]
+    assert [t for t in texts if t.startswith("note ")] == [
+        f"note {i}: the river rises in spring" for i in range(4)]
+    assert texts[-1] == "when does the river rise?"
