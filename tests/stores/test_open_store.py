@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from pathlib import Path
 
@@ -63,3 +64,13 @@ def test_session_takes_a_url(make_session: Callable[..., Session], tmp_path: Pat
     assert isinstance(session.store, SQLiteStore)
     with pytest.raises(ConfigError, match="unknown store URL scheme 'mysql'"):
         make_session(store="mysql://db/x")
+
+
+def test_workspace_cli_takes_a_store_url(pg_url: str, capsys: pytest.CaptureFixture[str]) -> None:
+    from loomctx.cli.main import main
+
+    assert main(["workspace", "demo", "--db", pg_url]) == 0
+    capsys.readouterr()
+    assert main(["workspace", "show", "--db", pg_url, "--session", "demo", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["session"] == "demo" and len(doc["notes"]) == 5
