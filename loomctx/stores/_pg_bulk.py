@@ -69,6 +69,9 @@ def bulk_load(conn: psycopg.Connection, records: list[MemoryRecord], rows: np.nd
         conn.execute(_GIN_SQL.encode())
     if dims is not None:
         conn.execute(hnsw_index_sql(dims).encode())
+    # Fresh statistics: without them the planner guesses a few dozen rows per tenant and sorts
+    # the whole table by distance instead of walking the HNSW index.
+    conn.execute(f"ANALYZE {TABLE}")
 
 
 def retokenize(conn: psycopg.Connection) -> None:

@@ -50,6 +50,9 @@ from loomctx.stores._text import tokenizer_id
 from loomctx.stores.protocol import Hit, Level, MemoryRecord, Scope
 
 _PAGE = 1000
+_EF_SEARCH = 100
+"""HNSW candidate list per index probe; the iterative scan probes again until ``limit`` rows
+of the scope are found, so a large limit does not need a large (slow) list."""
 COPY_THRESHOLD = 2000
 """A ``put`` of at least this many records is written with COPY instead of INSERT."""
 
@@ -320,7 +323,7 @@ class PostgresStore:
         with self._tx() as conn:
             conn.execute("SELECT set_config('hnsw.ef_search', %s, true), "
                          "set_config('hnsw.iterative_scan', 'relaxed_order', true)",
-                         (str(min(max(40, 2 * limit), 1000)),))
+                         (str(_EF_SEARCH),))
             rows = conn.execute(sql, [literal, *args, literal, limit]).fetchall()
         return rec.top(((to_record(row), float(row[-1])) for row in rows), limit)
 
@@ -338,7 +341,7 @@ class PostgresStore:
         rows = self._select("SELECT hash, vec FROM loomctx_embedding_cache "
                             "WHERE tenant = %s AND model = %s AND hash = ANY(%s)",
                             [tenant, model, wanted])
-        return {key: np.asarray(vec, dtype=np.float32) for key, vec in rows}
+        return {key: np.frombuffer(vec, dtype=np.float32).copy() for key, vec in rows}
 
     def cache_vectors(
         self, model: str, vectors: Mapping[str, np.ndarray], *, tenant: str
@@ -354,7 +357,7 @@ class PostgresStore:
                 "INSERT INTO loomctx_embedding_cache (tenant, model, hash, vec) "
                 "VALUES (%s, %s, %s, %s) ON CONFLICT (tenant, model, hash) "
                 "DO UPDATE SET vec = excluded.vec",
-                [(tenant, model, k, v.tolist()) for k, v in rows.items()],
+                [(tenant, model, k, v.astype(np.float32).tobytes()) for k, v in rows.items()],
             )
 
     def close(self) -> None:
