@@ -57,6 +57,16 @@ COPY_THRESHOLD = 2000
 """A ``put`` of at least this many records is written with COPY instead of INSERT."""
 
 
+_HNSW_SETTINGS = (f"SELECT set_config('hnsw.ef_search', '{_EF_SEARCH}', false), "
+                  "set_config('hnsw.iterative_scan', 'relaxed_order', false)")
+
+
+def _configure(conn: psycopg.Connection) -> None:
+    """Each new pooled connection: the HNSW search settings for its whole session, so a vector
+    search is one round trip (no transaction to scope a SET LOCAL)."""
+    conn.execute(_HNSW_SETTINGS)
+
+
 def _where(url: str) -> str:
     """host:port/database of a URL, without credentials, for error messages."""
     parts = urlsplit(url)
@@ -93,7 +103,8 @@ class PostgresStore:
             self.where = _where(url_or_pool)
             self._pool = ConnectionPool(
                 url_or_pool, min_size=min_size, max_size=max_size, open=False, timeout=timeout,
-                kwargs={"connect_timeout": connect_timeout}, check=ConnectionPool.check_connection,
+                kwargs={"connect_timeout": connect_timeout, "autocommit": True},
+                configure=_configure, check=ConnectionPool.check_connection,
                 name="loomctx-store",
             )
             self._own_pool = True
@@ -245,8 +256,12 @@ class PostgresStore:
     # -- reads ----------------------------------------------------------------------------------
 
     def _select(self, sql: str, args: Sequence[Any]) -> list[tuple[Any, ...]]:
-        with self._tx() as conn:
-            return conn.execute(sql, args).fetchall()
+        """One read: a single round trip on the store's own (autocommit) connections."""
+        with self._conn() as conn:
+            if conn.autocommit:
+                return conn.execute(sql, args).fetchall()
+            with conn.transaction():
+                return conn.execute(sql, args).fetchall()
 
     def get(self, ids: Iterable[str], *, scope: Scope) -> list[MemoryRecord]:
         """The scope's records with ``ids``, in the order asked, missing ids skipped."""
@@ -320,11 +335,12 @@ class PostgresStore:
         sql = (f"SELECT {COLUMNS}, 1 - {distance} FROM {TABLE} r "
                f"{where_sql([*where, 'r.embedding IS NOT NULL'])} ORDER BY {distance} LIMIT %s")
         literal = vector_literal(query)
-        with self._tx() as conn:
-            conn.execute("SELECT set_config('hnsw.ef_search', %s, true), "
-                         "set_config('hnsw.iterative_scan', 'relaxed_order', true)",
-                         (str(_EF_SEARCH),))
-            rows = conn.execute(sql, [literal, *args, literal, limit]).fetchall()
+        if self._own_pool:  # its connections are configured once (see _configure)
+            rows = self._select(sql, [literal, *args, literal, limit])
+        else:
+            with self._tx() as conn:
+                conn.execute(_HNSW_SETTINGS.replace("false", "true"))
+                rows = conn.execute(sql, [literal, *args, literal, limit]).fetchall()
         return rec.top(((to_record(row), float(row[-1])) for row in rows), limit)
 
     # -- embedding cache ------------------------------------------------------------------------

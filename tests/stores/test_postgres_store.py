@@ -292,3 +292,19 @@ def test_build_during_outage_degrades_and_names_the_source(
     assert [t for t in texts if t.startswith("note ")] == [
         f"note {i}: the river rises in spring" for i in range(4)]
     assert texts[-1] == "when does the river rise?"
+
+
+def test_store_over_a_callers_pool(pg_url: str) -> None:
+    """A pool the caller owns (transactional connections, no settings of ours) works the same
+    and stays open when the store closes."""
+    from psycopg_pool import ConnectionPool
+
+    with ConnectionPool(pg_url, min_size=1, max_size=2, open=True) as pool:
+        with PostgresStore(pool) as store:
+            store.put([rec("a", "river notes"), rec("b", "山峰")],
+                      np.stack([unit(1), unit(0, 1)]))
+            assert [h.record.id for h in store.search_vector(unit(1), scope=Scope())] == [
+                "a", "b"]
+            assert [h.record.id for h in store.search_lexical("山峰", scope=Scope())] == ["b"]
+        with pool.connection() as conn:
+            assert conn.execute("SELECT COUNT(*) FROM loomctx_records").fetchone() == (2,)
