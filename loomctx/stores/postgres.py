@@ -8,30 +8,29 @@ search uses the HNSW index with pgvector's iterative scan, so a narrow scope sti
 
 Lexical search is a tsvector over the SQLite store's tokens (words, CJK characters and bigrams)
 with a GIN index, ranked by ``ts_rank`` with length normalisation; ``pg_trgm`` was measured
-against it (``benchmarks/bench_postgres.py --lexical``) and found fewer of the Chinese targets.
+against it (``benchmarks/bench_postgres.py``, ``benchmarks/README.md``) and found almost none
+of the planted English and none of the Chinese facts that the tsvector found.
 
-Connections come from a :class:`psycopg_pool.ConnectionPool` (checked before each use, so after a
-server restart the first operation reconnects). Every PostgreSQL failure reaches the caller as
+Connections come from a :class:`psycopg_pool.ConnectionPool` (see
+:mod:`loomctx.stores._pg_pool`: checked before each use, so after a server restart the first
+operation reconnects). Every PostgreSQL failure reaches the caller as
 :class:`~loomctx.errors.StoreError` naming the server, never a raw driver error.
 """
 
 from __future__ import annotations
 
-import threading
-import time
 from collections import defaultdict
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
 from typing import Any
-from urllib.parse import urlsplit
 
 import numpy as np
 import psycopg
-from psycopg_pool import ConnectionPool, PoolTimeout
+from psycopg_pool import ConnectionPool
 
-from loomctx.errors import ConfigError, StoreError
+from loomctx.errors import ConfigError
 from loomctx.stores import _records as rec
 from loomctx.stores._pg_bulk import bulk_load, copy_rows, retokenize, set_dims
+from loomctx.stores._pg_pool import HNSW_SETTINGS, PgConnections
 from loomctx.stores._pg_rows import (
     COLUMNS,
     INSERT_COLUMNS,
@@ -50,27 +49,8 @@ from loomctx.stores._text import tokenizer_id
 from loomctx.stores.protocol import Hit, Level, MemoryRecord, Scope
 
 _PAGE = 1000
-_EF_SEARCH = 100
-"""HNSW candidate list per index probe; the iterative scan probes again until ``limit`` rows
-of the scope are found, so a large limit does not need a large (slow) list."""
 COPY_THRESHOLD = 2000
 """A ``put`` of at least this many records is written with COPY instead of INSERT."""
-
-
-_HNSW_SETTINGS = (f"SELECT set_config('hnsw.ef_search', '{_EF_SEARCH}', false), "
-                  "set_config('hnsw.iterative_scan', 'relaxed_order', false)")
-
-
-def _configure(conn: psycopg.Connection) -> None:
-    """Each new pooled connection: the HNSW search settings for its whole session, so a vector
-    search is one round trip (no transaction to scope a SET LOCAL)."""
-    conn.execute(_HNSW_SETTINGS)
-
-
-def _where(url: str) -> str:
-    """host:port/database of a URL, without credentials, for error messages."""
-    parts = urlsplit(url)
-    return f"{parts.hostname or 'localhost'}:{parts.port or 5432}{parts.path or '/'}"
 
 
 class PostgresStore:
@@ -94,35 +74,12 @@ class PostgresStore:
         if dims is not None and (isinstance(dims, bool) or not isinstance(dims, int) or
                                  dims < 1):
             raise ConfigError(f"dims must be a positive int or None (inferred), got {dims!r}")
-        if isinstance(url_or_pool, ConnectionPool):
-            self._pool, self._own_pool = url_or_pool, False
-            info = url_or_pool.conninfo
-            self.where = _where(info) if isinstance(info, str) else f"pool {url_or_pool.name!r}"
-        elif isinstance(url_or_pool, str) and url_or_pool.startswith(
-                ("postgresql://", "postgres://")):
-            self.where = _where(url_or_pool)
-            self._pool = ConnectionPool(
-                url_or_pool, min_size=min_size, max_size=max_size, open=False, timeout=timeout,
-                kwargs={"connect_timeout": connect_timeout, "autocommit": True},
-                configure=_configure, check=ConnectionPool.check_connection,
-                name="loomctx-store",
-            )
-            self._own_pool = True
-        else:
-            raise ConfigError(f"PostgresStore takes a postgresql:// URL or a ConnectionPool, "
-                              f"got {url_or_pool!r}")
-        self._closed = False
-        self._down_since: float | None = None
-        self._lock = threading.Lock()
+        self._db = PgConnections(url_or_pool, min_size=min_size, max_size=max_size,
+                                 timeout=timeout, connect_timeout=connect_timeout)
+        self.where = self._db.where
+        """host:port/database of the server (no credentials), as error messages name it."""
         try:
-            if self._own_pool:
-                try:
-                    self._pool.open(wait=True, timeout=timeout + connect_timeout)
-                except PoolTimeout as exc:
-                    raise StoreError(f"cannot connect to PostgreSQL at {self.where} within "
-                                     f"{timeout + connect_timeout:g} s ({exc}); check that the "
-                                     "server is running and the URL is right") from exc
-            with self._conn() as conn:
+            with self._db.conn() as conn:
                 self._dims = ensure_schema(conn, where=self.where, tokenizer_id=tokenizer_id(),
                                            retokenize=retokenize)
                 if dims is not None:
@@ -132,47 +89,10 @@ class PostgresStore:
             self.close()
             raise
 
-    # -- plumbing -------------------------------------------------------------------------------
-
     @property
     def dims(self) -> int | None:
         """The vector dimension of the stored embeddings (None until the first are stored)."""
         return self._dims
-
-    @contextmanager
-    def _conn(self) -> Iterator[psycopg.Connection]:
-        """A pooled connection; any driver or pool failure becomes a :class:`StoreError`."""
-        if self._closed:
-            raise StoreError(f"the PostgreSQL store {self.where} is closed; "
-                             "open a new PostgresStore")
-        # While the server is down, later operations wait briefly instead of the full timeout,
-        # so a build during an outage degrades in about one timeout, not one per store call.
-        wait = self._pool.timeout if self._down_since is None else min(self._pool.timeout, 0.25)
-        try:
-            with self._pool.connection(timeout=wait) as conn:
-                yield conn
-            self._down_since = None
-        except PoolTimeout as exc:
-            self._down_since = self._down_since or time.monotonic()
-            raise StoreError(
-                f"PostgreSQL at {self.where} is unreachable (no connection within "
-                f"{wait:g} s): {exc}; check that the server is running"
-            ) from exc
-        except psycopg.errors.TransactionRollback as exc:
-            raise StoreError(f"PostgreSQL store {self.where}: the transaction conflicted with "
-                             f"another one ({exc}); retry the operation") from exc
-        except psycopg.OperationalError as exc:
-            self._down_since = self._down_since or time.monotonic()
-            raise StoreError(f"PostgreSQL at {self.where} failed: {exc}; the server may have "
-                             "restarted or be down, retry the operation") from exc
-        except psycopg.Error as exc:
-            raise StoreError(f"PostgreSQL store {self.where} failed: {exc}") from exc
-
-    @contextmanager
-    def _tx(self) -> Iterator[psycopg.Connection]:
-        """One transaction: committed on success, rolled back on any error."""
-        with self._conn() as conn, conn.transaction():
-            yield conn
 
     # -- writes ---------------------------------------------------------------------------------
 
@@ -185,7 +105,7 @@ class PostgresStore:
         cleaned, rows = rec.prepare_put(records, vectors, self._dims)
         for r in cleaned:
             check_text(r)
-        with self._tx() as conn:
+        with self._db.tx() as conn:
             if rows is not None and rows.shape[0] and self._dims is None:
                 self._dims = set_dims(conn, rows.shape[1])
             self._delete_identities(conn, cleaned)
@@ -210,7 +130,7 @@ class PostgresStore:
         cleaned, rows = rec.prepare_put(records, vectors, self._dims)
         for r in cleaned:
             check_text(r)
-        with self._tx() as conn:
+        with self._db.tx() as conn:
             if rows is not None and rows.shape[0] and self._dims is None:
                 self._dims = set_dims(conn, rows.shape[1], index=False)
             self._delete_identities(conn, cleaned)
@@ -235,7 +155,7 @@ class PostgresStore:
         wanted = rec.id_list(ids)
         if not wanted:
             return 0
-        with self._tx() as conn:
+        with self._db.tx() as conn:
             cur = conn.execute(f"DELETE FROM {TABLE} r {where_sql([*where, 'r.id = ANY(%s)'])}",
                                [*args, wanted])
             return max(cur.rowcount, 0)
@@ -247,21 +167,13 @@ class PostgresStore:
         wanted = rec.id_list(ids)
         if not wanted:
             return
-        with self._tx() as conn:
+        with self._db.tx() as conn:
             conn.execute(
                 f"UPDATE {TABLE} r SET level = %s {where_sql([*where, 'r.id = ANY(%s)'])}",
                 [level, *args, wanted],
             )
 
     # -- reads ----------------------------------------------------------------------------------
-
-    def _select(self, sql: str, args: Sequence[Any]) -> list[tuple[Any, ...]]:
-        """One read: a single round trip on the store's own (autocommit) connections."""
-        with self._conn() as conn:
-            if conn.autocommit:
-                return conn.execute(sql, args).fetchall()
-            with conn.transaction():
-                return conn.execute(sql, args).fetchall()
 
     def get(self, ids: Iterable[str], *, scope: Scope) -> list[MemoryRecord]:
         """The scope's records with ``ids``, in the order asked, missing ids skipped."""
@@ -271,7 +183,7 @@ class PostgresStore:
             return []
         by_id: dict[str, list[MemoryRecord]] = defaultdict(list)
         sql = f"SELECT {COLUMNS} FROM {TABLE} r {where_sql([*where, 'r.id = ANY(%s)'])}"
-        for row in self._select(sql, [*args, wanted]):
+        for row in self._db.select(sql, [*args, wanted]):
             record = to_record(row)
             by_id[record.id].append(record)
         return [r for i in wanted for r in sorted(by_id.get(i, ()), key=rec.order_key)]
@@ -289,7 +201,7 @@ class PostgresStore:
             clause = [*where, f"({ORDER}) > (%s, %s, %s, %s, %s)"] if after else where
             sql = (f"SELECT {COLUMNS} FROM {TABLE} r {where_sql(clause)} "
                    f"ORDER BY {ORDER} LIMIT {_PAGE}")
-            rows = self._select(sql, [*args, *(after or ())])
+            rows = self._db.select(sql, [*args, *(after or ())])
             yield from (to_record(row) for row in rows)
             if len(rows) < _PAGE:
                 return
@@ -299,7 +211,7 @@ class PostgresStore:
     def count(self, *, scope: Scope, level: Level | None = None) -> int:
         rec.check_level(level, optional=True)
         where, args = scope_filter(rec.check_scope(scope), level)
-        [(n,)] = self._select(f"SELECT COUNT(*) FROM {TABLE} r {where_sql(where)}", args)
+        [(n,)] = self._db.select(f"SELECT COUNT(*) FROM {TABLE} r {where_sql(where)}", args)
         return int(n)
 
     def search_lexical(
@@ -316,7 +228,7 @@ class PostgresStore:
         sql = (f"SELECT {COLUMNS}, ts_rank(r.terms, q, 1) AS score "
                f"FROM {TABLE} r, CAST(%s AS tsquery) q "
                f"{where_sql([*where, 'r.terms @@ q'])} ORDER BY score DESC LIMIT %s")
-        rows = self._select(sql, [tsquery, *args, max(limit, 1)])
+        rows = self._db.select(sql, [tsquery, *args, max(limit, 1)])
         return rec.top(((to_record(row), float(row[-1])) for row in rows), limit)
 
     def search_vector(
@@ -335,11 +247,11 @@ class PostgresStore:
         sql = (f"SELECT {COLUMNS}, 1 - {distance} FROM {TABLE} r "
                f"{where_sql([*where, 'r.embedding IS NOT NULL'])} ORDER BY {distance} LIMIT %s")
         literal = vector_literal(query)
-        if self._own_pool:  # its connections are configured once (see _configure)
-            rows = self._select(sql, [literal, *args, literal, limit])
+        if self._db.own:  # its connections are configured once with HNSW_SETTINGS
+            rows = self._db.select(sql, [literal, *args, literal, limit])
         else:
-            with self._tx() as conn:
-                conn.execute(_HNSW_SETTINGS.replace("false", "true"))
+            with self._db.tx() as conn:
+                conn.execute(HNSW_SETTINGS.replace("false", "true"))
                 rows = conn.execute(sql, [literal, *args, literal, limit]).fetchall()
         return rec.top(((to_record(row), float(row[-1])) for row in rows), limit)
 
@@ -354,7 +266,7 @@ class PostgresStore:
         wanted = [h for h in dict.fromkeys(hashes) if isinstance(h, str) and "\x00" not in h]
         if not wanted:
             return {}
-        rows = self._select("SELECT hash, vec FROM loomctx_embedding_cache "
+        rows = self._db.select("SELECT hash, vec FROM loomctx_embedding_cache "
                             "WHERE tenant = %s AND model = %s AND hash = ANY(%s)",
                             [tenant, model, wanted])
         return {key: np.frombuffer(vec, dtype=np.float32).copy() for key, vec in rows}
@@ -368,7 +280,7 @@ class PostgresStore:
         rows = rec.cache_rows(vectors)
         if not rows:
             return
-        with self._tx() as conn, conn.cursor() as cur:
+        with self._db.tx() as conn, conn.cursor() as cur:
             cur.executemany(
                 "INSERT INTO loomctx_embedding_cache (tenant, model, hash, vec) "
                 "VALUES (%s, %s, %s, %s) ON CONFLICT (tenant, model, hash) "
@@ -378,10 +290,7 @@ class PostgresStore:
 
     def close(self) -> None:
         """Close the pool when this store opened it; later calls raise StoreError."""
-        with self._lock:
-            if not self._closed and self._own_pool:
-                self._pool.close()
-            self._closed = True
+        self._db.close()
 
     def __enter__(self) -> PostgresStore:
         return self

@@ -112,7 +112,7 @@ def test_two_tenants_never_read_each_other(
 
 
 def store_url(store: PostgresStore) -> str:
-    info = store._pool.conninfo
+    info = store._db.pool.conninfo
     assert isinstance(info, str)
     return info
 
