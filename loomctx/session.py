@@ -49,6 +49,7 @@ from loomctx.sources.static import SystemPromptSource, UserInputSource
 from loomctx.sources.tools import ToolSource
 from loomctx.stores.memory import InMemoryStore
 from loomctx.stores.protocol import DEFAULT_TENANT, MemoryRecord, MemoryStore
+from loomctx.stores.urls import open_store
 from loomctx.tokens.registry import counter_for_model
 
 
@@ -63,7 +64,7 @@ class Session:
 
     def __init__(
         self, id: str | None = None, *, agent: str = "agent", tenant: str = DEFAULT_TENANT,
-        store: MemoryStore | None = None, embedder: Embedder | None = None,
+        store: MemoryStore | str | None = None, embedder: Embedder | None = None,
         model: str | None = None, system_prompt: str = "",
         tools: Sequence[Mapping[str, Any]] = (), skills: Sequence[Skill] = (),
         knowledge: Sequence[KnowledgeSource] = (), sources: Sequence[ContextSource] = (),
@@ -77,7 +78,9 @@ class Session:
         self.state = SessionState.ACTIVE
         self.clock = clock
         self.events = events if events is not None else NullSink()
-        self.store = store if store is not None else InMemoryStore()
+        # A str is a store URL (postgresql://, sqlite:///path, memory://): configuration only.
+        self.store: MemoryStore = (open_store(store) if isinstance(store, str) else
+                                   store if store is not None else InMemoryStore())
         inner = embedder if embedder is not None else default_embedder()
         self.embedder = inner if isinstance(inner, CachedEmbedder) else CachedEmbedder(
             inner, store=self.store, tenant=tenant)

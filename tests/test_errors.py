@@ -12,9 +12,7 @@ from loomctx import errors
 
 ROOT = Path(loomctx.__file__).parent
 
-RAISED_ELSEWHERE: dict[str, str] = {
-    "SourceError": "sources may raise it; the build catches every source failure and reports it",
-}
+RAISED_ELSEWHERE: dict[str, str] = {}
 """Leaf errors that loomctx itself does not raise, and who does."""
 
 

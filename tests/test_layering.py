@@ -51,6 +51,7 @@ LAZY: dict[str, str] = {
                              "`loomctx workspace`",
     "loomctx.eval.systems": "loomctx's own pipeline loads only when that system is chosen",
     "loomctx.eval.metric": "the cl100k counter is built on the first count",
+    "loomctx.stores.urls": "psycopg (the postgres extra) loads only for a postgresql:// URL",
 }
 """Modules with imports inside functions, and why those imports are deferred."""
 

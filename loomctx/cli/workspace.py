@@ -26,7 +26,8 @@ def add_workspace_parser(sub: Any) -> None:
     for name, helptext in (("show", "print the notes, the timeline and the quota"),
                            ("demo", "run the scripted campaign offline and save it")):
         v = verbs.add_parser(name, help=helptext)
-        v.add_argument("--db", type=Path, required=True, help="the SQLite store file")
+        v.add_argument("--db", required=True, help="the store: a SQLite file, or a URL "
+                       "(postgresql://..., sqlite:///path)")
         v.add_argument("--session", default="demo", required=name == "show",
                        help="the session id" + (" (default: demo)" if name == "demo" else ""))
         v.add_argument("--tenant", default="default", help="the tenant (default: default)")
@@ -44,13 +45,13 @@ def _scope(args: argparse.Namespace) -> Any:
 
 
 def run_demo(args: argparse.Namespace) -> int:
-    from loomctx.stores import SQLiteStore
+    from loomctx.stores import open_store
     from loomctx.workflow.demo import run_campaign
 
-    if args.db.is_dir():
-        raise ConfigError(f"--db {str(args.db)!r} is a directory: pass a file path")
+    if "://" not in args.db and Path(args.db).is_dir():
+        raise ConfigError(f"--db {args.db!r} is a directory: pass a file path")
     scope = _scope(args)
-    store = SQLiteStore(args.db)
+    store = open_store(args.db)
     try:
         c = run_campaign(store, scope)
     finally:
@@ -62,14 +63,14 @@ def run_demo(args: argparse.Namespace) -> int:
 
 
 def run_show(args: argparse.Namespace) -> int:
-    from loomctx.stores import SQLiteStore
+    from loomctx.stores import open_store
     from loomctx.workspace import ConversationManager, Quota, WorkSpace
 
-    if not args.db.is_file():
-        raise ConfigError(f"--db {str(args.db)!r} is not a file: run `loomctx workspace demo "
+    if "://" not in args.db and not Path(args.db).is_file():
+        raise ConfigError(f"--db {args.db!r} is not a file: run `loomctx workspace demo "
                           f"--db {args.db}` first, or pass an existing store")
     scope = _scope(args)
-    store = SQLiteStore(args.db)
+    store = open_store(args.db)
     try:
         ws = WorkSpace.load(store, scope)
         conv = ConversationManager.load(store, scope)
@@ -77,7 +78,7 @@ def run_show(args: argparse.Namespace) -> int:
         store.close()
     if not len(ws) and not conv.history:
         raise ConfigError(f"no workspace in tenant {args.tenant!r}, agent {args.agent!r}, "
-                          f"session {args.session!r} of {str(args.db)!r}: check --session, "
+                          f"session {args.session!r} of {args.db!r}: check --session, "
                           "--agent and --tenant")
     quota = Quota()
     mx = quota.max_commands(len(conv.calls))

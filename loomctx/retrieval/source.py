@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sequence
 
-from loomctx.errors import ConfigError
+from loomctx.errors import ConfigError, SourceError, StoreError
 from loomctx.items import RAW_RELEVANCE, ContextItem, Tier
 from loomctx.memory.tiers import TieredMemory
 from loomctx.retrieval.reranker import Candidate, UnifiedReranker
@@ -109,7 +109,10 @@ class UnifiedRetrievalSource:
         # the failures are reported on the source (``failures``) and in its items' metadata.
         knowledge_recall = asyncio.gather(*(k.collect(request) for k in self.knowledge),
                                           return_exceptions=True)
-        (lexical, dense, extra), kb = await asyncio.gather(memory_recall, knowledge_recall)
+        try:
+            (lexical, dense, extra), kb = await asyncio.gather(memory_recall, knowledge_recall)
+        except StoreError as exc:  # the store is down: this source fails, the build goes on
+            raise SourceError(f"memory store unavailable: {exc}", source=self.name) from exc
         self.failures = {k.name: f"{type(r).__name__}: {r}"
                          for k, r in zip(self.knowledge, kb, strict=True)
                          if isinstance(r, BaseException)}

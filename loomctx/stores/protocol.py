@@ -1,7 +1,7 @@
 """The :class:`MemoryStore` contract: where remembered items live, and whose they are.
 
 A store is synchronous and thread-safe; async callers run it in a worker thread. Every backend
-(in-memory, SQLite, later PostgreSQL + pgvector) passes the one conformance suite in
+(in-memory, SQLite, PostgreSQL + pgvector) passes the one conformance suite in
 ``loomctx.testing.store_conformance``.
 
 Every record belongs to one :class:`Scope` — a tenant, optionally an agent of that tenant,

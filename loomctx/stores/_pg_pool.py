@@ -1,0 +1,130 @@
+"""The PostgreSQL store's connections: the pool, its settings, and the one place where driver
+failures become :class:`~loomctx.errors.StoreError`.
+
+Kept apart from :mod:`loomctx.stores.postgres` (the records and the searches). The store's own
+pool hands out autocommit connections, each configured once with the HNSW search settings, so a
+read is a single round trip; a write opens an explicit transaction. Connections are checked
+before each use, so after a server restart the first operation reconnects instead of failing.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+from urllib.parse import urlsplit
+
+import psycopg
+from psycopg_pool import ConnectionPool, PoolTimeout
+
+from loomctx.errors import ConfigError, StoreError
+
+EF_SEARCH = 100
+"""HNSW candidate list per index probe; the iterative scan probes again until ``limit`` rows
+of the scope are found, so a large limit does not need a large (slow) list."""
+HNSW_SETTINGS = (f"SELECT set_config('hnsw.ef_search', '{EF_SEARCH}', false), "
+                 "set_config('hnsw.iterative_scan', 'relaxed_order', false)")
+"""The vector search settings, for a whole connection (``false``: not transaction-local)."""
+OUTAGE_WAIT = 0.25
+"""Seconds an operation waits for a connection while the server is known to be down."""
+
+
+def _configure(conn: psycopg.Connection) -> None:
+    conn.execute(HNSW_SETTINGS)
+
+
+def _where(url: str) -> str:
+    """host:port/database of a URL, without credentials, for error messages."""
+    parts = urlsplit(url)
+    return f"{parts.hostname or 'localhost'}:{parts.port or 5432}{parts.path or '/'}"
+
+
+class PgConnections:
+    """A store's access to PostgreSQL: its own pool (from a URL) or a caller's pool."""
+
+    def __init__(self, url_or_pool: str | ConnectionPool, *, min_size: int, max_size: int,
+                 timeout: float, connect_timeout: int) -> None:
+        if isinstance(url_or_pool, ConnectionPool):
+            self.pool, self.own = url_or_pool, False
+            info = url_or_pool.conninfo
+            self.where = _where(info) if isinstance(info, str) else f"pool {url_or_pool.name!r}"
+        elif isinstance(url_or_pool, str) and url_or_pool.startswith(
+                ("postgresql://", "postgres://")):
+            self.where = _where(url_or_pool)
+            self.pool = ConnectionPool(
+                url_or_pool, min_size=min_size, max_size=max_size, open=False, timeout=timeout,
+                kwargs={"connect_timeout": connect_timeout, "autocommit": True},
+                configure=_configure, check=ConnectionPool.check_connection,
+                name="loomctx-store",
+            )
+            self.own = True
+        else:
+            raise ConfigError(f"PostgresStore takes a postgresql:// URL or a ConnectionPool, "
+                              f"got {url_or_pool!r}")
+        self.closed = False
+        self._down_since: float | None = None
+        self._lock = threading.Lock()
+        if self.own:
+            try:
+                self.pool.open(wait=True, timeout=timeout + connect_timeout)
+            except PoolTimeout as exc:
+                self.close()
+                raise StoreError(f"cannot connect to PostgreSQL at {self.where} within "
+                                 f"{timeout + connect_timeout:g} s ({exc}); check that the "
+                                 "server is running and the URL is right") from exc
+
+    @contextmanager
+    def conn(self) -> Iterator[psycopg.Connection]:
+        """A pooled connection; any driver or pool failure becomes a :class:`StoreError`."""
+        if self.closed:
+            raise StoreError(f"the PostgreSQL store {self.where} is closed; "
+                             "open a new PostgresStore")
+        # While the server is down, later operations wait briefly instead of the full timeout,
+        # so a build during an outage degrades in about one timeout, not one per store call.
+        full = self.pool.timeout
+        wait = full if self._down_since is None else min(full, OUTAGE_WAIT)
+        try:
+            with self.pool.connection(timeout=wait) as conn:
+                yield conn
+            self._down_since = None
+        except PoolTimeout as exc:
+            self._down_since = self._down_since or time.monotonic()
+            raise StoreError(
+                f"PostgreSQL at {self.where} is unreachable (no connection within "
+                f"{wait:g} s): {exc}; check that the server is running"
+            ) from exc
+        except psycopg.errors.TransactionRollback as exc:
+            raise StoreError(f"PostgreSQL store {self.where}: the transaction conflicted with "
+                             f"another one ({exc}); retry the operation") from exc
+        except psycopg.OperationalError as exc:
+            self._down_since = self._down_since or time.monotonic()
+            raise StoreError(f"PostgreSQL at {self.where} failed: {exc}; the server may have "
+                             "restarted or be down, retry the operation") from exc
+        except psycopg.Error as exc:
+            raise StoreError(f"PostgreSQL store {self.where} failed: {exc}") from exc
+
+    @contextmanager
+    def tx(self) -> Iterator[psycopg.Connection]:
+        """One transaction: committed on success, rolled back on any error."""
+        with self.conn() as conn, conn.transaction():
+            yield conn
+
+    def select(self, sql: str, args: Sequence[Any]) -> list[tuple[Any, ...]]:
+        """One read: a single round trip on the store's own (autocommit) connections."""
+        with self.conn() as conn:
+            if conn.autocommit:
+                return conn.execute(sql, args).fetchall()
+            with conn.transaction():
+                return conn.execute(sql, args).fetchall()
+
+    def close(self) -> None:
+        """Close the pool when the store opened it; later operations raise StoreError."""
+        with self._lock:
+            if not self.closed and self.own:
+                self.pool.close()
+            self.closed = True
+
+
+__all__ = ["EF_SEARCH", "HNSW_SETTINGS", "OUTAGE_WAIT", "PgConnections"]

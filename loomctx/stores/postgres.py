@@ -1,0 +1,302 @@
+""":class:`PostgresStore`: memory shared by many processes and machines, in PostgreSQL + pgvector.
+
+Why PostgreSQL: several agents or service replicas need one memory with transactions, and
+pgvector keeps the vectors beside the rows, so a scope filter and a cosine ranking are one query.
+Every query names the tenant (and the agent, session and level when the scope does); the vector
+search uses the HNSW index with pgvector's iterative scan, so a narrow scope still fills its
+``limit``, and its exact cosine scores are recomputed from the stored vectors.
+
+Lexical search is a tsvector over the SQLite store's tokens (words, CJK characters and bigrams)
+with a GIN index, ranked by ``ts_rank`` with length normalisation; ``pg_trgm`` was measured
+against it (``benchmarks/bench_postgres.py``, ``benchmarks/README.md``) and found almost none
+of the planted English and none of the Chinese facts that the tsvector found.
+
+Connections come from a :class:`psycopg_pool.ConnectionPool` (see
+:mod:`loomctx.stores._pg_pool`: checked before each use, so after a server restart the first
+operation reconnects). Every PostgreSQL failure reaches the caller as
+:class:`~loomctx.errors.StoreError` naming the server, never a raw driver error.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import psycopg
+from psycopg_pool import ConnectionPool
+
+from loomctx.errors import ConfigError
+from loomctx.stores import _records as rec
+from loomctx.stores._pg_bulk import bulk_load, copy_rows, retokenize, set_dims
+from loomctx.stores._pg_pool import HNSW_SETTINGS, PgConnections
+from loomctx.stores._pg_rows import (
+    COLUMNS,
+    INSERT_COLUMNS,
+    ORDER,
+    TABLE,
+    check_text,
+    scope_filter,
+    to_record,
+    to_row,
+    tsquery_literal,
+    vector_literal,
+    where_sql,
+)
+from loomctx.stores._pg_schema import ensure_schema
+from loomctx.stores._text import tokenizer_id
+from loomctx.stores.protocol import Hit, Level, MemoryRecord, Scope
+
+_PAGE = 1000
+COPY_THRESHOLD = 2000
+"""A ``put`` of at least this many records is written with COPY instead of INSERT."""
+
+
+class PostgresStore:
+    """A :class:`~loomctx.stores.protocol.MemoryStore` in a PostgreSQL database with pgvector.
+
+    ``url_or_pool`` is a ``postgresql://`` URL (the store opens and closes its own pool) or a
+    :class:`psycopg_pool.ConnectionPool` the caller owns. ``dims`` fixes the vector dimension up
+    front; by default the first stored vectors decide it. ``min_size``/``max_size`` size the
+    pool (one connection per concurrent operation). ``timeout`` bounds how long an operation
+    waits for a connection, so an outage fails as ``StoreError`` instead of hanging; after one
+    such failure, operations wait at most 0.25 s until a connection works again.
+    ``connect_timeout`` bounds one connection attempt. The database needs the ``vector``
+    extension (created when the user may) and is migrated when it opens.
+    """
+
+    def __init__(
+        self, url_or_pool: str | ConnectionPool, *, dims: int | None = None,
+        min_size: int = 1, max_size: int = 8, timeout: float = 3.0,
+        connect_timeout: int = 5,
+    ) -> None:
+        if dims is not None and (isinstance(dims, bool) or not isinstance(dims, int) or
+                                 dims < 1):
+            raise ConfigError(f"dims must be a positive int or None (inferred), got {dims!r}")
+        self._db = PgConnections(url_or_pool, min_size=min_size, max_size=max_size,
+                                 timeout=timeout, connect_timeout=connect_timeout)
+        self.where = self._db.where
+        """host:port/database of the server (no credentials), as error messages name it."""
+        try:
+            with self._db.conn() as conn:
+                self._dims = ensure_schema(conn, where=self.where, tokenizer_id=tokenizer_id(),
+                                           retokenize=retokenize)
+                if dims is not None:
+                    with conn.transaction():
+                        self._dims = set_dims(conn, dims)
+        except BaseException:
+            self.close()
+            raise
+
+    @property
+    def dims(self) -> int | None:
+        """The vector dimension of the stored embeddings (None until the first are stored)."""
+        return self._dims
+
+    # -- writes ---------------------------------------------------------------------------------
+
+    def put(self, records: Sequence[MemoryRecord], vectors: np.ndarray | None = None) -> None:
+        """Store (or replace) ``records`` in their own scopes, with ``vectors``, in one transaction.
+
+        A replaced record loses its old vector unless the call gives a new one. Large calls
+        (``COPY_THRESHOLD`` records or more) are written with COPY.
+        """
+        cleaned, rows = rec.prepare_put(records, vectors, self._dims)
+        for r in cleaned:
+            check_text(r)
+        with self._db.tx() as conn:
+            if rows is not None and rows.shape[0] and self._dims is None:
+                self._dims = set_dims(conn, rows.shape[1])
+            self._delete_identities(conn, cleaned)
+            values = [to_row(r, None if rows is None else rows[i])
+                      for i, r in enumerate(cleaned)]
+            if len(values) >= COPY_THRESHOLD:
+                copy_rows(conn, values)
+            elif values:
+                marks = ", ".join(["%s"] * len(values[0]))
+                with conn.cursor() as cur:
+                    cur.executemany(f"INSERT INTO {TABLE} ({INSERT_COLUMNS}) "
+                                    f"VALUES ({marks})", values)
+
+    def bulk_load(self, records: Sequence[MemoryRecord], vectors: np.ndarray | None = None,
+                  *, rebuild_index: bool | None = None) -> None:
+        """Load many records with COPY, in one transaction; the same result as :meth:`put`.
+
+        The HNSW index is dropped and built again after the copy when ``rebuild_index`` (by
+        default: when the batch is at least as large as what the table already holds), which is
+        several times faster than growing the index row by row.
+        """
+        cleaned, rows = rec.prepare_put(records, vectors, self._dims)
+        for r in cleaned:
+            check_text(r)
+        with self._db.tx() as conn:
+            if rows is not None and rows.shape[0] and self._dims is None:
+                self._dims = set_dims(conn, rows.shape[1], index=False)
+            self._delete_identities(conn, cleaned)
+            bulk_load(conn, cleaned, rows, self._dims, rebuild_index)
+
+    def _delete_identities(self, conn: psycopg.Connection, records: list[MemoryRecord]) -> None:
+        by_tenant: dict[str, list[tuple[str, str, str]]] = defaultdict(list)
+        for r in records:
+            by_tenant[r.tenant].append((r.id, r.agent or "", r.session or ""))
+        for tenant, keys in by_tenant.items():
+            ids, agents, sessions = (list(col) for col in zip(*keys, strict=True))
+            conn.execute(
+                f"DELETE FROM {TABLE} r USING unnest(%s::text[], %s::text[], %s::text[]) "
+                "AS k(id, agent, session) WHERE r.tenant = %s AND r.id = k.id "
+                "AND r.agent = k.agent AND r.session = k.session",
+                (ids, agents, sessions, tenant),
+            )
+
+    def delete(self, ids: Iterable[str], *, scope: Scope) -> int:
+        """Delete the scope's records with these ids, and their vectors; return how many."""
+        where, args = scope_filter(rec.check_scope(scope))
+        wanted = rec.id_list(ids)
+        if not wanted:
+            return 0
+        with self._db.tx() as conn:
+            cur = conn.execute(f"DELETE FROM {TABLE} r {where_sql([*where, 'r.id = ANY(%s)'])}",
+                               [*args, wanted])
+            return max(cur.rowcount, 0)
+
+    def set_level(self, ids: Iterable[str], level: Level, *, scope: Scope) -> None:
+        """Move the scope's records with these ids to ``level``; unknown ids are ignored."""
+        rec.check_level(level)
+        where, args = scope_filter(rec.check_scope(scope))
+        wanted = rec.id_list(ids)
+        if not wanted:
+            return
+        with self._db.tx() as conn:
+            conn.execute(
+                f"UPDATE {TABLE} r SET level = %s {where_sql([*where, 'r.id = ANY(%s)'])}",
+                [level, *args, wanted],
+            )
+
+    # -- reads ----------------------------------------------------------------------------------
+
+    def get(self, ids: Iterable[str], *, scope: Scope) -> list[MemoryRecord]:
+        """The scope's records with ``ids``, in the order asked, missing ids skipped."""
+        where, args = scope_filter(rec.check_scope(scope))
+        wanted = rec.id_list(ids)
+        if not wanted:
+            return []
+        by_id: dict[str, list[MemoryRecord]] = defaultdict(list)
+        sql = f"SELECT {COLUMNS} FROM {TABLE} r {where_sql([*where, 'r.id = ANY(%s)'])}"
+        for row in self._db.select(sql, [*args, wanted]):
+            record = to_record(row)
+            by_id[record.id].append(record)
+        return [r for i in wanted for r in sorted(by_id.get(i, ()), key=rec.order_key)]
+
+    def scan(self, *, scope: Scope, level: Level | None = None) -> Iterator[MemoryRecord]:
+        """The scope's records (of ``level``) ordered by (timestamp, seq, id, agent, session),
+        read a page at a time (keyset pagination: no cursor held open between pages)."""
+        rec.check_level(level, optional=True)
+        where, args = scope_filter(rec.check_scope(scope), level)
+        return self._pages(where, args)
+
+    def _pages(self, where: list[str], args: list[Any]) -> Iterator[MemoryRecord]:
+        after: tuple[Any, ...] | None = None
+        while True:
+            clause = [*where, f"({ORDER}) > (%s, %s, %s, %s, %s)"] if after else where
+            sql = (f"SELECT {COLUMNS} FROM {TABLE} r {where_sql(clause)} "
+                   f"ORDER BY {ORDER} LIMIT {_PAGE}")
+            rows = self._db.select(sql, [*args, *(after or ())])
+            yield from (to_record(row) for row in rows)
+            if len(rows) < _PAGE:
+                return
+            last = rows[-1]
+            after = (last[8], last[11], last[3], last[1], last[2])
+
+    def count(self, *, scope: Scope, level: Level | None = None) -> int:
+        rec.check_level(level, optional=True)
+        where, args = scope_filter(rec.check_scope(scope), level)
+        [(n,)] = self._db.select(f"SELECT COUNT(*) FROM {TABLE} r {where_sql(where)}", args)
+        return int(n)
+
+    def search_lexical(
+        self, query: str, *, scope: Scope, limit: int = 20, level: Level | None = None
+    ) -> list[Hit]:
+        """``ts_rank`` (length-normalised) of the query's tokens, ORed, inside the scope."""
+        rec.check_scope(scope)
+        rec.check_limit(limit)
+        rec.check_level(level, optional=True)
+        tsquery = tsquery_literal(rec.check_query(query))
+        if tsquery is None or not limit:
+            return []
+        where, args = scope_filter(scope, level)
+        sql = (f"SELECT {COLUMNS}, ts_rank(r.terms, q, 1) AS score "
+               f"FROM {TABLE} r, CAST(%s AS tsquery) q "
+               f"{where_sql([*where, 'r.terms @@ q'])} ORDER BY score DESC LIMIT %s")
+        rows = self._db.select(sql, [tsquery, *args, max(limit, 1)])
+        return rec.top(((to_record(row), float(row[-1])) for row in rows), limit)
+
+    def search_vector(
+        self, vector: np.ndarray, *, scope: Scope, limit: int = 20, level: Level | None = None
+    ) -> list[Hit]:
+        """Cosine similarity inside the scope, through the HNSW index (iterative scan)."""
+        rec.check_scope(scope)
+        rec.check_limit(limit)
+        rec.check_level(level, optional=True)
+        dims = self._dims
+        query = rec.query_vector(vector, dims)
+        if dims is None or not limit:
+            return []
+        where, args = scope_filter(scope, level)
+        distance = f"(r.embedding::vector({dims}) <=> %s::vector({dims}))"
+        sql = (f"SELECT {COLUMNS}, 1 - {distance} FROM {TABLE} r "
+               f"{where_sql([*where, 'r.embedding IS NOT NULL'])} ORDER BY {distance} LIMIT %s")
+        literal = vector_literal(query)
+        if self._db.own:  # its connections are configured once with HNSW_SETTINGS
+            rows = self._db.select(sql, [literal, *args, literal, limit])
+        else:
+            with self._db.tx() as conn:
+                conn.execute(HNSW_SETTINGS.replace("false", "true"))
+                rows = conn.execute(sql, [literal, *args, literal, limit]).fetchall()
+        return rec.top(((to_record(row), float(row[-1])) for row in rows), limit)
+
+    # -- embedding cache ------------------------------------------------------------------------
+
+    def cached_vectors(
+        self, model: str, hashes: Sequence[str], *, tenant: str
+    ) -> dict[str, np.ndarray]:
+        """The tenant's cached embeddings of ``model`` for those content hashes that are cached."""
+        rec.check_model(model)
+        rec.check_tenant(tenant)
+        wanted = [h for h in dict.fromkeys(hashes) if isinstance(h, str) and "\x00" not in h]
+        if not wanted:
+            return {}
+        rows = self._db.select("SELECT hash, vec FROM loomctx_embedding_cache "
+                            "WHERE tenant = %s AND model = %s AND hash = ANY(%s)",
+                            [tenant, model, wanted])
+        return {key: np.frombuffer(vec, dtype=np.float32).copy() for key, vec in rows}
+
+    def cache_vectors(
+        self, model: str, vectors: Mapping[str, np.ndarray], *, tenant: str
+    ) -> None:
+        """Remember the tenant's embeddings of ``model`` by content hash (replacing older ones)."""
+        rec.check_model(model)
+        rec.check_tenant(tenant)
+        rows = rec.cache_rows(vectors)
+        if not rows:
+            return
+        with self._db.tx() as conn, conn.cursor() as cur:
+            cur.executemany(
+                "INSERT INTO loomctx_embedding_cache (tenant, model, hash, vec) "
+                "VALUES (%s, %s, %s, %s) ON CONFLICT (tenant, model, hash) "
+                "DO UPDATE SET vec = excluded.vec",
+                [(tenant, model, k, v.astype(np.float32).tobytes()) for k, v in rows.items()],
+            )
+
+    def close(self) -> None:
+        """Close the pool when this store opened it; later calls raise StoreError."""
+        self._db.close()
+
+    def __enter__(self) -> PostgresStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+__all__ = ["COPY_THRESHOLD", "PostgresStore"]

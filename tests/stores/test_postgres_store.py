@@ -1,0 +1,310 @@
+"""PostgresStore: the conformance suites against a real PostgreSQL + pgvector, plus migrations,
+COPY bulk loads, tenant isolation under random operations, server restarts, and a Session
+configured by URL that degrades (never fails) while the server is down."""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Callable, Iterator
+from typing import TypeVar
+
+import numpy as np
+import psycopg
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from loomctx.errors import ConfigError, StoreError
+from loomctx.servers import PostgresServer
+from loomctx.session import Session
+from loomctx.stores import postgres as pg_module
+from loomctx.stores._pg_schema import SCHEMA_VERSION, migrate
+from loomctx.stores.postgres import PostgresStore
+from loomctx.stores.protocol import MemoryRecord, Scope
+from loomctx.testing.store_conformance import DIM, StoreConformance, rec, unit
+from loomctx.testing.store_scope_conformance import ScopeConformance
+
+T = TypeVar("T")
+
+
+class TestPostgresStore(StoreConformance, ScopeConformance):
+    @pytest.fixture
+    def store(self, pg_url: str) -> Iterator[PostgresStore]:
+        s = PostgresStore(pg_url, timeout=10.0)
+        yield s
+        s.close()
+
+
+@pytest.fixture
+def store(pg_url: str) -> Iterator[PostgresStore]:
+    s = PostgresStore(pg_url, timeout=10.0)
+    yield s
+    s.close()
+
+
+def _versions(url: str) -> list[int]:
+    with psycopg.connect(url) as conn:
+        rows = conn.execute("SELECT version FROM loomctx_schema_version ORDER BY 1").fetchall()
+    return [v for (v,) in rows]
+
+
+# -- two tenants, random interleaved operations ----------------------------------------------
+
+_TENANTS = ("alpha", "beta")
+_WORDS = ("apple", "pear", "river", "山峰", "河流")
+
+_op = st.tuples(
+    st.sampled_from(["put", "put", "delete", "level", "cache"]),
+    st.sampled_from(_TENANTS),
+    st.sampled_from(["r1", "r2", "r3", "r4"]),
+    st.sampled_from(_WORDS),
+    st.integers(0, DIM - 1),
+)
+
+
+@settings(max_examples=20, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(ops=st.lists(_op, min_size=1, max_size=25))
+def test_two_tenants_never_read_each_other(
+    store: PostgresStore, ops: list[tuple[str, str, str, str, int]]
+) -> None:
+    """A model of each tenant's rows is kept in Python; after every operation each tenant's
+    reads (get, scan, count, both searches, the embedding cache) return its own rows only."""
+    model: dict[str, dict[str, str]] = {t: {} for t in _TENANTS}
+    cache: dict[str, set[str]] = {t: set() for t in _TENANTS}
+    try:
+        for kind, tenant, rid, word, axis in ops:
+            scope = Scope(tenant=tenant)
+            if kind == "put":
+                text = f"{word} {tenant} note"
+                store.put([MemoryRecord(id=rid, content=text, tenant=tenant)],
+                          np.stack([unit(*([0.0] * axis), 1.0)]))
+                model[tenant][rid] = text
+            elif kind == "delete":
+                assert store.delete([rid], scope=scope) == int(rid in model[tenant])
+                model[tenant].pop(rid, None)
+            elif kind == "level":
+                store.set_level([rid], "L2", scope=scope)
+            else:
+                store.cache_vectors("m", {f"{tenant}-{word}": unit(1)}, tenant=tenant)
+                cache[tenant].add(f"{tenant}-{word}")
+            for t in _TENANTS:
+                own = Scope(tenant=t)
+                mine = {r.id: r.content for r in store.scan(scope=own)}
+                assert mine == model[t]
+                assert all(r.tenant == t for r in store.get(["r1", "r2", "r3", "r4"], scope=own))
+                assert store.count(scope=own) == len(model[t])
+                for w in _WORDS:
+                    hits = store.search_lexical(w, scope=own, limit=50)
+                    assert {h.record.id for h in hits} == {
+                        i for i, c in model[t].items() if c.startswith(w)}
+                    assert all(h.record.tenant == t for h in hits)
+                dense = store.search_vector(unit(1), scope=own, limit=50)
+                assert {h.record.id for h in dense} == set(model[t])
+                every = [f"{u}-{w}" for u in _TENANTS for w in _WORDS]
+                assert set(store.cached_vectors("m", every, tenant=t)) == cache[t]
+    finally:
+        for t in _TENANTS:
+            store.delete(["r1", "r2", "r3", "r4"], scope=Scope(tenant=t))
+        with psycopg.connect(store_url(store), autocommit=True) as conn:
+            conn.execute("DELETE FROM loomctx_embedding_cache")
+
+
+def store_url(store: PostgresStore) -> str:
+    info = store._db.pool.conninfo
+    assert isinstance(info, str)
+    return info
+
+
+# -- migrations --------------------------------------------------------------------------------
+
+def test_older_schema_is_upgraded_and_reopen_is_idempotent(pg_url: str) -> None:
+    with psycopg.connect(pg_url) as conn:
+        assert migrate(conn, target=1) == (0, 1)
+        conn.execute(
+            "INSERT INTO loomctx_records (tenant, agent, session, id, content, level, timestamp, "
+            "importance, seq, metadata, content_hash) VALUES ('default', 'a', 's', 'old', "
+            "'我喜欢在周末去爬山 with friends', 'L4', 1.0, 0.0, 0, '{}', 'h')"
+        )
+    assert _versions(pg_url) == [1]
+    with PostgresStore(pg_url) as store:
+        assert _versions(pg_url) == list(range(1, SCHEMA_VERSION + 1))
+        [hit] = store.search_lexical("爬山", scope=Scope())  # the migration indexed old rows
+        assert hit.record.id == "old" and hit.record.session == "s"
+        store.put([rec("new", "friends again")])
+    with PostgresStore(pg_url) as store:
+        assert _versions(pg_url) == list(range(1, SCHEMA_VERSION + 1))
+        assert {h.record.id for h in store.search_lexical("friends", scope=Scope())} == {
+            "old", "new"}
+
+
+def test_newer_schema_is_refused(pg_url: str) -> None:
+    PostgresStore(pg_url).close()
+    with psycopg.connect(pg_url) as conn:
+        conn.execute("INSERT INTO loomctx_schema_version (version) VALUES (%s)",
+                     (SCHEMA_VERSION + 1,))
+    with pytest.raises(StoreError, match="upgrade loomctx"):
+        PostgresStore(pg_url)
+
+
+# -- COPY bulk loads ---------------------------------------------------------------------------
+
+def _batch(n: int, rng: np.random.Generator) -> tuple[list[MemoryRecord], np.ndarray]:
+    words = ["river", "mountain", "天气", "北京", "database", "爬山", "tool", "call"]
+    records = [
+        MemoryRecord(id=f"m{i}", content=" ".join(rng.choice(words, 6).tolist()) + f" {i}",
+                     agent="a", session=f"s{i % 3}", timestamp=float(i), seq=i,
+                     level="L1" if i % 4 == 0 else "L4", metadata={"i": i})
+        for i in range(n)
+    ]
+    return records, rng.normal(size=(n, DIM)).astype(np.float32)
+
+
+def _answers(store: PostgresStore, probe: np.ndarray) -> tuple[object, ...]:
+    scope = Scope(agent="a", session="s1")
+    return (
+        list(store.scan(scope=Scope())),
+        [(h.record.id, round(h.score, 5)) for h in store.search_lexical("天气 river", scope=scope)],
+        [(h.record.id, round(h.score, 5)) for h in store.search_vector(probe, scope=scope)],
+        store.count(scope=Scope(), level="L1"),
+    )
+
+
+def test_bulk_load_equals_put(postgres_server: PostgresServer,
+                              monkeypatch: pytest.MonkeyPatch) -> None:
+    rng = np.random.default_rng(7)
+    records, vectors = _batch(300, rng)
+    probe = rng.normal(size=DIM)
+    urls = [postgres_server.create_database() for _ in range(3)]
+    with PostgresStore(urls[0]) as by_put, PostgresStore(urls[1]) as by_copy, \
+            PostgresStore(urls[2]) as by_big_put:
+        by_put.put([rec("m5", "replaced by the load", agent="a", session="s2")])
+        by_copy.put([rec("m5", "replaced by the load", agent="a", session="s2")])
+        by_put.put(records, vectors)
+        by_copy.bulk_load(records, vectors)
+        monkeypatch.setattr(pg_module, "COPY_THRESHOLD", 10)  # put() switches to COPY
+        by_big_put.put(records, vectors)
+        expected = _answers(by_put, probe)
+        assert len(expected[0]) == 300  # type: ignore[arg-type]
+        assert _answers(by_copy, probe) == expected
+        assert _answers(by_big_put, probe) == expected
+        with pytest.raises(ConfigError, match="dimension"):
+            by_copy.bulk_load([rec("x")], np.ones((1, DIM + 1)))
+    with psycopg.connect(urls[1]) as conn:
+        indexes = {n for (n,) in conn.execute(
+            "SELECT indexname FROM pg_indexes WHERE tablename = 'loomctx_records'")}
+    assert {"loomctx_records_hnsw", "loomctx_records_terms"} <= indexes
+
+
+# -- restarts and outages ----------------------------------------------------------------------
+
+def test_pool_recovers_after_restart(postgres_server: PostgresServer, pg_url: str) -> None:
+    with PostgresStore(pg_url, timeout=10.0) as store:
+        store.put([rec("before", "kept across the crash")], np.stack([unit(1)]))
+        postgres_server.kill()
+        postgres_server.start()
+        assert store.get(["before"], scope=Scope())[0].content == "kept across the crash"
+        store.put([rec("after")], np.stack([unit(0, 1)]))
+        assert store.count(scope=Scope()) == 2
+
+
+def test_outage_raises_store_error(postgres_server: PostgresServer, pg_url: str) -> None:
+    with PostgresStore(pg_url, timeout=1.0, connect_timeout=1) as store:
+        store.put([rec("a")])
+        postgres_server.kill()
+        try:
+            err = wait_for_outage(store)
+            assert re.search(r"PostgreSQL at 127\.0\.0\.1:\d+/t_\w+", str(err))
+            assert not isinstance(err, psycopg.Error)
+            with pytest.raises(StoreError, match="server"):
+                store.put([rec("b")])
+        finally:
+            postgres_server.start()
+        assert _eventually(lambda: store.count(scope=Scope())) == 1
+
+
+def wait_for_outage(store: PostgresStore, within: float = 30.0) -> StoreError:
+    """The StoreError of the first operation that fails after the server was killed.
+
+    Its backends exit when they notice the postmaster is gone, not at once: a connection may
+    answer for a moment longer, so the test waits for the first failure (and fails without it).
+    """
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        try:
+            store.count(scope=Scope())
+        except StoreError as e:
+            return e
+        time.sleep(0.05)
+    raise AssertionError(f"no StoreError within {within} s of killing the server")
+
+
+def _eventually(call: Callable[[], T], within: float = 30.0) -> T:
+    """``call()`` once the pool has reconnected (its reconnection backs off while it waits)."""
+    deadline = time.monotonic() + within
+    while True:
+        try:
+            return call()
+        except StoreError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.1)
+
+
+def test_opening_an_unreachable_server_raises_store_error() -> None:
+    from loomctx.servers import free_port
+
+    url = f"postgresql://postgres@127.0.0.1:{free_port()}/nothing"
+    with pytest.raises(StoreError, match=r"cannot connect to PostgreSQL at 127\.0\.0\.1"):
+        PostgresStore(url, timeout=0.5, connect_timeout=1)
+
+
+# -- a Session over PostgreSQL ------------------------------------------------------------
+def test_session_from_url_writes_to_postgres(make_session: Callable[..., Session],
+                                             pg_url: str) -> None:
+    session = make_session(id="s1", agent="helper", store=pg_url)
+    assert isinstance(session.store, PostgresStore)
+    session.add_message_sync("user", "我喜欢在周末去爬山")
+    with PostgresStore(pg_url) as other:  # another process would see the same rows
+        [record] = other.scan(scope=Scope(agent="helper", session="s1"))
+    assert record.content == "我喜欢在周末去爬山"
+
+
+def test_build_during_outage_degrades_and_names_the_source(
+        make_session: Callable[..., Session], postgres_server: PostgresServer,
+        pg_url: str) -> None:
+    store = PostgresStore(pg_url, timeout=1.0, connect_timeout=1)
+    session = make_session(id="s1", store=store)
+    for i in range(4):
+        session.add_message_sync("user", f"note {i}: the river rises in spring")
+    postgres_server.kill()
+    try:
+        wait_for_outage(store)
+        result = session.build_sync("when does the river rise?", max_tokens=2000)
+    finally:
+        postgres_server.start()
+    failed = {s.name: s.error for s in result.report.failed_sources}
+    assert list(failed) == ["L4_semantic"]
+    assert failed["L4_semantic"].startswith("SourceError: memory store unavailable: PostgreSQL")
+    # History lives in the session, so the conversation is still all there.
+    texts = [m["content"] for m in result.payload["messages"]]
+    assert [t for t in texts if t.startswith("note ")] == [
+        f"note {i}: the river rises in spring" for i in range(4)]
+    assert texts[-1] == "when does the river rise?"
+
+
+def test_store_over_a_callers_pool(pg_url: str) -> None:
+    """A pool the caller owns (transactional connections, no settings of ours) works the same
+    and stays open when the store closes."""
+    from psycopg_pool import ConnectionPool
+
+    with ConnectionPool(pg_url, min_size=1, max_size=2, open=True) as pool:
+        with PostgresStore(pool) as store:
+            store.put([rec("a", "river notes"), rec("b", "山峰")],
+                      np.stack([unit(1), unit(0, 1)]))
+            assert [h.record.id for h in store.search_vector(unit(1), scope=Scope())] == [
+                "a", "b"]
+            assert [h.record.id for h in store.search_lexical("山峰", scope=Scope())] == ["b"]
+        with pool.connection() as conn:
+            assert conn.execute("SELECT COUNT(*) FROM loomctx_records").fetchone() == (2,)
