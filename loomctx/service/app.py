@@ -19,6 +19,7 @@ from starlette.exceptions import HTTPException
 from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from loomctx.errors import LoomctxError
 from loomctx.service.api import page_router, router, tenant
 from loomctx.service.core import Service
 from loomctx.service.options import ServiceOptions
@@ -26,7 +27,7 @@ from loomctx.service.pages import Pages, TablePages
 from loomctx.service.proxy import PATHS, Proxy
 from loomctx.service.stream import EventHub
 from loomctx.service.tenants import Unauthorized
-from loomctx.service.web import error_response, status_of
+from loomctx.service.web import ServiceError, error_response, status_of
 
 PUBLIC = frozenset({"/health", "/docs", "/docs/oauth2-redirect", "/openapi.json", "/redoc"})
 """Routes that need no key (everything else is a tenant's)."""
@@ -108,7 +109,10 @@ def create_app(options: ServiceOptions, *, pages: Pages | None = None,
         status, message = status_of(exc)
         return error_response(request, status, message)
 
-    for kind in (Exception, HTTPException, RequestValidationError):
+    # Specific kinds are answered by the exception middleware; plain ``Exception`` (a bug)
+    # reaches the server-error middleware, which answers and then logs the trace.
+    for kind in (Exception, HTTPException, RequestValidationError, Unauthorized,
+                 ServiceError, LoomctxError, ValueError):
         app.add_exception_handler(kind, on_error)
 
     @app.get("/health", tags=["service"])
