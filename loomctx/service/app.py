@@ -47,29 +47,36 @@ class BodyLimit:
             if name == b"content-length" and value.isdigit() and int(value) > self.limit:
                 await self._refuse(scope, receive, send, int(value))
                 return
-        seen = 0
-
-        async def counted() -> Message:
-            nonlocal seen
+        if any(name == b"content-length" for name, _ in scope.get("headers", [])):
+            await self.app(scope, receive, send)  # the server stops at the declared length
+            return
+        # No length declared (chunked): read the body within the limit, then replay it.
+        chunks, size, more = [], 0, True
+        while more:
             message = await receive()
-            seen += len(message.get("body", b""))
-            if seen > self.limit:
-                raise _TooLarge()
-            return message
+            if message["type"] != "http.request":
+                break
+            chunks.append(message.get("body", b""))
+            size += len(chunks[-1])
+            more = bool(message.get("more_body"))
+            if size > self.limit:
+                await self._refuse(scope, receive, send, size)
+                return
+        body, sent = b"".join(chunks), False
 
-        try:
-            await self.app(scope, counted, send)
-        except _TooLarge:
-            await self._refuse(scope, receive, send, seen)
+        async def replay() -> Message:
+            nonlocal sent
+            if not sent:
+                sent = True
+                return {"type": "http.request", "body": body, "more_body": False}
+            return await receive()
+
+        await self.app(scope, replay, send)
 
     async def _refuse(self, scope: Scope, receive: Receive, send: Send, size: int) -> None:
         response = error_response(Request(scope), 413, f"the body is {size}+ bytes; the limit "
                                                        f"is {self.limit}")
         await response(scope, receive, send)
-
-
-class _TooLarge(Exception):
-    pass
 
 
 def create_app(options: ServiceOptions, *, pages: Pages | None = None,
@@ -101,8 +108,11 @@ def create_app(options: ServiceOptions, *, pages: Pages | None = None,
         if isinstance(exc, Unauthorized):
             return error_response(request, 401, str(exc))
         if isinstance(exc, RequestValidationError):
+            errors = exc.errors()
+            if any(e.get("type") == "json_invalid" for e in errors):
+                return error_response(request, 400, "the body is not valid JSON")
             problems = [f"{'.'.join(str(p) for p in e.get('loc', ()))}: {e.get('msg')}"
-                        for e in exc.errors()[:3]]
+                        for e in errors[:3]]
             return error_response(request, 400, "; ".join(problems) or "invalid request")
         if isinstance(exc, HTTPException):
             return error_response(request, exc.status_code, str(exc.detail))

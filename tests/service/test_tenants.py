@@ -14,8 +14,8 @@ from typing import Any
 
 import httpx
 import pytest
-from starlette.routing import Route
 from service_helpers import KEYS
+from starlette.routing import Route
 
 from loomctx.service import RunningServer, ServiceOptions, create_app, serve_in_thread
 from loomctx.service.app import PUBLIC
