@@ -106,7 +106,7 @@ def router() -> APIRouter:
         service = _service(request)
         conv = _conversation(service, who, session_id)
         async with conv.lock:
-            budget = spec.max_tokens or service.budget(conv, service.options.output_tokens, None)
+            budget = spec.max_tokens or service.budget(conv, service.reserve(conv, None), None)
             record = await service.build(who, conv, budget, query=spec.query)
         return record.to_dict(payload=True)
 

@@ -155,6 +155,13 @@ class Service:
         self.tenants.index(tenant, conv, conv.extend(messages))
 
     # -- building ---------------------------------------------------------------------------
+    def reserve(self, conv: Conversation, asked: int | None) -> int:
+        """The output reserve: the request's ``max_tokens``, else the configured reserve, at
+        most a quarter of the window (a small local model's window stays mostly prompt)."""
+        if asked is not None:
+            return asked
+        return min(self.options.output_tokens, self.window(conv) // 4)
+
     def budget(self, conv: Conversation, output_tokens: int, asked: int | None) -> int:
         """The prompt budget: the window minus the output reserve, at most the configured
         budget and the request's ``X-Loomctx-Budget``."""

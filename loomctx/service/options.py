@@ -45,7 +45,7 @@ class ServiceOptions:
     budget: int | None = None
     """Most prompt tokens a build may use (a request's ``X-Loomctx-Budget`` may lower it)."""
     output_tokens: int = 4096
-    """Output reserve when a request names no ``max_tokens``."""
+    """Output reserve when a request names no ``max_tokens`` (at most a quarter of the window)."""
     store: str = "memory"
     """Where sessions' memories live: ``memory``, a SQLite file path or ``sqlite:///path``,
     or ``postgresql://...`` when the PostgreSQL store is installed."""

@@ -54,7 +54,7 @@ def _int_header(request: Request, name: str, query: str) -> int | None:
     return value
 
 
-def _output_tokens(fmt: Format, body: Mapping[str, Any], default: int) -> int:
+def _output_tokens(fmt: Format, body: Mapping[str, Any]) -> int | None:
     for key in ("max_completion_tokens", "max_tokens"):
         value = body.get(key)
         if value is not None:
@@ -63,7 +63,7 @@ def _output_tokens(fmt: Format, body: Mapping[str, Any], default: int) -> int:
             return value
     if fmt == "anthropic":
         raise InputError("max_tokens is required by the Messages API", where="max_tokens")
-    return default
+    return None
 
 
 def _tools(fmt: Format, body: Mapping[str, Any]) -> list[Any]:
@@ -120,7 +120,7 @@ class Proxy:
             system, conversation = split_openai(messages)
         else:
             system, conversation = anthropic_system(body.get("system")), from_anthropic(messages)
-        out = _output_tokens(fmt, body, opts.output_tokens)
+        asked_out = _output_tokens(fmt, body)
         asked = _int_header(request, "x-loomctx-budget", "loomctx_budget")
         session_id = (request.headers.get("x-loomctx-session")
                       or request.query_params.get("loomctx_session"))
@@ -132,6 +132,7 @@ class Proxy:
         try:
             conv.tools.set(tools)
             await self.service.store_messages(tenant, conv, new)
+            out = self.service.reserve(conv, asked_out)
             budget = self.service.budget(conv, out, asked)
             if conv.cap is not None:
                 budget = min(budget, conv.cap)
