@@ -8,6 +8,7 @@ needs a tenant's key when the service has keys.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -22,12 +23,13 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from loomctx.errors import LoomctxError
 from loomctx.service.api import page_router, router, tenant
 from loomctx.service.core import Service
-from loomctx.service.options import ServiceOptions
+from loomctx.service.options import FALLBACK_ENCODING, ServiceOptions
 from loomctx.service.pages import Pages, TablePages
 from loomctx.service.proxy import PATHS, Proxy
 from loomctx.service.stream import EventHub
 from loomctx.service.tenants import Unauthorized
 from loomctx.service.web import ServiceError, error_response, status_of
+from loomctx.tokens.registry import counter_for_model
 
 PUBLIC = frozenset({"/health", "/docs", "/docs/oauth2-redirect", "/openapi.json", "/redoc"})
 """Routes that need no key (everything else is a tenant's)."""
@@ -92,6 +94,9 @@ def create_app(options: ServiceOptions, *, pages: Pages | None = None,
                 max_connections=256, max_keepalive_connections=64)) as client:
             app.state.proxy = Proxy(service, client)
             await hub.attach(service.bus)
+            # Load the tokenizer before the first request, off the event loop (~2 s once).
+            await asyncio.to_thread(counter_for_model, options.model or "gpt-4o",
+                                    fallback=FALLBACK_ENCODING)
             try:
                 yield
             finally:

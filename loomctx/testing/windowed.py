@@ -76,7 +76,7 @@ class WindowedFakeServer(FakeModelServer):
         if prev is None or prev["tools"] != tools or prev["system"] != system:
             return 0
         total = chat.tools(tools) + chat.system(system) + chat.reply_priming
-        for old, new in zip(prev["messages"], messages):
+        for old, new in zip(prev["messages"], messages, strict=False):
             if old != new:
                 break
             total += chat.message(new)

@@ -60,8 +60,10 @@ def test_malformed_bodies_get_one_line_4xx(fuzz_server: RunningServer, path: str
     assert reason in _one_line_reason(resp)
 
 
+scalars = (st.none() | st.booleans() | st.integers() | st.text(max_size=20)
+           | st.floats(allow_nan=False, allow_infinity=False))
 json_values = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | st.text(max_size=20),
+    scalars,
     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=10), inner,
                                                                 max_size=4), max_leaves=20)
 messages = st.lists(st.fixed_dictionaries(
