@@ -8,6 +8,7 @@ reserve. Forwarding is the proxy's (:mod:`loomctx.service.proxy`).
 
 from __future__ import annotations
 
+import importlib
 import time
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -45,12 +46,12 @@ def open_store(url: str) -> MemoryStore:
     if url == "memory":
         return InMemoryStore()
     if url.startswith(("postgresql://", "postgres://")):
-        try:
-            from loomctx.stores.postgres import PostgresStore  # type: ignore[import-not-found]
+        try:  # by name: the PostgreSQL store is optional (psycopg) and loads only when named
+            postgres = importlib.import_module("loomctx.stores.postgres")
         except ImportError as exc:
             raise ConfigError(f"store {url.split('@')[-1]!r} needs loomctx's PostgreSQL store "
                               "(pip install 'loomctx[postgres]')") from exc
-        store: MemoryStore = PostgresStore(url)
+        store: MemoryStore = postgres.PostgresStore(url)
         return store
     path = url.removeprefix("sqlite:///") if url.startswith("sqlite:///") else url
     if "://" in path or not path:
