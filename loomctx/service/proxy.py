@@ -80,6 +80,27 @@ def _tools(fmt: Format, body: Mapping[str, Any]) -> list[Any]:
                                    (None, "custom"))]  # server tools: passed on, not counted
 
 
+def _asks_usage(fmt: Format, body: Mapping[str, Any]) -> bool | None:
+    """Whether an OpenAI streaming request asks for the usage chunk (None: not applicable)."""
+    if fmt != "openai" or not body.get("stream"):
+        return None
+    options = body.get("stream_options")
+    if options is not None and not isinstance(options, Mapping):
+        return None  # not ours to fix: the upstream answers it
+    return bool(options and options.get("include_usage"))
+
+
+def _usage_only(event: bytes) -> bool:
+    """An OpenAI stream event that carries only the usage (``choices`` empty)."""
+    if not event.startswith(b"data: {"):
+        return False
+    try:
+        data = json.loads(event[6:])
+    except ValueError:
+        return False
+    return isinstance(data, dict) and data.get("choices") == [] and "usage" in data
+
+
 class Proxy:
     """Forwards built requests to the upstream for a :class:`Service`."""
 
@@ -149,8 +170,9 @@ class Proxy:
             headers.update({"x-loomctx-build": record.id, "x-loomctx-session": conv.session.id})
             if resp.status_code < 400 and body.get("stream"):
                 release = False
-                return StreamingResponse(self._relay(fmt, tenant, conv, record, resp, body),
-                                         status_code=resp.status_code, headers=headers)
+                relay = self._relay(fmt, tenant, conv, record, resp, body,
+                                    strip_usage=_asks_usage(fmt, body) is False)
+                return StreamingResponse(relay, status_code=resp.status_code, headers=headers)
             content = await resp.aread()
             await resp.aclose()
             if resp.status_code < 400:
@@ -164,6 +186,9 @@ class Proxy:
                     record: BuildRecord) -> httpx.Response:
         payload = dict(record.payload)
         payload.pop("tools", None)  # the client's own definitions go as sent
+        if _asks_usage(fmt, body) is False:  # ask for the usage; _relay hides it again
+            payload["stream_options"] = {**(body.get("stream_options") or {}),
+                                         "include_usage": True}
         url = self.service.options.upstream_base + PATHS[fmt]
         upstream = httpx.Request("POST", url, headers=self._headers(fmt, request),
                                  content=json.dumps({**body, **payload}).encode())
@@ -197,12 +222,24 @@ class Proxy:
         return smaller
 
     async def _relay(self, fmt: Format, tenant: str, conv: Conversation, record: BuildRecord,
-                     resp: httpx.Response, body: Mapping[str, Any]) -> AsyncIterator[bytes]:
+                     resp: httpx.Response, body: Mapping[str, Any], *, strip_usage: bool,
+                     ) -> AsyncIterator[bytes]:
+        """The upstream's bytes as they come; with ``strip_usage``, whole events, less the
+        usage chunk the client did not ask for."""
         reader = ReplyReader(fmt)
+        pending = b""
         try:
             async for chunk in resp.aiter_bytes():
                 reader.feed(chunk)
-                yield chunk
+                if not strip_usage:
+                    yield chunk
+                    continue
+                *events, pending = (pending + chunk).split(b"\n\n")
+                out = b"".join(e + b"\n\n" for e in events if not _usage_only(e))
+                if out:
+                    yield out
+            if pending and not _usage_only(pending):
+                yield pending
             await self._remember(fmt, tenant, conv, record, reader.result(), body)
         finally:
             await resp.aclose()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 import httpx
@@ -129,6 +130,23 @@ def test_streams_pass_through_byte_for_byte(upstream: WindowedFakeServer,
     sid = reply.headers["x-loomctx-session"]
     first = httpx.get(f"{proxy.url}/v1/loomctx/builds/{build}").json()
     assert first["session"] == sid and first["reply_stored"] is True
+    # The usage came although the client did not ask for it: the proxy asked, and hid it.
+    assert upstream.requests[0].body["stream_options"] == {"include_usage": True}
+    assert first["usage"]["prompt_tokens"] == upstream.usage[0][0]
+
+
+def test_a_stream_that_asks_for_usage_gets_it(upstream: WindowedFakeServer,
+                                              proxy: RunningServer) -> None:
+    step = Reply(text="With usage.", chunk_chars=4)
+    upstream.add(step)
+    body = {"model": "gpt-4o", "stream": True, "stream_options": {"include_usage": True},
+            "messages": [{"role": "user", "content": "Stream with usage."}]}
+    with httpx.stream("POST", proxy.url + "/v1/chat/completions", json=body) as resp:
+        got = b"".join(resp.iter_raw())
+    prompt, cached = upstream.usage[-1]
+    expected = render(replace(step, prompt_tokens=prompt, cached_tokens=cached), "openai",
+                      model="gpt-4o", stream=True, include_usage=True)
+    assert got == b"".join(expected.chunks) and b'"usage"' in got
 
 
 def test_sdk_streaming_and_tool_calls(upstream: WindowedFakeServer,
