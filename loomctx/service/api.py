@@ -31,7 +31,7 @@ def _service(request: Request) -> Service:
     return service
 
 
-def _conversation(service: Service, tenant_name: str, session_id: str) -> Conversation:
+def conversation(service: Service, tenant_name: str, session_id: str) -> Conversation:
     conv = service.tenants.session(tenant_name, session_id)
     if conv is None:
         raise ServiceError(404, f"no session {session_id!r}")
@@ -86,7 +86,7 @@ def router() -> APIRouter:
     @r.get("/sessions/{session_id}")
     async def get_session(session_id: str, request: Request,
                           who: str = Depends(tenant)) -> dict[str, Any]:
-        return _conversation(_service(request), who, session_id).info()
+        return conversation(_service(request), who, session_id).info()
 
     @r.post("/sessions/{session_id}/messages")
     async def add_messages(session_id: str, spec: NewMessages, request: Request,
@@ -95,7 +95,7 @@ def router() -> APIRouter:
         if len(spec.messages) > service.options.max_messages:
             raise ServiceError(413, f"{len(spec.messages)} messages exceed the limit of "
                                     f"{service.options.max_messages} per request")
-        conv = _conversation(service, who, session_id)
+        conv = conversation(service, who, session_id)
         async with conv.lock:
             await service.store_messages(who, conv, spec.messages)
         return conv.info()
@@ -104,7 +104,7 @@ def router() -> APIRouter:
     async def build(session_id: str, spec: BuildRequest, request: Request,
                     who: str = Depends(tenant)) -> dict[str, Any]:
         service = _service(request)
-        conv = _conversation(service, who, session_id)
+        conv = conversation(service, who, session_id)
         async with conv.lock:
             budget = spec.max_tokens or service.budget(conv, service.reserve(conv, None), None)
             record = await service.build(who, conv, budget, query=spec.query)
@@ -113,7 +113,7 @@ def router() -> APIRouter:
     @r.post("/sessions/{session_id}/end")
     async def end_session(session_id: str, request: Request,
                           who: str = Depends(tenant)) -> dict[str, Any]:
-        conv = _conversation(_service(request), who, session_id)
+        conv = conversation(_service(request), who, session_id)
         async with conv.lock:
             summary = await conv.session.end()
         return {**conv.info(), "summary_id": summary}
@@ -122,7 +122,7 @@ def router() -> APIRouter:
     async def session_builds(session_id: str, request: Request,
                              who: str = Depends(tenant)) -> dict[str, Any]:
         service = _service(request)
-        _conversation(service, who, session_id)
+        conversation(service, who, session_id)
         return {"builds": [b.to_dict() for b in service.tenants.builds_of(who, session_id)]}
 
     @r.get("/builds/{build_id}")
@@ -161,11 +161,11 @@ def page_router() -> APIRouter:
     async def session_page(session_id: str, request: Request,
                            who: str = Depends(tenant)) -> HTMLResponse:
         service = _service(request)
-        conv = _conversation(service, who, session_id)
+        conv = conversation(service, who, session_id)
         return HTMLResponse(request.app.state.pages.session_page(
             conv.info(), service.tenants.builds_of(who, session_id)))
 
     return r
 
 
-__all__ = ["PREFIX", "page_router", "router", "tenant"]
+__all__ = ["PREFIX", "conversation", "page_router", "router", "tenant"]

@@ -23,6 +23,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from loomctx.errors import LoomctxError
 from loomctx.service.api import page_router, router, tenant
 from loomctx.service.core import Service
+from loomctx.service.notes import router as notes_router
 from loomctx.service.options import FALLBACK_ENCODING, ServiceOptions
 from loomctx.service.pages import Pages, TablePages
 from loomctx.service.proxy import PATHS, Proxy
@@ -145,6 +146,7 @@ def create_app(options: ServiceOptions, *, pages: Pages | None = None,
     app.add_api_route(PATHS["openai"], openai_route, methods=["POST"], tags=["proxy"])
     app.add_api_route(PATHS["anthropic"], anthropic_route, methods=["POST"], tags=["proxy"])
     app.include_router(router())
+    app.include_router(notes_router())
     app.include_router(page_router())
     app.add_middleware(BodyLimit, limit=options.max_body_bytes)
     return app

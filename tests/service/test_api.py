@@ -46,6 +46,22 @@ def test_a_session_from_creation_to_end(proxy: RunningServer) -> None:
     assert refused.status_code == 400 and "ended" in refused.json()["error"]["message"]
 
 
+def test_workspace_notes(proxy: RunningServer) -> None:
+    url = proxy.url + API + "/sessions/team-1"
+    assert httpx.post(proxy.url + API + "/sessions", json={"id": "team-1"}).status_code == 201
+    first = httpx.post(url + "/notes", json={"type": "persona", "content": "Busy CFO."}).json()
+    second = httpx.post(url + "/notes", json={"type": "persona", "content": "New hire."}).json()
+    assert (first["id"], second["id"]) == ("persona1", "persona2")
+    assert httpx.get(url + "/notes/persona2").json()["content"] == "New hire."
+    assert [n["id"] for n in httpx.get(url + "/notes").json()["notes"]] == ["persona1",
+                                                                            "persona2"]
+    text = httpx.post(url + "/notes/expand", json={"text": "Write for @persona1"}).json()["text"]
+    assert text.endswith("@persona1:\nBusy CFO.")
+    bad = httpx.post(url + "/notes", json={"type": "per sona", "content": "x"})
+    assert bad.status_code == 400
+    assert httpx.get(url + "/notes/persona9").status_code == 404
+
+
 def test_the_event_stream_carries_the_tenants_events(upstream: WindowedFakeServer,
                                                      proxy: RunningServer) -> None:
     got: list[dict[str, Any]] = []

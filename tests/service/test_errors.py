@@ -16,7 +16,8 @@ from loomctx.testing.windowed import WindowedFakeServer
 
 POSTS = ["/v1/chat/completions", "/v1/messages", "/v1/loomctx/sessions",
          "/v1/loomctx/sessions/s1/messages", "/v1/loomctx/sessions/s1/build",
-         "/v1/loomctx/sessions/s1/end"]
+         "/v1/loomctx/sessions/s1/end", "/v1/loomctx/sessions/s1/notes",
+         "/v1/loomctx/sessions/s1/notes/expand"]
 
 
 @pytest.fixture(scope="module")
@@ -74,7 +75,8 @@ bodies = st.fixed_dictionaries({}, optional={
     "model": st.sampled_from(["gpt-4o", "claude-fake-1", "", "x" * 300]) | json_values,
     "messages": messages | json_values, "max_tokens": st.integers(-5, 10**7) | json_values,
     "stream": st.booleans(), "tools": json_values, "system": json_values,
-    "id": json_values, "query": json_values})
+    "id": json_values, "query": json_values, "type": json_values, "content": json_values,
+    "text": json_values})
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))

@@ -50,12 +50,16 @@ class World:
         r = httpx.post(server.url + "/v1/loomctx/sessions", headers=A,
                        json={"id": "a-api", "system_prompt": "acme only"})
         assert r.status_code == 201, r.text
+        r = httpx.post(server.url + "/v1/loomctx/sessions/a-chat/notes", headers=A,
+                       json={"type": "persona", "content": "acme's buyer persona"})
+        assert r.status_code == 201 and r.json()["id"] == "persona1", r.text
         r = httpx.post(server.url + "/v1/messages", headers={**A, "x-loomctx-session": "a-msg"},
                        json={**CHAT, "model": "claude-fake-1"})
         assert r.status_code == 200, r.text
 
     def url(self, path: str) -> str:
-        return self.server.url + path.format(session_id="a-chat", build_id=self.build)
+        return self.server.url + path.format(session_id="a-chat", build_id=self.build,
+                                             note_id="persona1")
 
     def a_session(self, sid: str = "a-chat") -> dict[str, Any]:
         r = httpx.get(self.url(f"/v1/loomctx/sessions/{sid}"), headers=A)
@@ -82,6 +86,10 @@ def _body(method: str, path: str) -> dict[str, Any] | None:
     if path == "/v1/messages":
         return {"model": "claude-fake-1", "max_tokens": 50,
                 "messages": [{"role": "user", "content": "from globex"}]}
+    if path.endswith("/notes"):
+        return {"type": "persona", "content": "from globex"}
+    if path.endswith("/notes/expand"):
+        return {"text": "see @persona1"}
     if path == "/v1/chat/completions":
         return {**CHAT, "messages": [{"role": "user", "content": "from globex"}]}
     return {}
@@ -93,7 +101,8 @@ def _no_leak(world: World, method: str, path: str, resp: httpx.Response) -> None
     text = resp.text
     if resp.status_code == 404:
         unknown = httpx.request(method, world.server.url + path.format(
-            session_id="no-such-id", build_id="no-such-id"), json=_body(method, path), headers=B)
+            session_id="no-such-id", build_id="no-such-id", note_id="persona1"),
+            json=_body(method, path), headers=B)
         for name in ("a-chat", world.build, "no-such-id"):
             text = text.replace(name, "ID")
         assert text == unknown.text.replace("no-such-id", "ID")
@@ -114,6 +123,10 @@ def _check_proxy(world: World, path: str) -> None:
     assert "secret plan" not in seen  # B's request was built from B's memory only
     assert world.a_session(sid)["messages"] == before
     # B sending A's whole conversation is a new session for B, not a continuation of A's.
+    if path.endswith("/notes"):
+        return {"type": "persona", "content": "from globex"}
+    if path.endswith("/notes/expand"):
+        return {"text": "see @persona1"}
     if path == "/v1/chat/completions":
         again = httpx.post(world.url(path), json=CHAT, headers=B)
         assert again.status_code == 200 and again.headers["x-loomctx-session"] != "a-chat"
@@ -158,6 +171,10 @@ CASES: dict[tuple[str, str], Callable[[World, str, str], None] | None] = {
     ("POST", "/v1/loomctx/sessions/{session_id}/end"): None,
     ("GET", "/v1/loomctx/sessions/{session_id}/builds"): None,
     ("GET", "/v1/loomctx/builds/{build_id}"): None,
+    ("POST", "/v1/loomctx/sessions/{session_id}/notes"): None,
+    ("GET", "/v1/loomctx/sessions/{session_id}/notes"): None,
+    ("GET", "/v1/loomctx/sessions/{session_id}/notes/{note_id}"): None,
+    ("POST", "/v1/loomctx/sessions/{session_id}/notes/expand"): None,
     ("GET", "/builds/{build_id}"): None,
     ("GET", "/sessions/{session_id}"): None,
 }
