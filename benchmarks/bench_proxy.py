@@ -5,10 +5,12 @@ The proxy runs as its own process (``python -m loomctx.cli.main serve``, hashing
 fake upstream (:class:`loomctx.testing.windowed.WindowedFakeServer`) and the clients in this one,
 all on loopback.
 
-- ``overhead``: a session with 1k / 10k messages of history (seeded through the HTTP API); each
-  request sends one new user message with ``X-Loomctx-Session``. Each proxied request is followed
-  by the same upstream request (the body the proxy forwarded) sent straight to the fake; the
-  overhead is the difference of the two wall times, p50 / p95 over the requests.
+- ``overhead``: a session with 1k / 10k messages of history; each request adds one user message,
+  either alone with ``X-Loomctx-Session`` (``session`` mode, history seeded through the API) or
+  with the whole conversation (``whole`` mode: the proxy finds what is new). Each proxied request
+  is followed by the body the proxy forwarded, sent straight to the fake; the overhead is the
+  difference of the two wall times, p50 / p95 over the requests, and, beside it, the build's own
+  time (its report's ``timings_ms.total``) and what remains besides the build.
 - ``throughput``: 16 client threads, each on its own session, sending requests back to back;
   requests per second over all of them (the fake answers at once).
 - ``replay``: the seeded 50-turn tool-using agent of ``_replays.py``; before each assistant step
@@ -102,42 +104,53 @@ def overhead(sizes: list[int], requests: int) -> list[dict[str, Any]]:
     rows = []
     with WindowedFakeServer(window=10**9, default="ok") as up, \
             Proxy(up.url + "/v1", "--max-messages", "200000") as proxy, \
-            httpx.Client(timeout=120) as client:
-        for size in sizes:
-            sid = f"hist-{size}"
-            client.post(f"{proxy.url}/v1/loomctx/sessions", json={"id": sid}).raise_for_status()
+            httpx.Client(timeout=300) as client:
+        for size, mode in [(n, m) for n in sizes for m in ("session", "whole")]:
+            sid = f"hist-{size}-{mode}"
             history = _history(size)
-            for i in range(0, len(history), 1000):
-                client.post(f"{proxy.url}/v1/loomctx/sessions/{sid}/messages",
-                            json={"messages": history[i:i + 1000]}).raise_for_status()
-            added, proxied, direct, tokens = [], [], [], []
+            if mode == "session":
+                client.post(f"{proxy.url}/v1/loomctx/sessions",
+                            json={"id": sid}).raise_for_status()
+                for i in range(0, len(history), 1000):
+                    client.post(f"{proxy.url}/v1/loomctx/sessions/{sid}/messages",
+                                json={"messages": history[i:i + 1000]}).raise_for_status()
+            added, own, build, tokens = [], [], [], []
             for k in range(requests + 3):
-                body = {"model": "gpt-4o", "max_tokens": 500,
-                        "messages": [{"role": "user", "content": f"New question {k}: status of "
-                                                                 "the invoice run?"}]}
+                new = {"role": "user", "content": f"New question {k}: status of the invoice run?"}
+                if mode == "session":
+                    body = {"model": "gpt-4o", "max_tokens": 500, "messages": [new]}
+                    headers = {"x-loomctx-session": sid}
+                else:  # the client sends everything, the proxy finds what is new
+                    history.append(new)
+                    body = {"model": "gpt-4o", "max_tokens": 500, "messages": history}
+                    headers = {}
                 t0 = time.perf_counter()
-                r = client.post(proxy.url + "/v1/chat/completions", json=body,
-                                headers={"x-loomctx-session": sid})
+                r = client.post(proxy.url + "/v1/chat/completions", json=body, headers=headers)
                 t1 = time.perf_counter()
                 r.raise_for_status()
+                if mode == "whole":
+                    history.append({"role": "assistant", "content": "ok"})
                 raw = up.requests[-1].raw
                 t2 = time.perf_counter()
                 client.post(up.url + "/v1/chat/completions", content=raw,
                             headers={"content-type": "application/json"}).raise_for_status()
                 t3 = time.perf_counter()
-                if k >= 3:  # warm-up requests are left out
-                    proxied.append((t1 - t0) * 1000)
-                    direct.append((t3 - t2) * 1000)
-                    added.append(proxied[-1] - direct[-1])
-                    tokens.append(up.usage[-2][0])
-            rows.append({"history_messages": size, "requests": requests,
+                record = client.get(f"{proxy.url}/v1/loomctx/builds/"
+                                    f"{r.headers['x-loomctx-build']}").json()
+                if k >= 3:  # the first request of "whole" stores the history: left out too
+                    added.append((t1 - t0 - (t3 - t2)) * 1000)
+                    build.append(record["report"]["timings_ms"]["total"])
+                    own.append(added[-1] - build[-1])
+                    tokens.append(record["tokens"])
+            rows.append({"history_messages": size, "mode": mode, "requests": requests,
                          "upstream_prompt_tokens_median": statistics.median(tokens),
-                         "direct_ms_p50": round(_pct(direct, .5), 2),
-                         "proxied_ms_p50": round(_pct(proxied, .5), 2),
-                         "added_ms_p50": round(_pct(added, .5), 2),
-                         "added_ms_p95": round(_pct(added, .95), 2),
-                         "added_ms_min": round(min(added), 2),
-                         "added_ms_max": round(max(added), 2)})
+                         "added_ms_p50": round(_pct(added, .5), 1),
+                         "added_ms_p95": round(_pct(added, .95), 1),
+                         "added_ms_min": round(min(added), 1),
+                         "added_ms_max": round(max(added), 1),
+                         "build_ms_p50": round(_pct(build, .5), 1),
+                         "besides_build_ms_p50": round(_pct(own, .5), 1),
+                         "besides_build_ms_p95": round(_pct(own, .95), 1)})
             print(rows[-1], flush=True)
     return rows
 

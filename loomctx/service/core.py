@@ -31,7 +31,7 @@ from loomctx.service.conversations import (
     seed,
 )
 from loomctx.service.options import DEFAULT_WINDOW, FALLBACK_ENCODING, ServiceOptions
-from loomctx.session import Session
+from loomctx.session import Session, SessionState
 from loomctx.sources.static import SystemPromptSource
 from loomctx.stores.memory import InMemoryStore
 from loomctx.stores.protocol import MemoryStore, check_name
@@ -128,7 +128,7 @@ class Service:
         With a session id (the ``X-Loomctx-Session`` header) every message is new and the
         session is created on first use. Without, the request is the whole conversation: the
         session whose stored messages are its longest prefix continues, and only the rest is
-        new; no match (or a branch from an older point) starts a new session.
+        new; no match (a branch from an older point, an ended session) starts a new session.
         """
         if session_id is not None:
             conv = self.tenants.session(tenant, session_id)
@@ -142,7 +142,8 @@ class Service:
             return conv, list(messages)
         chained = hashes(seed(system), messages)
         found = self.tenants.find(tenant, chained)
-        if found is not None and found[0].format == fmt:
+        if found is not None and found[0].format == fmt and \
+                found[0].session.state is not SessionState.ENDED:
             conv, n = found
             return conv, list(messages[n:])
         return self.open(tenant, fmt, model, system=system), list(messages)
