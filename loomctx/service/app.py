@@ -25,7 +25,7 @@ from loomctx.service.api import page_router, router, tenant
 from loomctx.service.core import Service
 from loomctx.service.notes import router as notes_router
 from loomctx.service.options import FALLBACK_ENCODING, ServiceOptions
-from loomctx.service.pages import Pages, TablePages
+from loomctx.service.pages import Pages, default_pages
 from loomctx.service.proxy import PATHS, Proxy
 from loomctx.service.stream import EventHub
 from loomctx.service.tenants import Unauthorized
@@ -84,7 +84,7 @@ class BodyLimit:
 
 def create_app(options: ServiceOptions, *, pages: Pages | None = None,
                service: Service | None = None) -> FastAPI:
-    """The service's app; ``pages`` renders the HTML pages (default: :class:`TablePages`)."""
+    """The service's app; ``pages`` renders the HTML pages (default: :func:`default_pages`)."""
     service = service if service is not None else Service(options)
     hub = EventHub()
 
@@ -108,7 +108,7 @@ def create_app(options: ServiceOptions, *, pages: Pages | None = None,
                               "loomctx HTTP API: sessions, builds and their reports, events.")
     app.state.service = service
     app.state.hub = hub
-    app.state.pages = pages if pages is not None else TablePages()
+    app.state.pages = pages if pages is not None else default_pages()
 
     async def on_error(request: Request, exc: Exception) -> Response:
         if isinstance(exc, Unauthorized):

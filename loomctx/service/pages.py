@@ -1,14 +1,16 @@
 """Where the HTML pages of builds and sessions plug in.
 
 The service serves ``GET /builds/{build_id}`` and ``GET /sessions/{session_id}`` as HTML
-through a :class:`Pages` object, behind the same tenant check as every route. The default,
-:class:`TablePages`, shows the report's terminal table; a richer renderer is passed as
-``create_app(options, pages=...)``.
+through a :class:`Pages` object, behind the same tenant check as every route.
+:func:`default_pages` gives the report pages of ``loomctx.report_html`` when that package is
+there (:class:`ReportPages`), else :class:`TablePages`, the report's terminal table; another
+renderer is passed as ``create_app(options, pages=...)``.
 """
 
 from __future__ import annotations
 
 import html
+import importlib
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
@@ -48,4 +50,31 @@ class TablePages:
                     f"</th></tr>{rows}</table>")
 
 
-__all__ = ["Pages", "TablePages"]
+class ReportPages:
+    """The self-contained report pages of ``loomctx.report_html`` (loaded by name: the pages
+    package is optional here)."""
+
+    def __init__(self) -> None:
+        self._html = importlib.import_module("loomctx.report_html")
+
+    def build_page(self, record: BuildRecord) -> str:
+        page: str = self._html.render_build_html(record.report, rendered=record.payload,
+                                                 title=f"build {record.id}")
+        return page
+
+    def session_page(self, session: Mapping[str, Any], builds: Sequence[BuildRecord]) -> str:
+        page: str = self._html.render_session_html(
+            str(session["id"]), list(builds), times=[b.at for b in builds],
+            links=[f"/builds/{b.id}" for b in builds])
+        return page
+
+
+def default_pages() -> Pages:
+    """:class:`ReportPages` when ``loomctx.report_html`` is installed, else :class:`TablePages`."""
+    try:
+        return ReportPages()
+    except ImportError:
+        return TablePages()
+
+
+__all__ = ["Pages", "ReportPages", "TablePages", "default_pages"]
