@@ -104,6 +104,9 @@ class Conversation:
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     chain: list[str] = field(default_factory=list)
     """Fingerprint chain of the stored messages, one entry per message."""
+    anonymous: bool = False
+    """Started by a whole-conversation request (no session id): only such sessions continue
+    by content; a named session is reached by its id alone."""
     cap: int | None = None
     """A budget the upstream forced (it refused a larger request as too long)."""
     seed: str = ""
@@ -116,13 +119,10 @@ class Conversation:
     def head(self) -> str:
         return self.chain[-1] if self.chain else self.seed
 
-    def extend(self, messages: Sequence[Mapping[str, Any]]) -> list[str]:
-        """Record messages as stored; returns their chain hashes."""
-        added = []
+    def extend(self, messages: Sequence[Mapping[str, Any]]) -> None:
+        """Record messages as stored."""
         for m in messages:
             self.chain.append(chain(self.head, fingerprint(m)))
-            added.append(self.chain[-1])
-        return added
 
     def info(self) -> dict[str, Any]:
         s = self.session
@@ -138,8 +138,8 @@ class Tenants:
         self.max_builds = max_builds
         self._sessions: dict[str, dict[str, Conversation]] = {}
         self._builds: dict[str, OrderedDict[str, BuildRecord]] = {}
-        self._heads: dict[str, dict[str, tuple[str, int]]] = {}
-        """tenant → chain hash → (session id, messages stored when it was the head)."""
+        self._heads: dict[str, dict[str, set[str]]] = {}
+        """tenant → chain hash → the sessions whose stored messages end there."""
 
     def sessions(self, tenant: str) -> dict[str, Conversation]:
         return self._sessions.setdefault(tenant, {})
@@ -150,24 +150,30 @@ class Tenants:
     def add_session(self, tenant: str, conv: Conversation) -> None:
         self.sessions(tenant)[conv.session.id] = conv
 
-    def index(self, tenant: str, conv: Conversation, hashes: Sequence[str]) -> None:
+    def index(self, tenant: str, conv: Conversation, old_head: str | None) -> None:
+        """Record that ``conv``'s head moved from ``old_head`` (None: a new session)."""
         heads = self._heads.setdefault(tenant, {})
-        start = len(conv.chain) - len(hashes)
-        for n, h in enumerate(hashes, start=start + 1):
-            heads[h] = (conv.session.id, n)
+        sid = conv.session.id
+        if old_head is not None and old_head in heads:
+            heads[old_head].discard(sid)
+            if not heads[old_head]:
+                del heads[old_head]
+        heads.setdefault(conv.head, set()).add(sid)
 
     def find(self, tenant: str, hashes: Sequence[str]) -> tuple[Conversation, int] | None:
-        """The conversation whose stored messages are the longest prefix of ``hashes`` and
-        end exactly there (so the rest are new), with that prefix's length."""
+        """The conversation whose stored messages are the longest prefix of ``hashes`` (its
+        head is there, so the rest are new), with that prefix's length.
+
+        Only heads are indexed: a prefix that ends inside a session's history (a branch from an
+        older message) or in another session that said the same things is no continuation.
+        Named sessions (created with an id) are never continued this way.
+        """
         heads = self._heads.get(tenant, {})
         for n in range(len(hashes), 0, -1):
-            hit = heads.get(hashes[n - 1])
-            if hit is None:
-                continue
-            conv = self.session(tenant, hit[0])
-            if conv is not None and len(conv.chain) == n and conv.head == hashes[n - 1]:
-                return conv, n
-            return None  # a branch off an older point: the caller starts a new session
+            for sid in sorted(heads.get(hashes[n - 1], ())):
+                conv = self.session(tenant, sid)
+                if conv is not None and conv.anonymous and conv.head == hashes[n - 1]:
+                    return conv, n
         return None
 
     def add_build(self, record: BuildRecord) -> None:

@@ -114,6 +114,7 @@ class Service:
         conv = Conversation(session=session, format=fmt, tools=tools, system=prompt,
                             seed=seed(system))
         self.tenants.add_session(tenant, conv)
+        self.tenants.index(tenant, conv, None)
         return conv
 
     def window(self, conv: Conversation) -> int:
@@ -146,7 +147,9 @@ class Service:
                 found[0].session.state is not SessionState.ENDED:
             conv, n = found
             return conv, list(messages[n:])
-        return self.open(tenant, fmt, model, system=system), list(messages)
+        conv = self.open(tenant, fmt, model, system=system)
+        conv.anonymous = True
+        return conv, list(messages)
 
     async def store_messages(self, tenant: str, conv: Conversation,
                              messages: Sequence[Mapping[str, Any]]) -> None:
@@ -154,7 +157,9 @@ class Service:
         if not messages:
             return
         await conv.session.add_messages(messages)
-        self.tenants.index(tenant, conv, conv.extend(messages))
+        old_head = conv.head
+        conv.extend(messages)
+        self.tenants.index(tenant, conv, old_head)
 
     # -- building ---------------------------------------------------------------------------
     def reserve(self, conv: Conversation, asked: int | None) -> int:

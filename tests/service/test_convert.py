@@ -94,6 +94,7 @@ def test_the_longest_stored_prefix_is_found_and_branches_are_not() -> None:
     class Conv:  # the parts of a Conversation that Tenants reads
         def __init__(self, sid: str, chain: list[str]) -> None:
             self.chain = chain
+            self.anonymous = True
             self.session = type("S", (), {"id": sid})()
 
         @property
@@ -105,12 +106,23 @@ def test_the_longest_stored_prefix_is_found_and_branches_are_not() -> None:
     t = Tenants(max_builds=10)
     conv = Conv("s1", chained[:3])
     t.add_session("acme", conv)  # type: ignore[arg-type]
-    t.index("acme", conv, chained[:3])  # type: ignore[arg-type]
+    t.index("acme", conv, None)  # type: ignore[arg-type]
     found = t.find("acme", chained)
-    assert found is not None and found[1] == 3  # messages 3 and 4 are new
+    assert found is not None and found[0] is conv and found[1] == 3  # 3 and 4 are new
     assert t.find("globex", chained) is None  # another tenant never matches
     assert t.find("acme", hashes(seed("other system"), msgs)) is None
-    branch = hashes(seed("sys"), [*msgs[:2], {"role": "user", "content": "edited"}])
+    # Another session that said the same things and went further does not hide s1's head.
+    longer = Conv("s0", [*chained[:4], "elsewhere"])
+    t.add_session("acme", longer)  # type: ignore[arg-type]
+    t.index("acme", longer, None)  # type: ignore[arg-type]
+    found = t.find("acme", chained)
+    assert found is not None and found[0] is conv
+    # s1 moves on by one message; a request branching from message 2 is nobody's continuation.
     conv.chain = chained[:4]
-    t.index("acme", conv, chained[3:4])  # type: ignore[arg-type]
-    assert t.find("acme", branch) is None  # a branch from message 2 is a new session
+    t.index("acme", conv, chained[2])  # type: ignore[arg-type]
+    branch = hashes(seed("sys"), [*msgs[:2], {"role": "user", "content": "edited"}])
+    assert t.find("acme", branch) is None
+    found = t.find("acme", chained)
+    assert found is not None and found[0] is conv and found[1] == 4
+    conv.anonymous = False  # a named session is reached by its id only
+    assert t.find("acme", chained) is None

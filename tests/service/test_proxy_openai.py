@@ -202,3 +202,24 @@ def test_upstream_errors_come_back_unchanged(upstream: WindowedFakeServer,
     assert resp.status_code == 429 and resp.headers["retry-after"] == "7"
     assert json.loads(resp.content)["error"]["message"] == "slow down"
     assert "x-loomctx-build" in resp.headers
+
+
+def test_two_sessions_with_the_same_start_stay_apart(upstream: WindowedFakeServer,
+                                                     proxy: RunningServer) -> None:
+    """A whole-conversation client continues its own session even when a session-header
+    client went through the very same messages first."""
+    opening = [{"role": "user", "content": "Same opening"}]
+    c = client(proxy)
+    c.chat.completions.create(model="gpt-4o", max_tokens=20, messages=opening,
+                              extra_headers={"X-Loomctx-Session": "header-one"})
+    c.chat.completions.create(model="gpt-4o", max_tokens=20, extra_headers={
+        "X-Loomctx-Session": "header-one"}, messages=[{"role": "user", "content": "Next"}])
+    conversation: list[dict[str, Any]] = list(opening)
+    sessions = set()
+    for question in ("Next", "And then?", "Last one"):
+        raw = c.chat.completions.with_raw_response.create(model="gpt-4o", max_tokens=20,
+                                                          messages=conversation)
+        sessions.add(raw.headers["x-loomctx-session"])
+        conversation += [{"role": "assistant", "content": "ok"},
+                         {"role": "user", "content": question}]
+    assert len(sessions) == 1 and "header-one" not in sessions
