@@ -123,8 +123,9 @@ class Service:
 
     def route(self, tenant: str, fmt: str, model: str, system: str | None,
               messages: Sequence[Mapping[str, Any]], session_id: str | None,
-              ) -> tuple[Conversation, list[Mapping[str, Any]]]:
-        """The session a proxy request belongs to, and its messages not stored yet.
+              ) -> tuple[Conversation, list[Mapping[str, Any]], str | None]:
+        """The session a proxy request belongs to, its messages not stored yet, and the head
+        that slice was computed against (None in session-header mode, where all are new).
 
         With a session id (the ``X-Loomctx-Session`` header) every message is new and the
         session is created on first use. Without, the request is the whole conversation: the
@@ -140,16 +141,16 @@ class Service:
                                  f"use its endpoint, or another session id", where="session")
             if system is not None:
                 conv.system.text = system
-            return conv, list(messages)
+            return conv, list(messages), None
         chained = hashes(seed(system), messages)
         found = self.tenants.find(tenant, chained)
         if found is not None and found[0].format == fmt and \
                 found[0].session.state is not SessionState.ENDED:
             conv, n = found
-            return conv, list(messages[n:])
+            return conv, list(messages[n:]), conv.head
         conv = self.open(tenant, fmt, model, system=system)
         conv.anonymous = True
-        return conv, list(messages)
+        return conv, list(messages), conv.head
 
     async def store_messages(self, tenant: str, conv: Conversation,
                              messages: Sequence[Mapping[str, Any]]) -> None:

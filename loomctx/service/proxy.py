@@ -38,6 +38,7 @@ from loomctx.service.web import ServiceError, json_body, one_line
 PATHS: Mapping[Format, str] = {"openai": "/v1/chat/completions", "anthropic": "/v1/messages"}
 _DROP = frozenset({"content-length", "content-encoding", "transfer-encoding", "connection",
                    "keep-alive", "date", "server"})
+_ROUTE_TRIES = 3
 _FORWARD = ("anthropic-version", "anthropic-beta", "openai-organization", "openai-project")
 
 
@@ -146,9 +147,16 @@ class Proxy:
         session_id = (request.headers.get("x-loomctx-session")
                       or request.query_params.get("loomctx_session"))
         tools = _tools(fmt, body)
-        conv, new = self.service.route(tenant, fmt, str(body.get("model") or ""), system,
-                                       conversation, session_id)
-        await conv.lock.acquire()
+        for _ in range(_ROUTE_TRIES):
+            conv, new, seen = self.service.route(tenant, fmt, str(body.get("model") or ""),
+                                                 system, conversation, session_id)
+            await conv.lock.acquire()
+            if seen is None or conv.head == seen:
+                break
+            conv.lock.release()  # a reply landed while this request waited: look again
+        else:
+            raise ServiceError(409, "the conversation changed while this request waited "
+                                    f"{_ROUTE_TRIES} times; send it again")
         release = True
         try:
             conv.tools.set(tools)
