@@ -78,3 +78,12 @@ def test_serve_runs_the_proxy(tmp_path: Path) -> None:
         finally:
             proc.terminate()
             proc.wait(timeout=20)
+
+
+def test_the_core_and_the_cli_never_import_the_web_stack() -> None:
+    code = ("import sys, loomctx, loomctx.cli.main as m; m.parser(); "
+            "print(sorted(k for k in ('fastapi', 'uvicorn', 'starlette', 'loomctx.service') "
+            "if k in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         env=dict(os.environ), timeout=120, check=True).stdout.strip()
+    assert out == "[]"
