@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -223,3 +224,19 @@ def test_two_sessions_with_the_same_start_stay_apart(upstream: WindowedFakeServe
         conversation += [{"role": "assistant", "content": "ok"},
                          {"role": "user", "content": question}]
     assert len(sessions) == 1 and "header-one" not in sessions
+
+
+def test_a_named_session_survives_a_restart_with_a_sqlite_store(
+        upstream: WindowedFakeServer, start: Callable[..., RunningServer],
+        tmp_path: Path) -> None:
+    store = str(tmp_path / "memory.db")
+    first = start(upstream, store=store)
+    c = client(first, **{"X-Loomctx-Session": "kept"})
+    c.chat.completions.create(model="gpt-4o", max_tokens=20, messages=[
+        {"role": "user", "content": "Remember the code word: heron."}])
+    first.close()
+    second = start(upstream, store=f"sqlite:///{store}")
+    client(second, **{"X-Loomctx-Session": "kept"}).chat.completions.create(
+        model="gpt-4o", max_tokens=20, messages=[{"role": "user", "content": "Code word?"}])
+    seen = [m["content"] for m in upstream.requests[-1].body["messages"]]
+    assert seen == ["Remember the code word: heron.", "ok", "Code word?"]
