@@ -133,3 +133,13 @@ def test_an_unreachable_upstream_is_a_502(start: Callable[..., RunningServer]) -
     resp = httpx.post(server.url + "/v1/chat/completions", json={
         "model": "gpt-4o", "messages": [{"role": "user", "content": "hi"}]})
     assert resp.status_code == 502 and "could not be reached" in _one_line_reason(resp)
+
+
+@pytest.mark.parametrize("ident", ["%00", "x" * 5000, "%F0%9F%92%A9", "..%2F..", "%E4%BD%A0"])
+@pytest.mark.parametrize("path", ["/v1/loomctx/sessions/{}", "/v1/loomctx/builds/{}",
+                                  "/v1/loomctx/sessions/{}/builds", "/builds/{}",
+                                  "/sessions/{}", "/v1/loomctx/sessions/s1/notes/{}"])
+def test_odd_ids_in_paths_are_404s(fuzz_server: RunningServer, path: str, ident: str) -> None:
+    resp = httpx.get(fuzz_server.url + path.format(ident))
+    assert resp.status_code == 404
+    _one_line_reason(resp)
