@@ -1,0 +1,260 @@
+"""The context proxy (``loomctx serve``): what it adds per request, its throughput, and what the
+upstream is sent over a replayed agent session, against sending the full history straight.
+
+The proxy runs as its own process (``python -m loomctx.cli.main serve``, hashing embedder), the
+fake upstream (:class:`loomctx.testing.windowed.WindowedFakeServer`) and the clients in this one,
+all on loopback.
+
+- ``overhead``: a session with 1k / 10k messages of history; each request adds one user message,
+  either alone with ``X-Loomctx-Session`` (``session`` mode, history seeded through the API) or
+  with the whole conversation (``whole`` mode: the proxy finds what is new). Each proxied request
+  is followed by the body the proxy forwarded, sent straight to the fake; the overhead is the
+  difference of the two wall times, p50 / p95 over the requests, and, beside it, the build's own
+  time (its report's ``timings_ms.total``) and what remains besides the build.
+- ``throughput``: 16 client threads, each on its own session, sending requests back to back;
+  requests per second over all of them (the fake answers at once).
+- ``replay``: the seeded 50-turn tool-using agent of ``_replays.py``; before each assistant step
+  the client sends the whole conversation so far, either through the proxy (whole-conversation
+  mode, window configured) or straight to the fake. The fake has an 8,192-token window and
+  refuses what exceeds it, as real APIs do; it reports as cached the tokens of the request's
+  leading part that repeat the previous accepted request.
+
+    python3 benchmarks/bench_proxy.py [--quick] [--json PATH]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import socket
+import statistics
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+from _replays import tool_agent
+
+from loomctx.testing import Reply, ToolCall
+from loomctx.testing.windowed import WindowedFakeServer
+
+_OUT = Path(__file__).parent / "results" / "proxy.json"
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class Proxy:
+    """``loomctx serve`` in a child process, stopped on exit."""
+
+    def __init__(self, upstream: str, *extra: str) -> None:
+        self.port = _port()
+        env = {**os.environ, "PYTHONPATH": str(ROOT)}
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "loomctx.cli.main", "serve", "--upstream", upstream,
+             "--port", str(self.port), "--embedder", "hashing", *extra],
+            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.url = f"http://127.0.0.1:{self.port}"
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                httpx.get(self.url + "/health", timeout=1)
+                return
+            except httpx.TransportError:
+                if self.proc.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError("the proxy did not start") from None
+                time.sleep(0.2)
+
+    def __enter__(self) -> Proxy:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.proc.terminate()
+        self.proc.wait(timeout=30)
+
+
+def _pct(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
+def _history(n: int) -> list[dict[str, Any]]:
+    topics = ["the invoice run", "the staging cluster", "the Q3 forecast", "a customer refund",
+              "the on-call rota", "the data migration", "the release notes"]
+    out = []
+    for i in range(n // 2):
+        t = topics[i % len(topics)]
+        out += [{"role": "user", "content": f"Step {i}: what is the status of {t}? Please list "
+                                            f"owners, blockers and the next date for {t}."},
+                {"role": "assistant", "content": f"For {t}: owner team {i % 13}, one blocker "
+                                                 f"(review {i}), next check on day {i % 28 + 1}."}]
+    return out
+
+
+def overhead(sizes: list[int], requests: int) -> list[dict[str, Any]]:
+    rows = []
+    with WindowedFakeServer(window=10**9, default="ok") as up, \
+            Proxy(up.url + "/v1", "--max-messages", "200000") as proxy, \
+            httpx.Client(timeout=300) as client:
+        for size, mode in [(n, m) for n in sizes for m in ("session", "whole")]:
+            sid = f"hist-{size}-{mode}"
+            history = _history(size)
+            if mode == "session":
+                client.post(f"{proxy.url}/v1/loomctx/sessions",
+                            json={"id": sid}).raise_for_status()
+                for i in range(0, len(history), 1000):
+                    client.post(f"{proxy.url}/v1/loomctx/sessions/{sid}/messages",
+                                json={"messages": history[i:i + 1000]}).raise_for_status()
+            added, own, build, tokens = [], [], [], []
+            for k in range(requests + 3):
+                new = {"role": "user", "content": f"New question {k}: status of the invoice run?"}
+                if mode == "session":
+                    body = {"model": "gpt-4o", "max_tokens": 500, "messages": [new]}
+                    headers = {"x-loomctx-session": sid}
+                else:  # the client sends everything, the proxy finds what is new
+                    history.append(new)
+                    body = {"model": "gpt-4o", "max_tokens": 500, "messages": history}
+                    headers = {}
+                t0 = time.perf_counter()
+                r = client.post(proxy.url + "/v1/chat/completions", json=body, headers=headers)
+                t1 = time.perf_counter()
+                r.raise_for_status()
+                if mode == "whole":
+                    history.append({"role": "assistant", "content": "ok"})
+                raw = up.requests[-1].raw
+                t2 = time.perf_counter()
+                client.post(up.url + "/v1/chat/completions", content=raw,
+                            headers={"content-type": "application/json"}).raise_for_status()
+                t3 = time.perf_counter()
+                record = client.get(f"{proxy.url}/v1/loomctx/builds/"
+                                    f"{r.headers['x-loomctx-build']}").json()
+                if k >= 3:  # the first request of "whole" stores the history: left out too
+                    added.append((t1 - t0 - (t3 - t2)) * 1000)
+                    build.append(record["report"]["timings_ms"]["total"])
+                    own.append(added[-1] - build[-1])
+                    tokens.append(record["tokens"])
+            rows.append({"history_messages": size, "mode": mode, "requests": requests,
+                         "upstream_prompt_tokens_median": statistics.median(tokens),
+                         "added_ms_p50": round(_pct(added, .5), 1),
+                         "added_ms_p95": round(_pct(added, .95), 1),
+                         "added_ms_min": round(min(added), 1),
+                         "added_ms_max": round(max(added), 1),
+                         "build_ms_p50": round(_pct(build, .5), 1),
+                         "besides_build_ms_p50": round(_pct(own, .5), 1),
+                         "besides_build_ms_p95": round(_pct(own, .95), 1)})
+            print(rows[-1], flush=True)
+    return rows
+
+
+def throughput(clients: int, per_client: int) -> dict[str, Any]:
+    with WindowedFakeServer(window=10**9, default="ok") as up, Proxy(up.url + "/v1") as proxy:
+        def run(n: int, base: str, header: bool, out: list[float]) -> None:
+            with httpx.Client(timeout=120) as c:
+                for k in range(per_client):
+                    body = {"model": "gpt-4o", "max_tokens": 100, "messages": [
+                        {"role": "user", "content": f"client {n} question {k}"}]}
+                    t = time.perf_counter()
+                    h = {"x-loomctx-session": f"c{n}"} if header else {}
+                    c.post(base + "/v1/chat/completions", json=body,
+                           headers=h).raise_for_status()
+                    out.append(time.perf_counter() - t)
+
+        result: dict[str, Any] = {"clients": clients, "requests_per_client": per_client}
+        for name, base, header in (("proxy", proxy.url, True), ("direct", up.url, False)):
+            latencies: list[float] = []
+            threads = [threading.Thread(target=run, args=(n, base, header, latencies))
+                       for n in range(clients)]
+            t0 = time.perf_counter()
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+            wall = time.perf_counter() - t0
+            result[name] = {"requests_per_s": round(clients * per_client / wall, 1),
+                            "latency_ms_p50": round(_pct(latencies, .5) * 1000, 2),
+                            "latency_ms_p95": round(_pct(latencies, .95) * 1000, 2)}
+        print(result, flush=True)
+        return result
+
+
+def _steps(turns: int) -> tuple[str, list[tuple[list[dict[str, Any]], dict[str, Any]]]]:
+    """(system prompt, [(conversation before the step, the recorded assistant reply)])."""
+    replay = tool_agent(turns)
+    messages = [{k: v for k, v in m.items() if k not in ("id", "timestamp")}
+                for m in replay.messages]
+    steps = []
+    for i, m in enumerate(messages):
+        if m["role"] == "assistant" and i and messages[i - 1]["role"] != "assistant":
+            steps.append((messages[:i], m))
+    return replay.system_prompt, steps
+
+
+def _reply(message: dict[str, Any]) -> Reply:
+    calls = [ToolCall(c["function"]["name"], c["function"]["arguments"], id=c["id"])
+             for c in message.get("tool_calls") or []]
+    return Reply(text=message.get("content"), tool_calls=calls)
+
+
+def replay(turns: int, window: int) -> dict[str, Any]:
+    system, steps = _steps(turns)
+    tools = tool_agent(turns).tools
+    out: dict[str, Any] = {"turns": turns, "model_steps": len(steps), "window": window,
+                           "max_tokens": 500}
+    for mode in ("direct", "proxy"):
+        with WindowedFakeServer([_reply(m) for _, m in steps], window=window) as up:
+            proxy = Proxy(up.url + "/v1", "--window", str(window)) if mode == "proxy" else None
+            base = proxy.url if proxy is not None else up.url
+            failed = 0
+            try:
+                with httpx.Client(timeout=120) as c:
+                    for before, _ in steps:
+                        body = {"model": "gpt-4o", "max_tokens": 500, "tools": tools,
+                                "messages": [{"role": "system", "content": system}, *before]}
+                        r = c.post(base + "/v1/chat/completions", json=body)
+                        failed += r.status_code != 200  # a refusal consumes no step
+            finally:
+                if proxy is not None:
+                    proxy.__exit__()
+            prompt = sum(p for p, _ in up.usage)
+            cached = sum(c for _, c in up.usage)
+            out[mode] = {"accepted": up.accepted, "refused_by_upstream": up.refused,
+                         "client_errors": failed, "prompt_tokens": prompt,
+                         "cached_tokens": cached,
+                         "cache_hit": round(cached / prompt, 3) if prompt else None,
+                         "max_prompt_tokens": max((p for p, _ in up.usage), default=0)}
+        print(mode, out[mode], flush=True)
+    return out
+
+
+def _machine() -> dict[str, Any]:
+    return {"python": platform.python_version(), "platform": platform.platform(),
+            "cpus": os.cpu_count(), "load_avg": os.getloadavg()}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--quick", action="store_true", help="1k history, fewer requests")
+    ap.add_argument("--json", type=Path, default=_OUT)
+    args = ap.parse_args()
+    sizes, requests = ([1000], 20) if args.quick else ([1000, 10_000], 40)
+    result = {"benchmark": "proxy", "machine": _machine(),
+              "overhead": overhead(sizes, requests),
+              "throughput": throughput(16, 10 if args.quick else 25),
+              "replay": replay(50, 8192)}
+    args.json.parent.mkdir(parents=True, exist_ok=True)
+    args.json.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+    print(f"wrote {args.json}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,155 @@
+"""``create_app``: the ASGI application of ``loomctx serve`` (FastAPI).
+
+Routes: the proxy (``POST /v1/chat/completions``, ``POST /v1/messages``), the API under
+``/v1/loomctx`` (:mod:`.api`), the HTML pages of builds and sessions (:mod:`.pages`),
+``GET /health``, and FastAPI's ``/docs`` and ``/openapi.json``. Every route but the last three
+needs a tenant's key when the service has keys.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import httpx
+from fastapi import Depends, FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from starlette.exceptions import HTTPException
+from starlette.responses import Response
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from loomctx.errors import LoomctxError
+from loomctx.service.api import page_router, router, tenant
+from loomctx.service.core import Service
+from loomctx.service.notes import router as notes_router
+from loomctx.service.options import FALLBACK_ENCODING, ServiceOptions
+from loomctx.service.pages import Pages, default_pages
+from loomctx.service.proxy import PATHS, Proxy
+from loomctx.service.stream import EventHub
+from loomctx.service.tenants import Unauthorized
+from loomctx.service.web import ServiceError, error_response, status_of
+from loomctx.tokens.registry import counter_for_model
+
+PUBLIC = frozenset({"/health", "/docs", "/docs/oauth2-redirect", "/openapi.json", "/redoc"})
+"""Routes that need no key (everything else is a tenant's)."""
+
+
+class BodyLimit:
+    """Refuses a body over ``limit`` bytes with 413 while it streams in (chunked too)."""
+
+    def __init__(self, app: ASGIApp, limit: int) -> None:
+        self.app, self.limit = app, limit
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        for name, value in scope.get("headers", []):
+            if name == b"content-length" and value.isdigit() and int(value) > self.limit:
+                await self._refuse(scope, receive, send, int(value))
+                return
+        if any(name == b"content-length" for name, _ in scope.get("headers", [])):
+            await self.app(scope, receive, send)  # the server stops at the declared length
+            return
+        # No length declared (chunked): read the body within the limit, then replay it.
+        chunks, size, more = [], 0, True
+        while more:
+            message = await receive()
+            if message["type"] != "http.request":
+                break
+            chunks.append(message.get("body", b""))
+            size += len(chunks[-1])
+            more = bool(message.get("more_body"))
+            if size > self.limit:
+                await self._refuse(scope, receive, send, size)
+                return
+        body, sent = b"".join(chunks), False
+
+        async def replay() -> Message:
+            nonlocal sent
+            if not sent:
+                sent = True
+                return {"type": "http.request", "body": body, "more_body": False}
+            return await receive()
+
+        await self.app(scope, replay, send)
+
+    async def _refuse(self, scope: Scope, receive: Receive, send: Send, size: int) -> None:
+        response = error_response(Request(scope), 413, f"the body is {size}+ bytes; the limit "
+                                                       f"is {self.limit}")
+        await response(scope, receive, send)
+
+
+def create_app(options: ServiceOptions, *, pages: Pages | None = None,
+               service: Service | None = None) -> FastAPI:
+    """The service's app; ``pages`` renders the HTML pages (default: :func:`default_pages`)."""
+    service = service if service is not None else Service(options)
+    hub = EventHub()
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        timeout = httpx.Timeout(options.timeout, connect=min(30.0, options.timeout))
+        async with httpx.AsyncClient(timeout=timeout, limits=httpx.Limits(
+                max_connections=256, max_keepalive_connections=64)) as client:
+            app.state.proxy = Proxy(service, client)
+            await hub.attach(service.bus)
+            # Load the tokenizer before the first request, off the event loop (~2 s once).
+            await asyncio.to_thread(counter_for_model, options.model or "gpt-4o",
+                                    fallback=FALLBACK_ENCODING)
+            try:
+                yield
+            finally:
+                await service.aclose()
+
+    app = FastAPI(title="loomctx", lifespan=lifespan,
+                  description="A context proxy for the OpenAI and Anthropic APIs, and the "
+                              "loomctx HTTP API: sessions, builds and their reports, events.")
+    app.state.service = service
+    app.state.hub = hub
+    app.state.pages = pages if pages is not None else default_pages()
+
+    async def on_error(request: Request, exc: Exception) -> Response:
+        if isinstance(exc, Unauthorized):
+            return error_response(request, 401, str(exc))
+        if isinstance(exc, RequestValidationError):
+            errors = exc.errors()
+            if any(e.get("type") == "json_invalid" for e in errors):
+                return error_response(request, 400, "the body is not valid JSON")
+            problems = [f"{'.'.join(str(p) for p in e.get('loc', ()))}: {e.get('msg')}"
+                        for e in errors[:3]]
+            return error_response(request, 400, "; ".join(problems) or "invalid request")
+        if isinstance(exc, HTTPException):
+            return error_response(request, exc.status_code, str(exc.detail))
+        status, message = status_of(exc)
+        return error_response(request, status, message)
+
+    # Specific kinds are answered by the exception middleware; plain ``Exception`` (a bug)
+    # reaches the server-error middleware, which answers and then logs the trace.
+    for kind in (Exception, HTTPException, RequestValidationError, Unauthorized,
+                 ServiceError, LoomctxError, ValueError):
+        app.add_exception_handler(kind, on_error)
+
+    @app.get("/health", tags=["service"])
+    async def health() -> dict[str, Any]:
+        return {"status": "ok", "upstream": options.upstream_base}
+
+    async def openai_route(request: Request, who: str = Depends(tenant)) -> Response:
+        """OpenAI Chat Completions, through the context proxy."""
+        return await request.app.state.proxy.handle("openai", request, who)
+
+    async def anthropic_route(request: Request, who: str = Depends(tenant)) -> Response:
+        """Anthropic Messages, through the context proxy."""
+        return await request.app.state.proxy.handle("anthropic", request, who)
+
+    app.add_api_route(PATHS["openai"], openai_route, methods=["POST"], tags=["proxy"])
+    app.add_api_route(PATHS["anthropic"], anthropic_route, methods=["POST"], tags=["proxy"])
+    app.include_router(router())
+    app.include_router(notes_router())
+    app.include_router(page_router())
+    app.add_middleware(BodyLimit, limit=options.max_body_bytes)
+    return app
+
+
+__all__ = ["PUBLIC", "BodyLimit", "create_app"]

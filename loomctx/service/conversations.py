@@ -1,0 +1,214 @@
+"""The sessions a service holds for its tenants, and the builds they made.
+
+Everything here is keyed by tenant first: a lookup takes the tenant the caller's key maps to,
+so no route can reach another tenant's session, build or conversation by naming its id (an
+unknown id and another tenant's id are the same 404).
+
+A :class:`Conversation` is one :class:`~loomctx.session.Session` plus what the proxy needs
+around it: the request's system prompt and tool definitions (replaced by every request, since
+clients resend them), a lock (one request at a time per session, so memory stays in order), and
+the fingerprint chain of the messages stored, which tells which messages of a
+whole-conversation request are new.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+from collections import OrderedDict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from loomctx.items import ContextItem, Tier
+from loomctx.report import BuildReport
+from loomctx.service.convert import chain, fingerprint
+from loomctx.session import Session
+from loomctx.sources.protocol import SourceRequest
+from loomctx.sources.static import SystemPromptSource
+from loomctx.sources.tools import normalize_tool
+
+
+class RequestTools:
+    """The tool definitions of the latest request, all pinned: a model must see every tool
+    the client offers, or it could not call the one the conversation needs."""
+
+    def __init__(self) -> None:
+        self.name = "tools"
+        self._items: list[ContextItem] = []
+        self._key: list[Any] = []
+
+    def set(self, tools: Sequence[Mapping[str, Any]]) -> None:
+        if list(tools) == self._key:
+            return  # unchanged: keep the items (and the builder's cached costs)
+        normalized = [normalize_tool(t, where=f"tools[{i}]") for i, t in enumerate(tools)]
+        self._key = list(tools)
+        self._items = [ContextItem(id=f"tool:{t['function']['name']}", source=self.name,
+                                   content=t["function"]["name"], kind="tool", tier=Tier.P0,
+                                   priority=1.0, metadata={"schema": t}, seq=i)
+                       for i, t in enumerate(normalized)]
+
+    async def collect(self, request: SourceRequest) -> Sequence[ContextItem]:
+        return self._items
+
+
+@dataclass(frozen=True, kw_only=True)
+class Usage:
+    """What the upstream reported for one forwarded request."""
+
+    prompt_tokens: int
+    cached_tokens: int
+    completion_tokens: int
+
+
+@dataclass(kw_only=True)
+class BuildRecord:
+    """One build the service made (by the proxy or the API) and what became of it."""
+
+    id: str
+    tenant: str
+    session: str
+    at: float
+    report: BuildReport
+    payload: Mapping[str, Any]
+    retried: bool = False
+    """The upstream refused the first build as too long; this is the smaller rebuild."""
+    usage: Usage | None = None
+    reply_stored: bool | None = None
+    """None for an API build (nothing forwarded)."""
+    note: str | None = None
+    """What went wrong, if something did (refused as too long, a reply not remembered)."""
+
+    def to_dict(self, *, payload: bool = False) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "id": self.id, "session": self.session, "at": self.at, "retried": self.retried,
+            "tokens": self.report.tokens, "budget": self.report.budget,
+            "reused_prefix_tokens": self.report.reused_prefix_tokens,
+            "usage": None if self.usage is None else vars(self.usage),
+            "reply_stored": self.reply_stored, "note": self.note}
+        if payload:
+            out["payload"] = self.payload
+            out["report"] = self.report.to_dict()
+        return out
+
+
+@dataclass(kw_only=True)
+class Conversation:
+    """A session and the proxy's bookkeeping around it."""
+
+    session: Session
+    format: str
+    tools: RequestTools
+    system: SystemPromptSource
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    chain: list[str] = field(default_factory=list)
+    """Fingerprint chain of the stored messages, one entry per message."""
+    anonymous: bool = False
+    """Started by a whole-conversation request (no session id): only such sessions continue
+    by content; a named session is reached by its id alone."""
+    cap: int | None = None
+    """A budget the upstream forced (it refused a larger request as too long)."""
+    seed: str = ""
+    """The chain's start: a digest of the system prompt the conversation began with, so two
+    conversations with the same messages under different instructions stay apart."""
+    builds: list[str] = field(default_factory=list)
+    created: float = field(default_factory=time.time)
+
+    @property
+    def head(self) -> str:
+        return self.chain[-1] if self.chain else self.seed
+
+    def extend(self, messages: Sequence[Mapping[str, Any]]) -> None:
+        """Record messages as stored."""
+        for m in messages:
+            self.chain.append(chain(self.head, fingerprint(m)))
+
+    def info(self) -> dict[str, Any]:
+        s = self.session
+        return {"id": s.id, "state": s.state.value, "format": self.format,
+                "model": s.builder.options.model, "messages": len(self.chain),
+                "builds": len(self.builds), "created": self.created}
+
+
+class Tenants:
+    """Conversations and builds, partitioned by tenant."""
+
+    def __init__(self, *, max_builds: int) -> None:
+        self.max_builds = max_builds
+        self._sessions: dict[str, dict[str, Conversation]] = {}
+        self._builds: dict[str, OrderedDict[str, BuildRecord]] = {}
+        self._heads: dict[str, dict[str, set[str]]] = {}
+        """tenant → chain hash → the sessions whose stored messages end there."""
+
+    def sessions(self, tenant: str) -> dict[str, Conversation]:
+        return self._sessions.setdefault(tenant, {})
+
+    def session(self, tenant: str, session_id: str) -> Conversation | None:
+        return self._sessions.get(tenant, {}).get(session_id)
+
+    def add_session(self, tenant: str, conv: Conversation) -> None:
+        self.sessions(tenant)[conv.session.id] = conv
+
+    def index(self, tenant: str, conv: Conversation, old_head: str | None) -> None:
+        """Record that ``conv``'s head moved from ``old_head`` (None: a new session)."""
+        heads = self._heads.setdefault(tenant, {})
+        sid = conv.session.id
+        if old_head is not None and old_head in heads:
+            heads[old_head].discard(sid)
+            if not heads[old_head]:
+                del heads[old_head]
+        heads.setdefault(conv.head, set()).add(sid)
+
+    def find(self, tenant: str, hashes: Sequence[str]) -> tuple[Conversation, int] | None:
+        """The conversation whose stored messages are the longest prefix of ``hashes`` (its
+        head is there, so the rest are new), with that prefix's length.
+
+        Only heads are indexed: a prefix that ends inside a session's history (a branch from an
+        older message) or in another session that said the same things is no continuation.
+        Named sessions (created with an id) are never continued this way.
+        """
+        heads = self._heads.get(tenant, {})
+        for n in range(len(hashes), 0, -1):
+            for sid in sorted(heads.get(hashes[n - 1], ())):
+                conv = self.session(tenant, sid)
+                if conv is not None and conv.anonymous and conv.head == hashes[n - 1]:
+                    return conv, n
+        return None
+
+    def add_build(self, record: BuildRecord) -> None:
+        builds = self._builds.setdefault(record.tenant, OrderedDict())
+        builds[record.id] = record
+        while len(builds) > self.max_builds:
+            builds.popitem(last=False)
+
+    def build(self, tenant: str, build_id: str) -> BuildRecord | None:
+        builds = self._builds.get(tenant)
+        return builds.get(build_id) if builds is not None else None
+
+    def builds_of(self, tenant: str, session_id: str) -> list[BuildRecord]:
+        conv = self.session(tenant, session_id)
+        builds: Mapping[str, BuildRecord] = self._builds.get(tenant) or {}
+        return [builds[b] for b in (conv.builds if conv else []) if b in builds]
+
+
+def seed(system: str | None) -> str:
+    """The chain seed of a conversation under ``system``."""
+    return chain("", fingerprint({"role": "system", "content": system or ""}))
+
+
+def hashes(start: str, messages: Sequence[Mapping[str, Any]]) -> list[str]:
+    """The chain hashes of ``messages`` after ``start``."""
+    out, head = [], start
+    for m in messages:
+        head = chain(head, fingerprint(m))
+        out.append(head)
+    return out
+
+
+def new_id(prefix: str) -> str:
+    return f"{prefix}{uuid.uuid4().hex[:16]}"
+
+
+__all__ = ["BuildRecord", "Conversation", "RequestTools", "Tenants", "Usage", "hashes", "new_id",
+           "seed"]

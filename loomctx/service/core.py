@@ -1,0 +1,201 @@
+"""The service's state and its one operation: turn a request into a built context.
+
+:class:`Service` owns the store, the embedder, the event bus and every tenant's sessions. The
+proxy and the HTTP API both go through it: find or open the session a request belongs to, store
+the messages that are new, and build the context for the upstream's window minus the output
+reserve. Forwarding is the proxy's (:mod:`loomctx.service.proxy`).
+"""
+
+from __future__ import annotations
+
+import importlib
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from loomctx.budget.manager import BudgetManager
+from loomctx.bus.inprocess import InProcessEventBus
+from loomctx.bus.protocol import EventBus
+from loomctx.embed.default import default_embedder
+from loomctx.embed.protocol import Embedder
+from loomctx.errors import ConfigError, InputError
+from loomctx.events import Event, EventSink
+from loomctx.options import BuildOptions
+from loomctx.service.conversations import (
+    BuildRecord,
+    Conversation,
+    RequestTools,
+    Tenants,
+    hashes,
+    new_id,
+    seed,
+)
+from loomctx.service.options import DEFAULT_WINDOW, FALLBACK_ENCODING, ServiceOptions
+from loomctx.session import Session, SessionState
+from loomctx.sources.static import SystemPromptSource
+from loomctx.stores.memory import InMemoryStore
+from loomctx.stores.protocol import MemoryStore, check_name
+from loomctx.stores.sqlite import SQLiteStore
+from loomctx.tokens.registry import counter_for_model
+
+MIN_BUDGET = 16
+
+
+def open_store(url: str) -> MemoryStore:
+    """``memory``, a SQLite path (or ``sqlite:///path``), or ``postgresql://...``."""
+    if url == "memory":
+        return InMemoryStore()
+    if url.startswith(("postgresql://", "postgres://")):
+        try:  # by name: the PostgreSQL store is optional (psycopg) and loads only when named
+            postgres = importlib.import_module("loomctx.stores.postgres")
+        except ImportError as exc:
+            raise ConfigError(f"store {url.split('@')[-1]!r} needs loomctx's PostgreSQL store "
+                              "(pip install 'loomctx[postgres]')") from exc
+        store: MemoryStore = postgres.PostgresStore(url)
+        return store
+    path = url.removeprefix("sqlite:///") if url.startswith("sqlite:///") else url
+    if "://" in path or not path:
+        raise ConfigError(f"store must be 'memory', a SQLite file path or a postgresql:// URL, "
+                          f"got {url!r}")
+    return SQLiteStore(path)
+
+
+class _Fanout:
+    """The sink sessions emit to: the service's bus, and the caller's sink if any."""
+
+    def __init__(self, bus: EventBus, extra: EventSink | None) -> None:
+        self.bus, self.extra = bus, extra
+
+    def emit(self, event: Event) -> None:
+        self.bus.emit(event)
+        if self.extra is not None and self.extra is not self.bus:
+            self.extra.emit(event)
+
+
+class Service:
+    """Sessions, builds and events of every tenant, behind one set of options."""
+
+    def __init__(self, options: ServiceOptions) -> None:
+        self.options = options
+        self.store = (options.store_factory() if options.store_factory is not None
+                      else open_store(options.store))
+        self.embedder: Embedder = (options.embedder if options.embedder is not None
+                                   else default_embedder())
+        given = options.events
+        self.bus: EventBus = (given if isinstance(given, EventBus)  # type: ignore[assignment]
+                              else InProcessEventBus())
+        self.sink = _Fanout(self.bus, given)
+        self.tenants = Tenants(max_builds=options.max_builds)
+
+    # -- sessions ---------------------------------------------------------------------------
+    def open(self, tenant: str, fmt: str, model: str, *, session_id: str | None = None,
+             system: str | None = None) -> Conversation:
+        """A new session for ``tenant`` building ``fmt`` requests for ``model``."""
+        if session_id is not None:
+            check_name(session_id, "session id", optional=False)
+            if len(session_id) > 128:
+                raise InputError(f"session id is {len(session_id)} characters: use at most 128",
+                                 where="session")
+            if self.tenants.session(tenant, session_id) is not None:
+                raise InputError(f"session {session_id!r} exists already", where="session")
+        name = self.options.model or model
+        if not isinstance(name, str) or not name.strip():
+            raise InputError(f"model must be a non-empty string, got {name!r}", where="model")
+        options = BuildOptions(model=name, format=fmt, fallback_encoding=FALLBACK_ENCODING)
+        known = counter_for_model(name, fallback=FALLBACK_ENCODING).context_window
+        window = self.options.window or known or DEFAULT_WINDOW
+        tools = RequestTools()
+        session = Session(session_id or new_id("s-"), tenant=tenant, agent="proxy",
+                          store=self.store, embedder=self.embedder, options=options,
+                          budget=BudgetManager(window=window), events=self.sink,
+                          sources=[tools])
+        prompt = next(s for s in session.builder.sources if isinstance(s, SystemPromptSource))
+        prompt.text = system or ""
+        conv = Conversation(session=session, format=fmt, tools=tools, system=prompt,
+                            seed=seed(system))
+        self.tenants.add_session(tenant, conv)
+        self.tenants.index(tenant, conv, None)
+        return conv
+
+    def window(self, conv: Conversation) -> int:
+        w = conv.session.builder.budget.window
+        return w if w is not None else DEFAULT_WINDOW
+
+    def route(self, tenant: str, fmt: str, model: str, system: str | None,
+              messages: Sequence[Mapping[str, Any]], session_id: str | None,
+              ) -> tuple[Conversation, list[Mapping[str, Any]], str | None]:
+        """The session a proxy request belongs to, its messages not stored yet, and the head
+        that slice was computed against (None in session-header mode, where all are new).
+
+        With a session id (the ``X-Loomctx-Session`` header) every message is new and the
+        session is created on first use. Without, the request is the whole conversation: the
+        session whose stored messages are its longest prefix continues, and only the rest is
+        new; no match (a branch from an older point, an ended session) starts a new session.
+        """
+        if session_id is not None:
+            conv = self.tenants.session(tenant, session_id)
+            if conv is None:
+                conv = self.open(tenant, fmt, model, session_id=session_id, system=system)
+            elif conv.format != fmt:
+                raise InputError(f"session {session_id!r} builds {conv.format} requests: "
+                                 f"use its endpoint, or another session id", where="session")
+            if system is not None:
+                conv.system.text = system
+            return conv, list(messages), None
+        chained = hashes(seed(system), messages)
+        found = self.tenants.find(tenant, chained)
+        if found is not None and found[0].format == fmt and \
+                found[0].session.state is not SessionState.ENDED:
+            conv, n = found
+            return conv, list(messages[n:]), conv.head
+        conv = self.open(tenant, fmt, model, system=system)
+        conv.anonymous = True
+        return conv, list(messages), conv.head
+
+    async def store_messages(self, tenant: str, conv: Conversation,
+                             messages: Sequence[Mapping[str, Any]]) -> None:
+        """Add messages to the session and to its fingerprint chain."""
+        if not messages:
+            return
+        await conv.session.add_messages(messages)
+        old_head = conv.head
+        conv.extend(messages)
+        self.tenants.index(tenant, conv, old_head)
+
+    # -- building ---------------------------------------------------------------------------
+    def reserve(self, conv: Conversation, asked: int | None) -> int:
+        """The output reserve: the request's ``max_tokens``, else the configured reserve, at
+        most a quarter of the window (a small local model's window stays mostly prompt)."""
+        if asked is not None:
+            return asked
+        return min(self.options.output_tokens, self.window(conv) // 4)
+
+    def budget(self, conv: Conversation, output_tokens: int, asked: int | None) -> int:
+        """The prompt budget: the window minus the output reserve, at most the configured
+        budget and the request's ``X-Loomctx-Budget``."""
+        room = self.window(conv) - output_tokens
+        for cap in (self.options.budget, asked):
+            if cap is not None:
+                room = min(room, cap)
+        if room < MIN_BUDGET:
+            raise InputError(f"max_tokens {output_tokens} leaves {room} tokens of the "
+                             f"{self.window(conv)}-token window for the prompt: ask for fewer "
+                             "output tokens or a larger budget", where="max_tokens")
+        return room
+
+    async def build(self, tenant: str, conv: Conversation, budget: int, *,
+                    query: str | None = None, retried: bool = False) -> BuildRecord:
+        result = await conv.session.build(query, max_tokens=budget)
+        record = BuildRecord(id=new_id("b-"), tenant=tenant, session=conv.session.id,
+                             at=time.time(), report=result.report, payload=result.payload,
+                             retried=retried)
+        conv.builds.append(record.id)
+        self.tenants.add_build(record)
+        return record
+
+    async def aclose(self) -> None:
+        if isinstance(self.bus, InProcessEventBus):
+            await self.bus.aclose(drain=False)
+
+
+__all__ = ["MIN_BUDGET", "Service", "open_store"]

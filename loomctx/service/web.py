@@ -1,0 +1,87 @@
+"""What every route shares: reading a JSON body within limits, and errors as one line.
+
+Every failure a caller can cause is a 4xx whose body is one JSON line with the reason — in the
+OpenAI error shape on the OpenAI route and the API, in the Anthropic shape on ``/v1/messages``,
+so SDKs raise their usual errors. An unexpected exception is a 500 with a one-line message and
+no trace; the trace goes to the log.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+
+from loomctx.errors import BudgetError, ConfigError, ModelError
+
+log = logging.getLogger("loomctx.service")
+
+
+class ServiceError(Exception):
+    """A request the service answers with ``status`` and a one-line reason."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+def one_line(text: str, limit: int = 400) -> str:
+    text = " ".join(str(text).split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+_TYPES = {400: "invalid_request_error", 401: "authentication_error", 404: "not_found_error",
+          409: "invalid_request_error", 413: "request_too_large", 422: "invalid_request_error",
+          502: "api_error", 500: "api_error"}
+
+
+def error_response(request: Request, status: int, message: str) -> JSONResponse:
+    """``status`` with ``message`` in the shape the route's clients read."""
+    type_ = _TYPES.get(status, "invalid_request_error")
+    message = one_line(message)
+    if request.url.path.endswith("/v1/messages"):
+        body: dict[str, Any] = {"type": "error", "error": {"type": type_, "message": message}}
+    else:
+        body = {"error": {"message": message, "type": type_, "code": None}}
+    return JSONResponse(body, status_code=status)
+
+
+def status_of(exc: Exception) -> tuple[int, str]:
+    """The status and message for an exception a route raised."""
+    if isinstance(exc, ServiceError):
+        return exc.status, str(exc)
+    if isinstance(exc, BudgetError):
+        return 400, f"the request cannot fit its budget: {exc}"
+    if isinstance(exc, (ConfigError, ValueError)):
+        return 400, str(exc)
+    if isinstance(exc, ModelError):
+        return 502, str(exc)
+    log.exception("unexpected error on %s", type(exc).__name__)
+    return 500, f"internal error ({type(exc).__name__}); the server log has the details"
+
+
+async def json_body(request: Request, limit: int) -> dict[str, Any]:
+    """The request's JSON object, refusing bodies over ``limit`` bytes before reading them."""
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > limit:
+        raise ServiceError(413, f"the body is {declared} bytes; the limit is {limit}")
+    chunks, size = [], 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            raise ServiceError(413, f"the body exceeds the limit of {limit} bytes")
+        chunks.append(chunk)
+    raw = b"".join(chunks)
+    try:
+        body = json.loads(raw)
+    except (ValueError, RecursionError) as exc:
+        raise ServiceError(400, f"the body is not valid JSON: {exc}") from None
+    if not isinstance(body, dict):
+        raise ServiceError(400, f"the body must be a JSON object, got {type(body).__name__}")
+    return body
+
+
+__all__ = ["ServiceError", "error_response", "json_body", "one_line", "status_of"]

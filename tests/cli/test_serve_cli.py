@@ -1,0 +1,89 @@
+"""``loomctx serve``: bad options are one line and exit 2; a real run serves the proxy."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+from loomctx.cli.main import main
+from loomctx.testing.windowed import WindowedFakeServer
+
+
+@pytest.mark.parametrize(("argv", "words"), [
+    (["--upstream", "ftp://example"], "http(s) URL"),
+    (["--upstream", "http://127.0.0.1:9", "--keys", "/no/such/keys"], "key file"),
+    (["--upstream", "http://127.0.0.1:9", "--port", "70000"], "--port"),
+    (["--upstream", "http://127.0.0.1:9", "--window", "5"], "window"),
+    (["--upstream", "http://127.0.0.1:9", "--budget", "-1"], "budget"),
+    (["--upstream", "http://127.0.0.1:9", "--max-messages", "0"], "max_messages"),
+    (["--upstream", "http://127.0.0.1:9", "--store", "nosuch://x"], "store"),
+])
+def test_bad_options_are_one_line_and_exit_2(argv: list[str], words: str,
+                                             capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["serve", *argv]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and err.startswith("loomctx: error:") and words in err
+
+
+def test_a_busy_port_is_one_line(capsys: pytest.CaptureFixture[str]) -> None:
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        assert main(["serve", "--upstream", "http://127.0.0.1:9", "--port", str(port),
+                     "--embedder", "hashing"]) == 2
+    assert "cannot listen on 127.0.0.1" in capsys.readouterr().err
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def test_serve_runs_the_proxy(tmp_path: Path) -> None:
+    keys = tmp_path / "keys.txt"
+    keys.write_text("# key tenant\nsecret-key-0001 team-a\n", encoding="utf-8")
+    port = _free_port()
+    with WindowedFakeServer(window=4000, default="served") as upstream:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "loomctx.cli.main", "serve", "--upstream",
+             upstream.url + "/v1", "--port", str(port), "--keys", str(keys),
+             "--embedder", "hashing", "--window", "4000"],
+            env=dict(os.environ), stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        try:
+            base = f"http://127.0.0.1:{port}"
+            deadline = time.monotonic() + 60
+            while True:
+                try:
+                    httpx.get(base + "/health", timeout=1)
+                    break
+                except httpx.TransportError:
+                    assert proc.poll() is None and time.monotonic() < deadline
+                    time.sleep(0.2)
+            body = {"model": "gpt-4o", "messages": [{"role": "user", "content": "hi"}]}
+            assert httpx.post(base + "/v1/chat/completions", json=body).status_code == 401
+            resp = httpx.post(base + "/v1/chat/completions", json=body,
+                              headers={"authorization": "Bearer secret-key-0001"})
+            assert resp.status_code == 200
+            assert resp.json()["choices"][0]["message"]["content"] == "served"
+            assert "authorization" not in upstream.requests[-1].headers  # the key stays here
+        finally:
+            proc.terminate()
+            proc.wait(timeout=20)
+
+
+def test_the_core_and_the_cli_never_import_the_web_stack() -> None:
+    code = ("import sys, loomctx, loomctx.cli.main as m; m.parser(); "
+            "print(sorted(k for k in ('fastapi', 'uvicorn', 'starlette', 'loomctx.service') "
+            "if k in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         env=dict(os.environ), timeout=120, check=True).stdout.strip()
+    assert out == "[]"

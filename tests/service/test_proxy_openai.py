@@ -1,0 +1,242 @@
+"""The proxy on the OpenAI route, driven by the ``openai`` SDK over real HTTP."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import httpx
+import openai
+import pytest
+
+from loomctx import check_request
+from loomctx.service import RunningServer
+from loomctx.testing import Reply, ToolCall
+from loomctx.testing.fake_script import render
+from loomctx.testing.windowed import WindowedFakeServer
+
+FILLER = "the quarterly report lists revenue, churn and the hiring plan in detail. " * 12
+
+
+def client(server: RunningServer, **headers: str) -> openai.OpenAI:
+    return openai.OpenAI(base_url=server.url + "/v1", api_key="unused", max_retries=0,
+                         default_headers=headers or None)
+
+
+def test_whole_conversation_mode_continues_one_session(
+        upstream: WindowedFakeServer, proxy: RunningServer) -> None:
+    upstream.add("first answer", "second answer", "third answer")
+    c = client(proxy)
+    messages: list[dict[str, Any]] = [{"role": "system", "content": "Answer briefly."}]
+    sessions, builds = set(), []
+    for question in ("What is loomctx?", "Why a budget?", "And the report?"):
+        messages.append({"role": "user", "content": question})
+        raw = c.chat.completions.with_raw_response.create(model="gpt-4o", messages=messages,
+                                                          max_tokens=100)
+        reply = raw.parse()
+        messages.append({"role": "assistant", "content": reply.choices[0].message.content})
+        sessions.add(raw.headers["x-loomctx-session"])
+        builds.append(raw.headers["x-loomctx-build"])
+    assert [m["content"] for m in messages[2::2]] == ["first answer", "second answer",
+                                                      "third answer"]
+    assert len(sessions) == 1  # the proxy found each request's prefix in the same session
+    (sid,) = sessions
+    info = httpx.get(f"{proxy.url}/v1/loomctx/sessions/{sid}").json()
+    assert info["messages"] == 6 and info["builds"] == 3
+    # The upstream saw the whole conversation each time, the system prompt once, first.
+    last = upstream.requests[-1].body["messages"]
+    assert last[0] == {"role": "system", "content": "Answer briefly."}
+    assert [m["content"] for m in last[1:]] == [m["content"] for m in messages[1:-1]]
+    record = httpx.get(f"{proxy.url}/v1/loomctx/builds/{builds[-1]}").json()
+    assert record["usage"]["prompt_tokens"] == upstream.usage[-1][0]
+    assert record["usage"]["cached_tokens"] == upstream.usage[-1][1] > 0
+    assert record["reply_stored"] is True and record["report"]["tokens"] == record["tokens"]
+
+
+def test_session_header_mode_sends_only_new_messages(
+        upstream: WindowedFakeServer, proxy: RunningServer) -> None:
+    c = client(proxy, **{"X-Loomctx-Session": "support-42"})
+    c.chat.completions.create(model="gpt-4o", max_tokens=50, messages=[
+        {"role": "system", "content": "You are support."},
+        {"role": "user", "content": "My order A-7 is late."}])
+    c.chat.completions.create(model="gpt-4o", max_tokens=50, messages=[
+        {"role": "user", "content": "Can you check again?"}])
+    seen = upstream.requests[-1].body["messages"]
+    assert [m["role"] for m in seen] == ["system", "user", "assistant", "user"]
+    assert seen[1]["content"] == "My order A-7 is late." and seen[2]["content"] == "ok"
+    info = httpx.get(f"{proxy.url}/v1/loomctx/sessions/support-42").json()
+    assert info["messages"] == 4
+
+
+def _long_conversation(turns: int) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = [{"role": "system", "content": "You summarise reports."}]
+    for i in range(turns):
+        out += [{"role": "user", "content": f"Part {i}: {FILLER}"},
+                {"role": "assistant", "content": f"Noted part {i}."}]
+    return [*out, {"role": "user", "content": "What did part 0 say?"}]
+
+
+def test_a_conversation_over_the_upstream_window_gets_through(
+        upstream: WindowedFakeServer, proxy: RunningServer) -> None:
+    conversation = _long_conversation(20)
+    direct = openai.OpenAI(base_url=upstream.url + "/v1", api_key="k", max_retries=0)
+    with pytest.raises(openai.BadRequestError, match="maximum context length"):
+        direct.chat.completions.create(model="gpt-4o", messages=conversation, max_tokens=200)
+    assert upstream.refused == 1
+    raw = client(proxy).chat.completions.with_raw_response.create(
+        model="gpt-4o", messages=conversation, max_tokens=200)
+    assert raw.parse().choices[0].message.content == "ok"
+    # The proxy assumed gpt-4o's 128k window, was refused once, rebuilt for the real one.
+    assert upstream.refused == 2 and upstream.accepted == 1
+    prompt, _ = upstream.usage[-1]
+    assert prompt + 200 <= upstream.window
+    sent = upstream.requests[-1].body
+    assert sent["messages"][-1]["content"] == "What did part 0 say?"
+    assert check_request("openai", {"messages": sent["messages"]}) == []
+    record = httpx.get(f"{proxy.url}/v1/loomctx/builds/{raw.headers['x-loomctx-build']}").json()
+    assert record["retried"] is True and record["budget"] <= upstream.window - 200
+
+
+def test_a_known_window_needs_no_refusal(upstream: WindowedFakeServer,
+                                         start: Callable[..., RunningServer]) -> None:
+    server = start(upstream, window=upstream.window)
+    reply = client(server).chat.completions.create(
+        model="gpt-4o", messages=_long_conversation(20), max_tokens=200)
+    assert reply.choices[0].message.content == "ok"
+    assert upstream.refused == 0 and upstream.accepted == 1
+
+
+def test_streams_pass_through_byte_for_byte(upstream: WindowedFakeServer,
+                                            proxy: RunningServer) -> None:
+    step = Reply(text="Streaming works, chunk by chunk.", chunk_chars=5)
+    upstream.add(step)
+    body = {"model": "gpt-4o", "stream": True, "max_tokens": 50,
+            "messages": [{"role": "user", "content": "Stream something."}]}
+    with httpx.stream("POST", proxy.url + "/v1/chat/completions", json=body) as resp:
+        assert resp.status_code == 200
+        assert resp.headers["content-type"].startswith("text/event-stream")
+        got = b"".join(resp.iter_raw())
+        build = resp.headers["x-loomctx-build"]
+    expected = render(step, "openai", model="gpt-4o", stream=True, include_usage=False)
+    assert got == b"".join(expected.chunks)
+    # The streamed reply joined the session's memory: the next turn continues it.
+    upstream.add("second")
+    follow = [*body["messages"], {"role": "assistant", "content": step.text},
+              {"role": "user", "content": "And again?"}]
+    reply = client(proxy).chat.completions.with_raw_response.create(
+        model="gpt-4o", messages=follow, max_tokens=50)
+    sid = reply.headers["x-loomctx-session"]
+    first = httpx.get(f"{proxy.url}/v1/loomctx/builds/{build}").json()
+    assert first["session"] == sid and first["reply_stored"] is True
+    # The usage came although the client did not ask for it: the proxy asked, and hid it.
+    assert upstream.requests[0].body["stream_options"] == {"include_usage": True}
+    assert first["usage"]["prompt_tokens"] == upstream.usage[0][0]
+
+
+def test_a_stream_that_asks_for_usage_gets_it(upstream: WindowedFakeServer,
+                                              proxy: RunningServer) -> None:
+    step = Reply(text="With usage.", chunk_chars=4)
+    upstream.add(step)
+    body = {"model": "gpt-4o", "stream": True, "stream_options": {"include_usage": True},
+            "messages": [{"role": "user", "content": "Stream with usage."}]}
+    with httpx.stream("POST", proxy.url + "/v1/chat/completions", json=body) as resp:
+        got = b"".join(resp.iter_raw())
+    prompt, cached = upstream.usage[-1]
+    expected = render(replace(step, prompt_tokens=prompt, cached_tokens=cached), "openai",
+                      model="gpt-4o", stream=True, include_usage=True)
+    assert got == b"".join(expected.chunks) and b'"usage"' in got
+
+
+def test_sdk_streaming_and_tool_calls(upstream: WindowedFakeServer,
+                                      proxy: RunningServer) -> None:
+    tools = [{"type": "function", "function": {
+        "name": "lookup", "description": "Look an order up.", "strict": True,
+        "parameters": {"type": "object", "properties": {"order": {"type": "string"}},
+                       "required": ["order"], "additionalProperties": False}}}]
+    upstream.add(Reply(tool_calls=[ToolCall("lookup", {"order": "A-7"}, id="call_1")]),
+                 Reply(text="A-7 ships Monday."))
+    c = client(proxy)
+    messages: list[Any] = [{"role": "user", "content": "Where is A-7?"}]
+    stream = c.chat.completions.create(model="gpt-4o", messages=messages, tools=tools,
+                                       max_tokens=100, stream=True)
+    calls: dict[int, dict[str, str]] = {}
+    for chunk in stream:
+        for tc in (chunk.choices[0].delta.tool_calls or []) if chunk.choices else []:
+            call = calls.setdefault(tc.index, {"id": "", "name": "", "arguments": ""})
+            call["id"] += tc.id or ""
+            call["name"] += (tc.function.name or "") if tc.function else ""
+            call["arguments"] += (tc.function.arguments or "") if tc.function else ""
+    assert calls[0] == {"id": "call_1", "name": "lookup", "arguments": '{"order": "A-7"}'}
+    messages += [{"role": "assistant", "content": None, "tool_calls": [
+        {"id": "call_1", "type": "function",
+         "function": {"name": "lookup", "arguments": calls[0]["arguments"]}}]},
+        {"role": "tool", "tool_call_id": "call_1", "content": "shipping Monday"}]
+    raw = c.chat.completions.with_raw_response.create(model="gpt-4o", messages=messages,
+                                                      tools=tools, max_tokens=100)
+    assert raw.parse().choices[0].message.content == "A-7 ships Monday."
+    sent = upstream.requests[-1].body
+    assert sent["tools"] == tools  # the client's definitions go as sent ("strict" included)
+    assert [m["role"] for m in sent["messages"]] == ["user", "assistant", "tool"]
+    assert sent["messages"][1]["tool_calls"][0]["id"] == "call_1"
+    assert check_request("openai", {"messages": sent["messages"], "tools": tools}) == []
+    sessions = httpx.get(proxy.url + "/v1/loomctx/sessions").json()["sessions"]
+    assert len(sessions) == 1 and sessions[0]["messages"] == 4
+
+
+def test_images_reach_the_upstream(upstream: WindowedFakeServer, proxy: RunningServer) -> None:
+    image = {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw0KGgo="}}
+    client(proxy).chat.completions.create(model="gpt-4o", max_tokens=50, messages=[
+        {"role": "user", "content": [{"type": "text", "text": "What is this?"}, image]}])
+    assert upstream.requests[-1].body["messages"][-1]["content"][1] == image
+
+
+def test_upstream_errors_come_back_unchanged(upstream: WindowedFakeServer,
+                                             proxy: RunningServer) -> None:
+    from loomctx.testing import HttpError
+
+    upstream.add(HttpError(429, "slow down", retry_after=7))
+    resp = httpx.post(proxy.url + "/v1/chat/completions", json={
+        "model": "gpt-4o", "messages": [{"role": "user", "content": "hi"}]})
+    assert resp.status_code == 429 and resp.headers["retry-after"] == "7"
+    assert json.loads(resp.content)["error"]["message"] == "slow down"
+    assert "x-loomctx-build" in resp.headers
+
+
+def test_two_sessions_with_the_same_start_stay_apart(upstream: WindowedFakeServer,
+                                                     proxy: RunningServer) -> None:
+    """A whole-conversation client continues its own session even when a session-header
+    client went through the very same messages first."""
+    opening = [{"role": "user", "content": "Same opening"}]
+    c = client(proxy)
+    c.chat.completions.create(model="gpt-4o", max_tokens=20, messages=opening,
+                              extra_headers={"X-Loomctx-Session": "header-one"})
+    c.chat.completions.create(model="gpt-4o", max_tokens=20, extra_headers={
+        "X-Loomctx-Session": "header-one"}, messages=[{"role": "user", "content": "Next"}])
+    conversation: list[dict[str, Any]] = list(opening)
+    sessions = set()
+    for question in ("Next", "And then?", "Last one"):
+        raw = c.chat.completions.with_raw_response.create(model="gpt-4o", max_tokens=20,
+                                                          messages=conversation)
+        sessions.add(raw.headers["x-loomctx-session"])
+        conversation += [{"role": "assistant", "content": "ok"},
+                         {"role": "user", "content": question}]
+    assert len(sessions) == 1 and "header-one" not in sessions
+
+
+def test_a_named_session_survives_a_restart_with_a_sqlite_store(
+        upstream: WindowedFakeServer, start: Callable[..., RunningServer],
+        tmp_path: Path) -> None:
+    store = str(tmp_path / "memory.db")
+    first = start(upstream, store=store)
+    c = client(first, **{"X-Loomctx-Session": "kept"})
+    c.chat.completions.create(model="gpt-4o", max_tokens=20, messages=[
+        {"role": "user", "content": "Remember the code word: heron."}])
+    first.close()
+    second = start(upstream, store=f"sqlite:///{store}")
+    client(second, **{"X-Loomctx-Session": "kept"}).chat.completions.create(
+        model="gpt-4o", max_tokens=20, messages=[{"role": "user", "content": "Code word?"}])
+    seen = [m["content"] for m in upstream.requests[-1].body["messages"]]
+    assert seen == ["Remember the code word: heron.", "ok", "Code word?"]
