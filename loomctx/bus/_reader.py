@@ -16,11 +16,12 @@ import inspect
 import json
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from loomctx.bus.codec import decode, encode
+from loomctx.bus.inprocess import BusOptions
 from loomctx.bus.protocol import DeadLetter, Envelope, Handler
 from loomctx.errors import ConfigError, MissingDependencyError
 from loomctx.events import Event
@@ -32,9 +33,6 @@ try:
 except ImportError as exc:  # pragma: no cover - the extra is installed in tests
     raise MissingDependencyError("RedisEventBus", "redis", "redis") from exc
 
-if TYPE_CHECKING:
-    from loomctx.bus.redis import RedisEventBus
-
 log = logging.getLogger("loomctx.bus.redis")
 
 TRANSIENT = (RedisConnectionError, RedisTimeoutError, BusyLoadingError, ConnectionError, OSError)
@@ -42,6 +40,26 @@ TRANSIENT = (RedisConnectionError, RedisTimeoutError, BusyLoadingError, Connecti
 
 Entry = tuple[Any, dict[bytes, bytes], int]
 """A stream entry id, its fields (empty when MAXLEN trimmed it) and the delivery attempt."""
+
+
+@dataclass
+class Link:
+    """What a reader needs of its bus: the client, the keys, the options and the counters."""
+
+    client: Any
+    stream: str
+    dead_stream: str
+    seen_prefix: str
+    options: BusOptions
+    redis_options: Any
+    """The bus's :class:`~loomctx.bus.redis.RedisOptions`."""
+    stats: dict[str, int]
+    where: str
+    """The server's URL without its password, for messages."""
+    create_group: Callable[[str, str], Awaitable[None]]
+
+    def seen_key(self, group: str) -> str:
+        return f"{self.seen_prefix}{group}"
 
 
 @dataclass
@@ -57,7 +75,7 @@ class Consumer:
     task: asyncio.Task[None] | None = None
 
 
-async def run_consumer(bus: RedisEventBus, c: Consumer) -> None:
+async def run_consumer(bus: Link, c: Consumer) -> None:
     """Read, handle and acknowledge until cancelled; ride out connection errors."""
     opts = bus.redis_options
     own = True
@@ -84,7 +102,7 @@ async def run_consumer(bus: RedisEventBus, c: Consumer) -> None:
         except TRANSIENT as exc:
             bus.stats["reconnects"] += 1
             log.warning("group %r consumer %r lost %s (%r); retrying in %.2f s", c.group,
-                        c.name, bus._where, exc, delay)
+                        c.name, bus.where, exc, delay)
             await asyncio.sleep(delay)
             delay = min(delay * 2, opts.reconnect_max_delay)
             own = True
@@ -92,31 +110,31 @@ async def run_consumer(bus: RedisEventBus, c: Consumer) -> None:
             if "NOGROUP" not in str(exc):
                 raise
             # The server lost the stream (a restart without persistence): start it again.
-            log.warning("group %r vanished from %s; recreating it", c.group, bus._where)
-            await bus._create_group(c.group, "0")
+            log.warning("group %r vanished from %s; recreating it", c.group, bus.where)
+            await bus.create_group(c.group, "0")
             own = True
 
 
-async def _read(bus: RedisEventBus, c: Consumer, start: str, block: int | None
+async def _read(bus: Link, c: Consumer, start: str, block: int | None
                 ) -> list[tuple[Any, dict[bytes, bytes]]]:
-    got = await bus._client.xreadgroup(c.group, c.name, {bus.stream: start},
+    got = await bus.client.xreadgroup(c.group, c.name, {bus.stream: start},
                                        count=bus.redis_options.batch, block=block)
     return list(got[0][1]) if got else []
 
 
-async def _claim(bus: RedisEventBus, c: Consumer) -> list[Entry]:
+async def _claim(bus: Link, c: Consumer) -> list[Entry]:
     """Take over entries idle past ``claim_timeout`` (a dead consumer's), with their attempt."""
     idle = int(bus.redis_options.claim_timeout * 1000)
-    rows = await bus._client.xpending_range(bus.stream, c.group, min="-", max="+",
+    rows = await bus.client.xpending_range(bus.stream, c.group, min="-", max="+",
                                             count=bus.redis_options.batch, idle=idle)
     if not rows:
         return []
     delivered = {_text(r["message_id"]): int(r["times_delivered"]) for r in rows}
-    got = await bus._client.xclaim(bus.stream, c.group, c.name, min_idle_time=idle,
+    got = await bus.client.xclaim(bus.stream, c.group, c.name, min_idle_time=idle,
                                    message_ids=[r["message_id"] for r in rows], justid=True)
     if not got:
         return []
-    pipe = bus._client.pipeline(transaction=False)
+    pipe = bus.client.pipeline(transaction=False)
     for eid in got:
         pipe.xrange(bus.stream, eid, eid)
     bodies = await pipe.execute()
@@ -126,7 +144,7 @@ async def _claim(bus: RedisEventBus, c: Consumer) -> list[Entry]:
             for eid, body in zip(got, bodies, strict=True)]
 
 
-async def _process(bus: RedisEventBus, c: Consumer, batch: Sequence[Entry]) -> None:
+async def _process(bus: Link, c: Consumer, batch: Sequence[Entry]) -> None:
     ready: list[tuple[Any, str, Event, int]] = []
     for eid, fields, attempt in batch:
         if not fields:
@@ -146,7 +164,7 @@ async def _process(bus: RedisEventBus, c: Consumer, batch: Sequence[Entry]) -> N
         ready.append((eid, event_id, event, attempt))
     if not ready:
         return
-    seen = await bus._client.zmscore(bus.seen_key(c.group), [r[1] for r in ready])
+    seen = await bus.client.zmscore(bus.seen_key(c.group), [r[1] for r in ready])
     done: set[str] = set()
     for (eid, event_id, event, attempt), score in zip(ready, seen, strict=True):
         if score is not None or event_id in done:
@@ -159,7 +177,7 @@ async def _process(bus: RedisEventBus, c: Consumer, batch: Sequence[Entry]) -> N
             done.add(event_id)
 
 
-async def _handle(bus: RedisEventBus, c: Consumer, eid: Any, event_id: str, event: Event,
+async def _handle(bus: Link, c: Consumer, eid: Any, event_id: str, event: Event,
                   attempt: int) -> None:
     max_attempts = bus.options.max_attempts
     if attempt > max_attempts:  # claimed back after too many deliveries without an ack
@@ -188,7 +206,7 @@ async def _handle(bus: RedisEventBus, c: Consumer, eid: Any, event_id: str, even
         return
 
 
-async def _dead(bus: RedisEventBus, c: Consumer, eid: Any, dead: DeadLetter) -> None:
+async def _dead(bus: Link, c: Consumer, eid: Any, dead: DeadLetter) -> None:
     env = dead.envelope
     log.warning("event %s (%s) dead-lettered for group %r after %d attempts: %s", env.id,
                 env.event.kind, c.group, env.attempt, dead.error)
@@ -199,14 +217,14 @@ async def _dead(bus: RedisEventBus, c: Consumer, eid: Any, dead: DeadLetter) -> 
     await _commit(bus, c, eid, env.id, dead=fields)
 
 
-async def _commit(bus: RedisEventBus, c: Consumer, eid: Any, event_id: str | None,
+async def _commit(bus: Link, c: Consumer, eid: Any, event_id: str | None,
                   dead: dict[str, Any] | None = None) -> None:
     """Acknowledge ``eid`` with its outcome in one transaction; retried through an outage."""
     key = bus.seen_key(c.group)
     delay = 0.05
     while True:
         try:
-            pipe = bus._client.pipeline(transaction=True)
+            pipe = bus.client.pipeline(transaction=True)
             if event_id is not None:
                 pipe.zadd(key, {event_id: time.time()})
                 pipe.zremrangebyrank(key, 0, -(bus.options.dedup_window + 1))
@@ -227,4 +245,4 @@ def _text(value: Any) -> str:
     return value.decode() if isinstance(value, bytes) else str(value)
 
 
-__all__ = ["TRANSIENT", "Consumer", "ResponseError", "run_consumer"]
+__all__ = ["TRANSIENT", "Consumer", "Link", "ResponseError", "run_consumer"]

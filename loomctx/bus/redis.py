@@ -36,7 +36,7 @@ from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from loomctx.bus._emitter import Emitter
-from loomctx.bus._reader import TRANSIENT, Consumer, ResponseError, run_consumer
+from loomctx.bus._reader import TRANSIENT, Consumer, Link, ResponseError, run_consumer
 from loomctx.bus.codec import decode, encode
 from loomctx.bus.inprocess import BusOptions
 from loomctx.bus.protocol import DeadLetter, Envelope, Handler
@@ -125,6 +125,10 @@ class RedisEventBus:
         self._sync: Any = _redis_sync.Redis.from_url(url, **kw)
         self._emitter = Emitter(self._send_sync, timeout=self.redis_options.publish_timeout,
                                 retry_errors=TRANSIENT, where=self._where)
+        self._link = Link(client=self._client, stream=self.stream, dead_stream=self.dead_stream,
+                          seen_prefix=self._seen_prefix, options=self.options,
+                          redis_options=self.redis_options, stats=self.stats, where=self._where,
+                          create_group=self._create_group)
         self._consumers: list[Consumer] = []
         self._closed = False
 
@@ -199,7 +203,7 @@ class RedisEventBus:
                                   "another consumer name")
         await self._retrying(lambda: self._create_group(group, "$"), f"subscribe {group!r}")
         c = Consumer(group=group, name=name, kinds=wanted, handler=handler)
-        c.task = asyncio.get_running_loop().create_task(run_consumer(self, c),
+        c.task = asyncio.get_running_loop().create_task(run_consumer(self._link, c),
                                                         name=f"loomctx-bus-{group}-{name}")
         self._consumers.append(c)
         await asyncio.wait({c.task, asyncio.ensure_future(c.ready.wait())},
@@ -258,7 +262,8 @@ class RedisEventBus:
         return out
 
     def seen_key(self, group: str) -> str:
-        return f"{self._seen_prefix}{group}"
+        """The sorted set of event ids ``group`` acknowledged (its de-duplication window)."""
+        return self._link.seen_key(group)
 
     # -- closing ---------------------------------------------------------------------------
     async def drain(self, timeout: float | None = 30.0) -> None:
