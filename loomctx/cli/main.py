@@ -1,5 +1,6 @@
 """The ``loomctx`` command: ``build`` a context window, ``agent`` the demo agent, ``eval``
-evidence recall, ``workspace`` a team's workspace."""
+evidence recall, ``workspace`` a team's workspace, ``dev-servers`` PostgreSQL and Redis for
+development."""
 
 from __future__ import annotations
 
@@ -22,6 +23,9 @@ def parser() -> argparse.ArgumentParser:
     from loomctx.cli.workspace import add_workspace_parser
 
     add_workspace_parser(sub)
+    from loomctx.cli.devservers import add_dev_servers_parser
+
+    add_dev_servers_parser(sub)
     try:
         from loomctx.cli.eval import add_eval_parser
     except ImportError:  # pragma: no cover - eval is optional while it is being built

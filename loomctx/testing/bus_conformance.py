@@ -41,6 +41,12 @@ def turn(i: int, session: str = "s") -> TurnStarted:
     return TurnStarted(tenant="t", session=session, turn=i, at=float(i))
 
 
+def turn_of(env: Envelope) -> int:
+    """The ``turn`` of a delivered :func:`turn` event."""
+    assert isinstance(env.event, TurnStarted), env.event
+    return env.event.turn
+
+
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class MadeUp:
     """Looks like an event, but no loomctx event has its kind."""
@@ -71,8 +77,8 @@ class BusConformance:
             seen: list[int] = []
 
             async def handler(env: Envelope) -> None:
-                await asyncio.sleep(0.001 * (env.event.turn % 3))  # slower on some events
-                seen.append(env.event.turn)
+                await asyncio.sleep(0.001 * (turn_of(env) % 3))  # slower on some events
+                seen.append(turn_of(env))
 
             await bus.subscribe("turn_started", handler, group="g")
             for i in range(30):
@@ -128,7 +134,7 @@ class BusConformance:
             async def slow(env: Envelope) -> None:
                 started.set()
                 await gate.wait()
-                done.append(env.event.turn)
+                done.append(turn_of(env))
 
             await bus.subscribe(None, slow, group="slow")
             for i in range(3):
@@ -151,12 +157,12 @@ class BusConformance:
             done: list[int] = []
 
             def handler(env: Envelope) -> None:
-                tries.append((env.event.turn, env.attempt))
-                if env.event.turn == 1:
+                tries.append((turn_of(env), env.attempt))
+                if turn_of(env) == 1:
                     raise RuntimeError("boom")
-                if env.event.turn == 2 and env.attempt == 1:
+                if turn_of(env) == 2 and env.attempt == 1:
                     raise RuntimeError("transient")
-                done.append(env.event.turn)
+                done.append(turn_of(env))
 
             await bus.subscribe(None, handler, group="g")
             for i in range(4):
@@ -234,4 +240,4 @@ class BusConformance:
         assert len({env.id for env in got}) == len(got)
 
 
-__all__ = ["BusConformance", "MadeUp", "MakeBus", "turn"]
+__all__ = ["BusConformance", "MadeUp", "MakeBus", "turn", "turn_of"]
