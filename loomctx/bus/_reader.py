@@ -73,6 +73,9 @@ class Consumer:
     ready: asyncio.Event = field(default_factory=asyncio.Event)
     """Set once the first read of its own pending entries is done (it is reading)."""
     task: asyncio.Task[None] | None = None
+    stopped: bool = False
+    """Set before the task is cancelled: redis-py may turn a cancellation inside a read into a
+    connection error, which the loop would otherwise ride out forever."""
 
 
 async def run_consumer(bus: Link, c: Consumer) -> None:
@@ -81,7 +84,7 @@ async def run_consumer(bus: Link, c: Consumer) -> None:
     own = True
     next_claim = time.monotonic() + opts.claim_timeout / 2
     delay = 0.05
-    while True:
+    while not c.stopped:
         try:
             if own:
                 batch = [(eid, f, 2) for eid, f in await _read(bus, c, "0", None)]
@@ -100,6 +103,8 @@ async def run_consumer(bus: Link, c: Consumer) -> None:
         except asyncio.CancelledError:
             raise
         except TRANSIENT as exc:
+            if c.stopped:
+                return
             bus.stats["reconnects"] += 1
             log.warning("group %r consumer %r lost %s (%r); retrying in %.2f s", c.group,
                         c.name, bus.where, exc, delay)
@@ -234,6 +239,8 @@ async def _commit(bus: Link, c: Consumer, eid: Any, event_id: str | None,
             await pipe.execute()
             return
         except TRANSIENT as exc:
+            if c.stopped:  # closing: the entry stays pending and is redelivered later
+                raise asyncio.CancelledError from exc
             bus.stats["reconnects"] += 1
             log.warning("group %r cannot acknowledge %s yet (%r); retrying", c.group,
                         _text(eid), exc)

@@ -290,6 +290,8 @@ class RedisEventBus:
         except BusError as exc:
             problem = exc
         self._closed = True
+        for c in self._consumers:
+            c.stopped = True
         tasks = [c.task for c in self._consumers if c.task is not None]
         for task in tasks:
             task.cancel()
