@@ -134,7 +134,10 @@ class RedisEventBus:
 
     # -- publishing ------------------------------------------------------------------------
     def emit(self, event: Event) -> None:
-        """The :class:`~loomctx.events.EventSink` hook: encode, queue and return at once."""
+        """The :class:`~loomctx.events.EventSink` hook: encode, queue and return at once.
+
+        A daemon thread sends the queue; ``await flush()`` or ``aclose()`` before the process
+        exits, or queued events die with it (and an unsent one raises there)."""
         self._check_open(event)
         self._emitter.put(json.dumps(encode(event)))
 
@@ -206,9 +209,12 @@ class RedisEventBus:
         c.task = asyncio.get_running_loop().create_task(run_consumer(self._link, c),
                                                         name=f"loomctx-bus-{group}-{name}")
         self._consumers.append(c)
-        await asyncio.wait({c.task, asyncio.ensure_future(c.ready.wait())},
-                           timeout=self.redis_options.publish_timeout,
+        # Return once the consumer reads (or after publish_timeout while Redis is away: it
+        # keeps trying on its own); the group exists already, so nothing published is missed.
+        reading = asyncio.ensure_future(c.ready.wait())
+        await asyncio.wait({c.task, reading}, timeout=self.redis_options.publish_timeout,
                            return_when=asyncio.FIRST_COMPLETED)
+        reading.cancel()
 
     async def _create_group(self, group: str, start: str) -> None:
         try:
