@@ -11,6 +11,7 @@ import select
 import signal
 import subprocess
 import sys
+import time
 import uuid
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -215,3 +216,70 @@ def test_options_and_urls_are_checked() -> None:
         RedisEventBus("redis://127.0.0.1:1/0", maxlen=0)
     with pytest.raises(ConfigError, match="claim_timeout=0"):
         RedisOptions(claim_timeout=0)
+
+
+WORKER = r"""
+import asyncio, sys
+import redis.asyncio as aioredis
+from loomctx.bus.redis import RedisEventBus, RedisOptions
+
+async def main(url, prefix, name):
+    effects = aioredis.Redis.from_url(url)
+    bus = RedisEventBus(url, stream_prefix=prefix,
+                        redis_options=RedisOptions(claim_timeout=0.5, block=0.1, batch=2))
+
+    async def handler(env):
+        await asyncio.sleep(0.005)
+        await effects.hincrby(prefix + ":effects", env.id, 1)
+
+    await bus.subscribe(None, handler, group="workers", consumer=name)
+    print("ready", flush=True)
+    await asyncio.sleep(3600)
+
+asyncio.run(main(sys.argv[1], sys.argv[2], sys.argv[3]))
+"""
+
+
+def test_consumer_processes_killed_at_random_lose_no_event(redis_server: RedisServer) -> None:
+    """4 consumer processes, 2 of them kill -9ed mid-stream at seeded random moments: every
+    published event is handled (its effect recorded) by the survivors."""
+    import random
+
+    import redis
+
+    rng = random.Random(8)
+    prefix = _prefix()
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    procs = [subprocess.Popen([sys.executable, "-c", WORKER, redis_server.url, prefix, f"w{i}"],
+                              stdout=subprocess.PIPE, text=True, env=env) for i in range(4)]
+    client = redis.Redis.from_url(redis_server.url)
+    try:
+        for p in procs:
+            assert _line(p) == "ready"
+        victims = rng.sample(procs, 2)
+        kill_at = sorted(rng.sample(range(20, 180), 2))
+
+        async def publish() -> list[str]:
+            bus = RedisEventBus(redis_server.url, stream_prefix=prefix)
+            ids = []
+            for i in range(200):
+                if i in kill_at:
+                    victims[kill_at.index(i)].send_signal(signal.SIGKILL)
+                ids.append(await bus.publish(turn(i)))
+                await asyncio.sleep(0.002)
+            await bus.aclose(drain=False)
+            return ids
+
+        ids = asyncio.run(publish())
+        deadline = time.monotonic() + 60
+        while client.hlen(f"{prefix}:effects") < len(ids) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        effects = {k.decode(): int(v) for k, v in
+                   client.hgetall(f"{prefix}:effects").items()}
+    finally:
+        for p in procs:
+            p.kill()
+            p.wait()
+        client.close()
+    assert set(effects) == set(ids)  # every event handled, none invented
+    assert all(n >= 1 for n in effects.values())
