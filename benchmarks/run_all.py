@@ -25,6 +25,8 @@ HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results"
 
 _QUICK_ARGS: dict[str, list[str]] = {
+    "bench_aggregate.py": ["--per-session", "3", "--budgets", "1000", "--embedder", "hashing",
+                           "--json", str(RESULTS / "aggregate-quick.json")],
     "bench_store.py": ["--records", "20000"],
     "bench_tokens.py": ["--mb", "2", "--reps", "3"],
 }

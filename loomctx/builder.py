@@ -37,7 +37,7 @@ from loomctx.options import BuildOptions
 from loomctx.render.layout import layout
 from loomctx.render.protocol import Rendered, Renderer
 from loomctx.render.registry import formats, renderer_for
-from loomctx.render.verify import render_within, reused_prefix
+from loomctx.render.verify import render_within, reused_parts, reused_prefix
 from loomctx.report import BuildReport, build_report
 from loomctx.select.packer import Unit, pack
 from loomctx.select.rank import per_build, rank_units, tail_units
@@ -199,12 +199,14 @@ class ContextBuilder:
             st.included, alloc.total, st.reasons)
         reused = reused_prefix(self.renderer, self._last_payload, rendered.payload,
                                rendered.tokens)
+        parts = reused_parts(self._last_payload, rendered.payload)
         self._last_payload = rendered.payload
         st.timings["render"] = (time.perf_counter() - t) * 1000
         st.timings["total"] = (time.perf_counter() - t0) * 1000
 
         report = build_report(st, self.sources, rendered, self.tokenizer, reused,
-                              lambda its: layout(its, self.options.output_instructions))
+                              lambda its: layout(its, self.options.output_instructions),
+                              reused_parts=parts)
         self.events.emit(BuildCompleted(tenant=self.tenant, session=self.session,
                                         tokens=rendered.tokens, reused_prefix_tokens=reused,
                                         report=report, at=st.now))

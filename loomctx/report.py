@@ -85,6 +85,10 @@ class BuildReport:
     reused_prefix_tokens: int = 0
     """Tokens at the start of this request that repeat the previous build's request (what a
     provider's prompt cache can reuse); 0 for a builder's first build."""
+    reused_prefix_parts: int = 0
+    """The same prefix in the request's own parts (characters of a text format; the tools
+    block, the system field and whole messages of a chat format, see
+    :func:`loomctx.render.verify.reused_parts`): what a report page marks as cached."""
     _rows: Sequence[tuple[Any, ...]] | Callable[[], Sequence[tuple[Any, ...]]] = field(
         repr=False, default=())
     _items: list[ItemReport] | None = field(default=None, repr=False)
@@ -116,6 +120,7 @@ class BuildReport:
             "exact": self.exact, "budget": self.budget, "tokens": self.tokens,
             "prefix_tokens": self.prefix_tokens, "prefix_hash": self.prefix_hash,
             "reused_prefix_tokens": self.reused_prefix_tokens,
+            "reused_prefix_parts": self.reused_prefix_parts,
             "timings_ms": self.timings_ms,
             "sources": [asdict(s) for s in self.sources],
             "items": [asdict(r) for r in self.items],
@@ -159,7 +164,8 @@ class BuildReport:
 
 def build_report(st: BuildState, sources: Sequence[ContextSource], rendered: Rendered,
                  tokenizer: ModelTokenizer, reused: int,
-                 layout: Callable[[Sequence[ContextItem]], Layout]) -> BuildReport:
+                 layout: Callable[[Sequence[ContextItem]], Layout], *,
+                 reused_parts: int = 0) -> BuildReport:
     """The report of one build. Per-source totals now; item rows on first access (a 100k
     history costs nothing until someone reads them)."""
     position = {id(it): n for n, it in enumerate(in_order(layout(st.included)))}
@@ -218,7 +224,7 @@ def build_report(st: BuildState, sources: Sequence[ContextSource], rendered: Ren
                               elapsed_ms=st.gathered[s.name].elapsed_ms,
                               error=st.gathered[s.name].error) for s in sources],
         timings_ms={k: round(v, 3) for k, v in st.timings.items()},
-        reused_prefix_tokens=reused, _rows=rows,
+        reused_prefix_tokens=reused, reused_prefix_parts=reused_parts, _rows=rows,
     )
 
 

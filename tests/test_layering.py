@@ -26,7 +26,7 @@ import loomctx
 ROOT = Path(loomctx.__file__).parent
 
 PIPELINE = ("select", "compress", "memory", "retrieval", "sources", "render", "builder",
-            "session", "eval", "cli")
+            "session", "eval", "cli", "report_html", "adapters")
 """The stages and the orchestration above the measuring and storage parts."""
 
 ONLY: dict[str, frozenset[str]] = {
@@ -149,6 +149,14 @@ def test_bottom_layers_import_only_what_they_may(layer: str) -> None:
 def test_lower_layers_never_import_the_pipeline(layer: str) -> None:
     wrong = [f"{name} imports {target}" for name in MODULES if _within(name, layer)
              for target in GRAPH[name] if any(_within(target, p) for p in NEVER[layer])]
+    assert wrong == []
+
+
+def test_nothing_imports_the_adapters() -> None:
+    """The framework adapters are optional extras: the core never loads them."""
+    wrong = [f"{name} imports {target}" for name in MODULES
+             if not _within(name, "loomctx.adapters")
+             for target in GRAPH[name] if _within(target, "loomctx.adapters")]
     assert wrong == []
 
 

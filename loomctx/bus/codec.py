@@ -103,6 +103,7 @@ def _report(d: Mapping[str, Any]) -> BuildReport:
             format=d["format"], model=d["model"], counter=d["counter"], exact=d["exact"],
             budget=d["budget"], tokens=d["tokens"], prefix_tokens=d["prefix_tokens"],
             prefix_hash=d["prefix_hash"], reused_prefix_tokens=d["reused_prefix_tokens"],
+            reused_prefix_parts=d.get("reused_prefix_parts", 0),
             timings_ms=dict(d["timings_ms"]),
             sources=[SourceReport(**s) for s in d["sources"]],
             _items=[ItemReport(**r) for r in d["items"]])

@@ -1,4 +1,5 @@
-"""``loomctx build``: one context window from files, with the report as a table or JSON."""
+"""``loomctx build``: one context window from files, with the report as a table, JSON or a
+self-contained HTML page (``--report html``), on stdout or in ``--report-out PATH``."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from loomctx.budget.manager import DEFAULT_RESERVE, BudgetManager
 from loomctx.builder import BuildOptions, BuildResult, ContextBuilder
 from loomctx.errors import ConfigError, InputError
 from loomctx.render.registry import formats
+from loomctx.report_html import render_build_html
 from loomctx.sources.history import HistorySource
 from loomctx.sources.knowledge import KnowledgeSource
 from loomctx.sources.messages import HistoryState, validate_history
@@ -81,7 +83,11 @@ def add_build_parser(sub: Any) -> None:
                    help=f"output reserve share, with --window (default {DEFAULT_RESERVE})")
     p.add_argument("--format", choices=[f for f in formats() if f != "template"],
                    help="output format (default: the model's provider)")
-    p.add_argument("--report", choices=("table", "json"), default="table")
+    p.add_argument("--report", choices=("table", "json", "html"), default="table",
+                   help="table (with the context), json (context and report) or html (a "
+                        "self-contained page: budget bar, items, request, timings)")
+    p.add_argument("--report-out", type=Path, metavar="PATH",
+                   help="write the output to PATH instead of stdout")
     p.add_argument("--phase", choices=("early", "middle", "late"))
     p.set_defaults(func=run_build)
 
@@ -148,15 +154,39 @@ def _check_window(args: argparse.Namespace) -> None:
 
 
 def run_build(args: argparse.Namespace) -> int:
+    out = getattr(args, "report_out", None)
+    if out is not None:
+        _check_out(out)
     builder, query, context = builder_from_args(args)
     result = builder.build_sync(query, max_tokens=args.max_tokens, phase=args.phase,
                                 context=context)
     if args.report == "json":
-        json.dump(result.to_dict(), sys.stdout, ensure_ascii=False, indent=1)
-        sys.stdout.write("\n")
+        text = json.dumps(result.to_dict(), ensure_ascii=False, indent=1) + "\n"
+    elif args.report == "html":
+        text = render_build_html(result.report, rendered=result.rendered,
+                                 title=f"loomctx build · {args.model}")
     else:
-        sys.stdout.write(_pretty(result) + "\n\n" + result.report.table() + "\n")
+        text = _pretty(result) + "\n\n" + result.report.table() + "\n"
+    if out is None:
+        sys.stdout.write(text)
+        return 0
+    try:
+        out.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"--report-out {str(out)!r} cannot be written "
+                          f"({exc.strerror or exc}): pass a writable file path") from None
+    print(f"wrote the {args.report} report to {out} ({result.tokens} tokens in the context)")
     return 0
+
+
+def _check_out(out: Path) -> None:
+    """Refuse an output path that cannot be a file before spending time on the build."""
+    if out.is_dir():
+        raise ConfigError(f"--report-out {str(out)!r} is a directory: pass a file path, e.g. "
+                          f"{str(out / 'report.html')!r}")
+    if not out.parent.is_dir():
+        raise ConfigError(f"--report-out {str(out)!r}: the folder {str(out.parent)!r} does not "
+                          "exist: create it or pass another path")
 
 
 def _pretty(result: BuildResult) -> str:

@@ -73,15 +73,8 @@ def reused_prefix(renderer: Renderer, prev: Mapping[str, Any] | None,
     if prev is None:
         return 0
     if "text" in cur:
-        a, b = str(prev.get("text", "")), str(cur["text"])
-        lo, hi = 0, min(len(a), len(b))
-        while lo < hi:  # the longest common prefix by bisection (slice compares run in C)
-            mid = (lo + hi + 1) // 2
-            if a[:mid] == b[:mid]:
-                lo = mid
-            else:
-                hi = mid - 1
-        n = lo
+        b = str(cur["text"])
+        n = _common_chars(str(prev.get("text", "")), b)
         counter = getattr(renderer, "counter", None)
         return counter.count(b[:n]) if counter is not None and n else 0
     chat = getattr(renderer, "chat", None)
@@ -104,4 +97,42 @@ def reused_prefix(renderer: Renderer, prev: Mapping[str, Any] | None,
     return max(0, tokens - chat.reply_priming - sum(chat.message(m) for m in new_msgs[k:]))
 
 
-__all__ = ["render_within", "reused_prefix", "weakest"]
+def reused_parts(prev: Mapping[str, Any] | None, cur: Mapping[str, Any]) -> int:
+    """How many leading parts of ``cur`` repeat ``prev``, by the rule :func:`reused_prefix`
+    counts tokens with, so a report page can mark the cached prefix in the request itself.
+
+    A text format's parts are characters. A chat request's parts are, in order: the tools
+    block (when it has tools), the ``system`` field (Anthropic), then each message; the count
+    stops at the first part that differs. 0 when there is no previous request."""
+    if prev is None:
+        return 0
+    if "text" in cur:
+        return _common_chars(str(prev.get("text", "")), str(cur["text"]))
+    tools = cur.get("tools") or []
+    if (prev.get("tools") or []) != tools:
+        return 0
+    parts = 1 if tools else 0
+    if "system" in cur:
+        if prev.get("system") != cur["system"]:
+            return parts
+        parts += 1
+    old_msgs, new_msgs = prev.get("messages", []), cur.get("messages", [])
+    k = 0
+    while k < min(len(old_msgs), len(new_msgs)) and old_msgs[k] == new_msgs[k]:
+        k += 1
+    return parts + k
+
+
+def _common_chars(a: str, b: str) -> int:
+    """The length of the longest common prefix, by bisection (slice compares run in C)."""
+    lo, hi = 0, min(len(a), len(b))
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if a[:mid] == b[:mid]:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+__all__ = ["render_within", "reused_parts", "reused_prefix", "weakest"]

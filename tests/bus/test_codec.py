@@ -32,8 +32,11 @@ def report() -> BuildReport:
     s = Session(embedder=HashingEmbedder(dim=64), events=sink, clock=lambda: 1.0)
     s.add_message_sync("user", "Where is parcel PX-1138? 包裹在哪里？")
     s.build_sync(max_tokens=400)
-    built = sink.of("build_completed")[0]
-    assert isinstance(built, BuildCompleted)
+    s.add_message_sync("assistant", "It left the depot this morning.")
+    s.add_message_sync("user", "When does it arrive?")
+    s.build_sync(max_tokens=400)
+    built = sink.of("build_completed")[1]  # the second: it reuses a prefix of the first
+    assert isinstance(built, BuildCompleted) and built.report.reused_prefix_parts > 0
     return built.report
 
 
@@ -84,6 +87,7 @@ def test_a_decoded_report_is_a_build_report(report: BuildReport) -> None:
     _, back = decode(json.loads(json.dumps(encode(event))))
     assert isinstance(back, BuildCompleted) and isinstance(back.report, BuildReport)
     assert back.report.included_ids == report.included_ids and report.included_ids
+    assert back.report.to_dict() == report.to_dict()  # every field, the reused parts too
 
 
 def test_each_encode_gives_a_new_id() -> None:
