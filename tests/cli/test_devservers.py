@@ -18,8 +18,6 @@ import psycopg
 import pytest
 import redis
 
-from loomctx.servers import free_port
-
 
 def _start(*args: str) -> tuple[subprocess.Popen[str], dict[str, str]]:
     """Run the command; return it and the URLs it printed (fails if they never come)."""
@@ -32,7 +30,7 @@ def _start(*args: str) -> tuple[subprocess.Popen[str], dict[str, str]]:
     urls: dict[str, str] = {}
     while "export" not in urls:
         try:
-            line = lines.get(timeout=120)
+            line = lines.get(timeout=240)
         except queue.Empty:
             line = ""
         if not line:
@@ -76,8 +74,16 @@ def test_it_starts_both_servers_prints_urls_and_stops_on_sigterm() -> None:
     assert not _listening(urls["postgresql"]) and not _listening(urls["redis"])
 
 
+def _two_free_ports() -> tuple[int, int]:
+    """Two distinct free loopback ports (both bound at once, so they cannot coincide)."""
+    with socket.socket() as a, socket.socket() as b:
+        a.bind(("127.0.0.1", 0))
+        b.bind(("127.0.0.1", 0))
+        return int(a.getsockname()[1]), int(b.getsockname()[1])
+
+
 def test_data_dir_and_ports_keep_data_across_runs(tmp_path: Path) -> None:
-    pg_port, redis_port = free_port(), free_port()
+    pg_port, redis_port = _two_free_ports()
     args = ("--data-dir", str(tmp_path / "data"), "--postgres-port", str(pg_port),
             "--redis-port", str(redis_port))
     proc, urls = _start(*args)
