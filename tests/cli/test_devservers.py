@@ -34,8 +34,13 @@ def _start(*args: str) -> tuple[subprocess.Popen[str], dict[str, str]]:
         except queue.Empty:
             line = ""
         if not line:
-            proc.kill()
-            pytest.fail(f"dev-servers printed no URLs; stderr: {proc.communicate()[1]}")
+            proc.send_signal(signal.SIGTERM)  # not SIGKILL: it must stop its servers
+            try:
+                err = proc.communicate(timeout=60)[1]
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                err = proc.communicate()[1]
+            pytest.fail(f"dev-servers printed no URLs; stderr: {err}")
         key, _, value = line.partition(" ")
         urls[key.rstrip(":")] = value.strip()
     return proc, urls
