@@ -36,6 +36,7 @@ from loomctx.embed import (
 )
 from loomctx.errors import (
     BudgetError,
+    BusError,
     ConfigError,
     ContextLengthError,
     InputError,
@@ -132,6 +133,7 @@ __all__ = [
     "BuildOptions",
     "BuildReport",
     "BuildResult",
+    "BusError",
     "BusOptions",
     "CachedCounter",
     "CachedEmbedder",

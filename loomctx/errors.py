@@ -9,6 +9,7 @@
     ├── InvalidRequestError      a built request broke its provider's rules (never sent)
     ├── SourceError              a context source failed (reported, never fatal to a build)
     ├── StoreError               a memory store could not read or write
+    ├── BusError                 an event bus could not accept or deliver (server unreachable)
     ├── ModelError               a model call failed after its retries
     │   ├── ContextLengthError   the provider says the input is too long
     │   ├── RateLimitError       still rate-limited when the retries ran out
@@ -78,6 +79,11 @@ class StoreError(LoomctxError):
     """A memory store could not complete a read or a write."""
 
 
+class BusError(LoomctxError):
+    """An event bus could not accept an event (its server stayed unreachable through the
+    retries) or could not deliver what it had accepted; the event was not silently dropped."""
+
+
 class ModelError(LoomctxError):
     """A call to a model failed after the client's retries; ``status`` is the HTTP status
     when there was one."""
@@ -120,6 +126,7 @@ class MissingDependencyError(LoomctxError, ImportError):
 
 __all__ = [
     "BudgetError",
+    "BusError",
     "ConfigError",
     "ContextLengthError",
     "InputError",

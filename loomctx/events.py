@@ -70,6 +70,8 @@ class SessionEnded:
     session: str
     summary_id: str | None
     at: float
+    agent: str | None = None
+    """The session's agent: where its L3 records live (None from an older producer)."""
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -190,7 +190,7 @@ class Session:
         records = sorted(self.memory.records.values(), key=lambda r: (r.timestamp, r.seq))
         if not records:
             self.events.emit(SessionEnded(tenant=self.tenant, session=self.id,
-                                          summary_id=None, at=self.clock()))
+                                          summary_id=None, at=self.clock(), agent=self.agent))
             return None
         picked = [r for r in records if r.level == "L2"]
         budget = SUMMARY_SCAN * summary_tokens * 4  # characters, ~4 a token
@@ -207,7 +207,7 @@ class Session:
                                                       self.memory.counter)
         sid = await asyncio.to_thread(self._archive, records, text)
         self.events.emit(SessionEnded(tenant=self.tenant, session=self.id, summary_id=sid,
-                                      at=self.clock()))
+                                      at=self.clock(), agent=self.agent))
         return sid
 
     def end_sync(self, *, summary_tokens: int = 300) -> str | None:

@@ -44,11 +44,17 @@ def new_event_id() -> str:
     return uuid.uuid4().hex
 
 
+def check_event(event: object) -> None:
+    """Refuse (:class:`ConfigError`) anything but one of the :mod:`loomctx.events` dataclasses."""
+    kind = getattr(event, "kind", None)
+    if kind not in EVENT_TYPES or not isinstance(event, EVENT_TYPES[kind]):
+        raise ConfigError(f"cannot publish {type(event).__name__!r} as an event: publish one of "
+                          f"the loomctx.events dataclasses ({', '.join(sorted(EVENT_TYPES))})")
+
+
 def encode(event: Event, *, event_id: str | None = None) -> dict[str, Any]:
     """``event`` as a JSON-safe dict with its kind, version and id (a new one unless given)."""
-    if event.kind not in EVENT_TYPES or not isinstance(event, EVENT_TYPES[event.kind]):
-        raise ConfigError(f"cannot encode {type(event).__name__!r} as an event: publish one of "
-                          f"the loomctx.events dataclasses ({', '.join(sorted(EVENT_TYPES))})")
+    check_event(event)
     data: dict[str, Any] = {}
     for f in dataclasses.fields(event):
         if f.name in ("kind", "version"):
@@ -106,4 +112,5 @@ def _report(d: Mapping[str, Any]) -> BuildReport:
                           "consumer run different loomctx versions") from exc
 
 
-__all__ = ["EVENT_TYPES", "SUPPORTED_VERSIONS", "decode", "encode", "new_event_id"]
+__all__ = ["EVENT_TYPES", "SUPPORTED_VERSIONS", "check_event", "decode", "encode",
+           "new_event_id"]

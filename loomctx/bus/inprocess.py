@@ -17,7 +17,7 @@ from collections import OrderedDict, deque
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from loomctx.bus.codec import decode, encode, new_event_id
+from loomctx.bus.codec import check_event, decode, encode, new_event_id
 from loomctx.bus.protocol import DeadLetter, Envelope, Handler
 from loomctx.errors import ConfigError
 from loomctx.events import Event
@@ -114,6 +114,15 @@ class InProcessEventBus:
         """Events held because some group has not acknowledged them yet (0 once drained)."""
         return len(self._log)
 
+    async def pending(self, group: str) -> int:
+        """Events published since ``group`` subscribed that it has not acknowledged yet."""
+        g = self._groups.get(group)
+        return 0 if g is None else self._base + len(self._log) - g.cursor
+
+    async def read_dead_letters(self, group: str | None = None) -> list[DeadLetter]:
+        """The dead letters (of ``group`` only when given), oldest first."""
+        return [d for d in self.dead_letters if group is None or d.envelope.group == group]
+
     async def drain(self) -> None:
         """Wait until every group has handled (or dead-lettered) every event published so far."""
         await asyncio.sleep(0)  # let emits queued from other threads land first
@@ -136,6 +145,7 @@ class InProcessEventBus:
         if self._closed:
             raise ConfigError(f"event {event.kind!r} published to a closed event bus: "
                               "publish before aclose(), or create a new bus")
+        check_event(event)
         if self.options.roundtrip:
             event_id, event = decode(encode(event, event_id=event_id))
         with self._lock:

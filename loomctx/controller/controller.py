@@ -27,6 +27,7 @@ from loomctx.embed.cache import CachedEmbedder
 from loomctx.embed.default import default_embedder
 from loomctx.embed.protocol import Embedder
 from loomctx.errors import ConfigError
+from loomctx.events import EventSink
 from loomctx.report import BuildReport
 from loomctx.session import Session, SessionState
 from loomctx.stores.protocol import DEFAULT_TENANT, MemoryRecord, MemoryStore, check_name
@@ -50,7 +51,8 @@ class ContextController:
     """The sessions of one agent of one tenant, over one shared store."""
 
     def __init__(self, agent: str, *, store: MemoryStore, tenant: str = DEFAULT_TENANT,
-                 embedder: Embedder | None = None, model: str = "gpt-4o") -> None:
+                 embedder: Embedder | None = None, model: str = "gpt-4o",
+                 events: EventSink | None = None) -> None:
         self.agent = check_name(agent, "agent", optional=False) or agent
         self.tenant = check_name(tenant, "tenant", optional=False) or tenant
         self.store = store
@@ -58,6 +60,9 @@ class ContextController:
         self.embedder = inner if isinstance(inner, CachedEmbedder) else CachedEmbedder(
             inner, store=store, tenant=tenant)
         self.model = model
+        self.events = events
+        """The sink (an event bus) every session it creates emits to, unless given another;
+        an :class:`~loomctx.controller.persist.L4Persister` on that bus persists L3 → L4."""
         self.sessions: dict[str, Session] = {}
         """Registered sessions by id, in the order they were registered."""
         self.metadata: dict[str, dict[str, Any]] = {}
@@ -80,6 +85,8 @@ class ContextController:
         sources = [*session_options.pop("sources", ()), self.agent_memory]
         if "options" not in session_options:  # BuildOptions carry their own model
             session_options.setdefault("model", self.model)
+        if self.events is not None:
+            session_options.setdefault("events", self.events)
         session = Session(id or uuid.uuid4().hex[:12], agent=self.agent, tenant=self.tenant,
                           store=self.store, embedder=self.embedder, sources=sources,
                           **session_options)

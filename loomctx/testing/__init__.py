@@ -12,6 +12,8 @@
   every request.
 - ``loomctx.testing.store_conformance``: the contract suite every ``MemoryStore`` passes (needs
   pytest and hypothesis, so it is not imported here).
+- ``loomctx.testing.bus_conformance``: the contract suite every ``EventBus`` passes (needs
+  pytest, so it is not imported here).
 """
 
 from __future__ import annotations

@@ -1,5 +1,6 @@
-"""The in-process bus holds the EventBus contract: order, every group gets every event, failing
-handlers retried then dead-lettered, duplicate ids handled once per group, sessions wired in."""
+"""The in-process bus holds the EventBus contract (the shared conformance suite), and what is
+its own: round-robin between a group's consumers, the backlog a slow group holds, the codec
+round trip, and sync session calls from another thread."""
 
 from __future__ import annotations
 
@@ -9,54 +10,20 @@ import threading
 import pytest
 
 from loomctx import HashingEmbedder, Session
-from loomctx.bus import BusOptions, Envelope, EventBus, InProcessEventBus
+from loomctx.bus import BusOptions, Envelope, InProcessEventBus
 from loomctx.errors import ConfigError
-from loomctx.events import EventSink, TurnStarted
+from loomctx.events import TurnStarted
+from loomctx.testing.bus_conformance import BusConformance, MakeBus
 
 
 def _turn(i: int) -> TurnStarted:
     return TurnStarted(tenant="t", session="s", turn=i, at=float(i))
 
 
-def test_it_is_an_event_bus_and_a_sink() -> None:
-    bus = InProcessEventBus()
-    assert isinstance(bus, EventBus) and isinstance(bus, EventSink)
-
-
-def test_a_group_sees_events_in_publish_order() -> None:
-    async def main() -> list[int]:
-        bus = InProcessEventBus()
-        seen: list[int] = []
-
-        async def handler(env: Envelope) -> None:
-            await asyncio.sleep(0.001 * (env.event.turn % 3))  # slower on some events
-            seen.append(env.event.turn)
-
-        await bus.subscribe("turn_started", handler, group="g")
-        for i in range(30):
-            await bus.publish(_turn(i))
-        await bus.aclose()
-        return seen
-
-    assert asyncio.run(main()) == list(range(30))
-
-
-def test_two_groups_each_get_every_event_and_kinds_filter() -> None:
-    async def main() -> tuple[list[str], list[str], list[str], list[int]]:
-        bus = InProcessEventBus()
-        a: list[str] = []
-        b: list[str] = []
-        turns: list[int] = []
-        await bus.subscribe(None, lambda env: a.append(env.id), group="audit")
-        await bus.subscribe(["turn_started"], lambda env: b.append(env.id), group="metrics")
-        await bus.subscribe("message_added", lambda env: turns.append(-1), group="other")
-        ids = [await bus.publish(_turn(i)) for i in range(5)]
-        await bus.aclose()
-        return ids, a, b, turns
-
-    ids, a, b, turns = asyncio.run(main())
-    assert a == ids and b == ids and len(set(ids)) == 5
-    assert turns == []
+class TestInProcessBus(BusConformance):
+    @pytest.fixture
+    def make_bus(self) -> MakeBus:
+        return lambda options=None: InProcessEventBus(options)
 
 
 def test_consumers_of_one_group_share_its_events() -> None:
@@ -97,47 +64,6 @@ def test_acknowledged_events_are_released_and_a_slow_group_holds_them() -> None:
 
     held, after, dead = asyncio.run(main())
     assert held == 10 and after == 0 and dead == 0
-
-
-def test_a_failing_handler_is_retried_then_dead_lettered_and_later_events_go_on() -> None:
-    async def main() -> tuple[InProcessEventBus, list[tuple[int, int]], list[int]]:
-        bus = InProcessEventBus(BusOptions(max_attempts=3))
-        tries: list[tuple[int, int]] = []
-        done: list[int] = []
-
-        def handler(env: Envelope) -> None:
-            tries.append((env.event.turn, env.attempt))
-            if env.event.turn == 1:
-                raise RuntimeError("boom")
-            if env.event.turn == 2 and env.attempt == 1:
-                raise RuntimeError("transient")
-            done.append(env.event.turn)
-
-        await bus.subscribe(None, handler, group="g")
-        for i in range(4):
-            await bus.publish(_turn(i), event_id=f"e{i}")
-        await bus.aclose()
-        return bus, tries, done
-
-    bus, tries, done = asyncio.run(main())
-    assert tries == [(0, 1), (1, 1), (1, 2), (1, 3), (2, 1), (2, 2), (3, 1)]
-    assert done == [0, 2, 3]
-    [dead] = bus.dead_letters
-    assert dead.envelope.id == "e1" and dead.envelope.attempt == 3 and "boom" in dead.error
-
-
-def test_duplicate_ids_are_handled_once_per_group() -> None:
-    async def main() -> dict[str, list[str]]:
-        bus = InProcessEventBus()
-        got: dict[str, list[str]] = {"a": [], "b": []}
-        for group in got:
-            await bus.subscribe(None, lambda env, g=group: got[g].append(env.id), group=group)
-        for event_id in ("x", "y", "x", "z", "y"):
-            await bus.publish(_turn(0), event_id=event_id)
-        await bus.aclose()
-        return got
-
-    assert asyncio.run(main()) == {"a": ["x", "y", "z"], "b": ["x", "y", "z"]}
 
 
 def test_roundtrip_delivers_what_the_codec_carries() -> None:

@@ -1,0 +1,120 @@
+"""The background publisher behind ``RedisEventBus.emit``: sync, quick, any thread, never silent.
+
+A session calls ``emit`` synchronously from whatever thread changed it (see
+:class:`~loomctx.events.EventSink`), so ``emit`` cannot wait for a server. It encodes the event
+(a bad event fails right there, in the caller) and queues it; one daemon thread sends the queue
+in order with its own synchronous Redis client, retrying through an outage until the publish
+timeout. An event it still cannot send is logged, counted and kept in :attr:`Emitter.unsent`,
+and the next :meth:`Emitter.flush` (which ``RedisEventBus.flush`` and ``aclose`` call) raises
+:class:`~loomctx.errors.BusError` about it.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import queue
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from loomctx.errors import BusError
+
+log = logging.getLogger("loomctx.bus.redis")
+
+Send = Callable[[str], None]
+"""Appends one encoded event to the stream (one XADD); raises on a connection failure."""
+
+
+class Emitter:
+    """One sender thread, started on the first event, stopped by :meth:`close`."""
+
+    def __init__(self, send: Send, *, timeout: float, retry_errors: tuple[type[BaseException], ...],
+                 where: str) -> None:
+        self._send = send
+        self._timeout = timeout
+        self._retry_errors = retry_errors
+        self._where = where
+        self._queue: queue.SimpleQueue[str | None] = queue.SimpleQueue()
+        self._lock = threading.Condition()
+        self._inflight = 0
+        self._thread: threading.Thread | None = None
+        self.failures = 0
+        """Events given up on (each also logged and kept in :attr:`unsent`)."""
+        self.unsent: list[dict[str, Any]] = []
+        """The encoded events that could not be sent, oldest first (re-publish them)."""
+        self._errors: list[str] = []
+
+    def put(self, payload: str) -> None:
+        with self._lock:
+            self._inflight += 1
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name="loomctx-bus-emit",
+                                                daemon=True)
+                self._thread.start()
+        self._queue.put(payload)
+
+    def flush(self, timeout: float | None = None) -> None:
+        """Block until every queued event is sent or given up on; raise about those given up."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        with self._lock:
+            while self._inflight:
+                left = None if deadline is None else deadline - time.monotonic()
+                if left is not None and left <= 0:
+                    raise BusError(f"{self._inflight} emitted events still unsent to "
+                                   f"{self._where} after {timeout} s: is the server reachable?")
+                self._lock.wait(left)
+            errors, self._errors = self._errors, []
+        if errors:
+            raise BusError(f"{len(errors)} emitted events could not be sent to {self._where} "
+                           f"(first: {errors[0]}); they are kept in bus.unsent: publish them "
+                           "again once the server is back")
+
+    def close(self) -> None:
+        if self._thread is not None:
+            self._queue.put(None)
+            self._thread.join()
+            self._thread = None
+
+    def _run(self) -> None:
+        while True:
+            payload = self._queue.get()
+            if payload is None:
+                return
+            try:
+                self._send_with_retry(payload)
+            finally:
+                with self._lock:
+                    self._inflight -= 1
+                    self._lock.notify_all()
+
+    def _send_with_retry(self, payload: str) -> None:
+        deadline = time.monotonic() + self._timeout
+        delay = 0.05
+        while True:
+            try:
+                self._send(payload)
+                return
+            except self._retry_errors as exc:
+                if time.monotonic() + delay <= deadline:
+                    time.sleep(delay)
+                    delay = min(delay * 2, 1.0)
+                    continue
+                self._give_up(payload, exc)
+                return
+            except Exception as exc:  # a refusal by the server: retrying will not help
+                self._give_up(payload, exc)
+                return
+
+    def _give_up(self, payload: str, exc: BaseException) -> None:
+        event = json.loads(payload)
+        message = f"event {event.get('kind')!r} {event.get('id')}: {exc!r}"
+        log.error("could not emit to %s, kept in bus.unsent: %s", self._where, message)
+        with self._lock:
+            self.failures += 1
+            self.unsent.append(event)
+            self._errors.append(message)
+
+
+__all__ = ["Emitter"]
