@@ -12,7 +12,9 @@ a no-op), and the session's counter in ``effects`` up by one only when the id wa
 counts every delivery in ``deliveries``, so the test can tell redeliveries from effects. It then
 waits a little before returning (the acknowledgement), so kills land between effect and ack.
 
-Usage: fault_worker.py producer|consumer PG_URL REDIS_URL PREFIX NAME JOURNAL
+``worker``: both at once, in one process (the consumer subscribed before the first message).
+
+Usage: fault_worker.py producer|consumer|worker PG_URL REDIS_URL PREFIX NAME JOURNAL
 """
 
 from __future__ import annotations
@@ -67,9 +69,11 @@ async def produce(pg_url: str, redis_url: str, prefix: str, name: str, journal: 
                                 event_id=f"{sid}/{mid}")
         _journal(journal, f"event {eid} {sid}")
         n += 1
+        await asyncio.sleep(0.1)  # a paced producer: the consumers keep up, the drain is short
 
 
-async def consume(pg_url: str, redis_url: str, prefix: str, name: str, journal: str) -> None:
+async def consume(pg_url: str, redis_url: str, prefix: str, name: str, journal: str,
+                  *, forever: bool = True) -> None:
     bus = RedisEventBus(redis_url, stream_prefix=prefix,
                         redis_options=RedisOptions(claim_timeout=1.0, block=0.2))
 
@@ -91,8 +95,14 @@ async def consume(pg_url: str, redis_url: str, prefix: str, name: str, journal: 
 
     await bus.subscribe("message_added", handler, group="effects", consumer=name)
     _journal(journal, f"ready {name}")
-    while True:
+    while forever:
         await asyncio.sleep(3600)
+
+
+async def both(pg_url: str, redis_url: str, prefix: str, name: str, journal: str) -> None:
+    """A worker that consumes the group's events while it produces its own."""
+    await consume(pg_url, redis_url, prefix, name, journal, forever=False)
+    await produce(pg_url, redis_url, prefix, name, journal)
 
 
 def main(argv: list[str]) -> None:
@@ -101,7 +111,7 @@ def main(argv: list[str]) -> None:
         with psycopg.connect(pg_url) as conn:
             conn.execute(SCHEMA)
         return
-    run = produce if role == "producer" else consume
+    run = {"producer": produce, "consumer": consume, "worker": both}[role]
     asyncio.run(run(pg_url, redis_url, prefix, name, journal))
 
 
