@@ -23,8 +23,12 @@ def add_serve_parser(sub: Any) -> None:
     p.add_argument("--host", default="127.0.0.1", help="address to listen on")
     p.add_argument("--port", type=int, default=8080, help="port to listen on")
     p.add_argument("--keys", help="key file: one 'KEY TENANT' per line (or a JSON object)")
-    p.add_argument("--store", default="memory",
-                   help="memory, a SQLite file path, or a postgresql:// URL")
+    p.add_argument("--store", default=os.environ.get("LOOMCTX_STORE_URL", "memory://"),
+                   help="memory://, a SQLite file path (or sqlite:///PATH), or a postgresql:// "
+                        "URL (default: $LOOMCTX_STORE_URL, else memory://)")
+    p.add_argument("--bus", default=os.environ.get("LOOMCTX_BUS_URL"),
+                   help="event bus: memory:// (in process) or a redis:// URL (default: "
+                        "$LOOMCTX_BUS_URL, else in process)")
     p.add_argument("--model", help="model whose tokenizer and window the builds use "
                                    "(default: each request's model)")
     p.add_argument("--window", type=int, help="the upstream's context window in tokens")
@@ -39,6 +43,7 @@ def add_serve_parser(sub: Any) -> None:
 
 def options_from(args: argparse.Namespace) -> Any:
     """The :class:`~loomctx.service.ServiceOptions` the arguments describe."""
+    from loomctx.bus import open_bus
     from loomctx.service import ServiceOptions, load_keys
 
     if not 0 <= args.port <= 65535:
@@ -54,6 +59,7 @@ def options_from(args: argparse.Namespace) -> Any:
         upstream=args.upstream, upstream_api_key=os.environ.get("LOOMCTX_UPSTREAM_KEY"),
         keys=load_keys(args.keys) if args.keys else {}, model=args.model, window=args.window,
         budget=args.budget, store=args.store, embedder=embedder,
+        events=open_bus(args.bus) if args.bus else None,
         max_body_bytes=int(args.max_body_mb * 1024 * 1024), max_messages=args.max_messages)
 
 

@@ -6,11 +6,11 @@ not. ``loomctx serve --upstream URL`` runs it; :func:`serve_in_thread` runs it i
 
 from loomctx.service.app import create_app
 from loomctx.service.conversations import BuildRecord
-from loomctx.service.core import Service, open_store
+from loomctx.service.core import Service
 from loomctx.service.options import ServiceOptions
 from loomctx.service.pages import Pages, TablePages
 from loomctx.service.run import RunningServer, serve, serve_in_thread
 from loomctx.service.tenants import load_keys
 
 __all__ = ["BuildRecord", "Pages", "RunningServer", "Service", "ServiceOptions", "TablePages",
-           "create_app", "load_keys", "open_store", "serve", "serve_in_thread"]
+           "create_app", "load_keys", "serve", "serve_in_thread"]

@@ -8,7 +8,6 @@ reserve. Forwarding is the proxy's (:mod:`loomctx.service.proxy`).
 
 from __future__ import annotations
 
-import importlib
 import time
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -18,7 +17,7 @@ from loomctx.bus.inprocess import InProcessEventBus
 from loomctx.bus.protocol import EventBus
 from loomctx.embed.default import default_embedder
 from loomctx.embed.protocol import Embedder
-from loomctx.errors import ConfigError, InputError
+from loomctx.errors import InputError
 from loomctx.events import Event, EventSink
 from loomctx.options import BuildOptions
 from loomctx.service.conversations import (
@@ -33,31 +32,11 @@ from loomctx.service.conversations import (
 from loomctx.service.options import DEFAULT_WINDOW, FALLBACK_ENCODING, ServiceOptions
 from loomctx.session import Session, SessionState
 from loomctx.sources.static import SystemPromptSource
-from loomctx.stores.memory import InMemoryStore
-from loomctx.stores.protocol import MemoryStore, check_name
-from loomctx.stores.sqlite import SQLiteStore
+from loomctx.stores.protocol import check_name
+from loomctx.stores.urls import open_store
 from loomctx.tokens.registry import counter_for_model
 
 MIN_BUDGET = 16
-
-
-def open_store(url: str) -> MemoryStore:
-    """``memory``, a SQLite path (or ``sqlite:///path``), or ``postgresql://...``."""
-    if url == "memory":
-        return InMemoryStore()
-    if url.startswith(("postgresql://", "postgres://")):
-        try:  # by name: the PostgreSQL store is optional (psycopg) and loads only when named
-            postgres = importlib.import_module("loomctx.stores.postgres")
-        except ImportError as exc:
-            raise ConfigError(f"store {url.split('@')[-1]!r} needs loomctx's PostgreSQL store "
-                              "(pip install 'loomctx[postgres]')") from exc
-        store: MemoryStore = postgres.PostgresStore(url)
-        return store
-    path = url.removeprefix("sqlite:///") if url.startswith("sqlite:///") else url
-    if "://" in path or not path:
-        raise ConfigError(f"store must be 'memory', a SQLite file path or a postgresql:// URL, "
-                          f"got {url!r}")
-    return SQLiteStore(path)
 
 
 class _Fanout:
@@ -198,4 +177,4 @@ class Service:
             await self.bus.aclose(drain=False)
 
 
-__all__ = ["MIN_BUDGET", "Service", "open_store"]
+__all__ = ["MIN_BUDGET", "Service"]

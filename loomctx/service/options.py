@@ -46,9 +46,9 @@ class ServiceOptions:
     """Most prompt tokens a build may use (a request's ``X-Loomctx-Budget`` may lower it)."""
     output_tokens: int = 4096
     """Output reserve when a request names no ``max_tokens`` (at most a quarter of the window)."""
-    store: str = "memory"
-    """Where sessions' memories live: ``memory``, a SQLite file path or ``sqlite:///path``,
-    or ``postgresql://...`` when the PostgreSQL store is installed."""
+    store: str = "memory://"
+    """Where sessions' memories live, as :func:`loomctx.stores.open_store` reads it:
+    ``memory://``, a SQLite file path or ``sqlite:///path``, or ``postgresql://...``."""
     store_factory: Callable[[], MemoryStore] | None = None
     """Builds the store instead of ``store`` (tests, custom backends)."""
     embedder: Embedder | None = None

@@ -2,17 +2,23 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import pytest
+import redis
 
 from loomctx.cli.main import main
+from loomctx.servers import RedisServer
+from loomctx.stores.postgres import PostgresStore
+from loomctx.stores.protocol import Scope
 from loomctx.testing.windowed import WindowedFakeServer
 
 
@@ -24,6 +30,7 @@ from loomctx.testing.windowed import WindowedFakeServer
     (["--upstream", "http://127.0.0.1:9", "--budget", "-1"], "budget"),
     (["--upstream", "http://127.0.0.1:9", "--max-messages", "0"], "max_messages"),
     (["--upstream", "http://127.0.0.1:9", "--store", "nosuch://x"], "store"),
+    (["--upstream", "http://127.0.0.1:9", "--bus", "nosuch://x"], "bus"),
 ])
 def test_bad_options_are_one_line_and_exit_2(argv: list[str], words: str,
                                              capsys: pytest.CaptureFixture[str]) -> None:
@@ -48,36 +55,66 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
+@contextlib.contextmanager
+def _serve(upstream: WindowedFakeServer, *args: str, env: dict[str, str] | None = None
+           ) -> Iterator[str]:
+    """``loomctx serve`` in a child process in front of ``upstream``; yields its base URL."""
+    port = _free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "loomctx.cli.main", "serve", "--upstream", upstream.url + "/v1",
+         "--port", str(port), "--embedder", "hashing", "--window", "4000", *args],
+        env={**os.environ, **(env or {})}, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    try:
+        base = f"http://127.0.0.1:{port}"
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                httpx.get(base + "/health", timeout=1)
+                break
+            except httpx.TransportError:
+                assert proc.poll() is None and time.monotonic() < deadline
+                time.sleep(0.2)
+        yield base
+    finally:
+        proc.terminate()
+        proc.wait(timeout=20)
+
+
 def test_serve_runs_the_proxy(tmp_path: Path) -> None:
     keys = tmp_path / "keys.txt"
     keys.write_text("# key tenant\nsecret-key-0001 team-a\n", encoding="utf-8")
-    port = _free_port()
-    with WindowedFakeServer(window=4000, default="served") as upstream:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "loomctx.cli.main", "serve", "--upstream",
-             upstream.url + "/v1", "--port", str(port), "--keys", str(keys),
-             "--embedder", "hashing", "--window", "4000"],
-            env=dict(os.environ), stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-        try:
-            base = f"http://127.0.0.1:{port}"
-            deadline = time.monotonic() + 60
-            while True:
-                try:
-                    httpx.get(base + "/health", timeout=1)
-                    break
-                except httpx.TransportError:
-                    assert proc.poll() is None and time.monotonic() < deadline
-                    time.sleep(0.2)
-            body = {"model": "gpt-4o", "messages": [{"role": "user", "content": "hi"}]}
-            assert httpx.post(base + "/v1/chat/completions", json=body).status_code == 401
-            resp = httpx.post(base + "/v1/chat/completions", json=body,
-                              headers={"authorization": "Bearer secret-key-0001"})
-            assert resp.status_code == 200
-            assert resp.json()["choices"][0]["message"]["content"] == "served"
-            assert "authorization" not in upstream.requests[-1].headers  # the key stays here
-        finally:
-            proc.terminate()
-            proc.wait(timeout=20)
+    with WindowedFakeServer(window=4000, default="served") as upstream, \
+            _serve(upstream, "--keys", str(keys)) as base:
+        body = {"model": "gpt-4o", "messages": [{"role": "user", "content": "hi"}]}
+        assert httpx.post(base + "/v1/chat/completions", json=body).status_code == 401
+        resp = httpx.post(base + "/v1/chat/completions", json=body,
+                          headers={"authorization": "Bearer secret-key-0001"})
+        assert resp.status_code == 200
+        assert resp.json()["choices"][0]["message"]["content"] == "served"
+        assert "authorization" not in upstream.requests[-1].headers  # the key stays here
+
+
+def test_serve_on_postgres_and_redis_by_configuration(pg_url: str,
+                                                      redis_server: RedisServer) -> None:
+    """The servers by configuration only: $LOOMCTX_STORE_URL and $LOOMCTX_BUS_URL, which
+    ``loomctx dev-servers`` prints."""
+    env = {"LOOMCTX_STORE_URL": pg_url, "LOOMCTX_BUS_URL": redis_server.url}
+    client = redis.Redis.from_url(redis_server.url)
+    before = client.xlen("loomctx:events") if client.exists("loomctx:events") else 0
+    with WindowedFakeServer(window=4000, default="It is in Leipzig.") as upstream, \
+            _serve(upstream, env=env) as base:
+        body = {"model": "gpt-4o", "messages": [{"role": "user", "content": "Where is PX-1?"}]}
+        resp = httpx.post(base + "/v1/chat/completions", json=body,
+                          headers={"x-loomctx-session": "parcel-chat"})
+        assert resp.status_code == 200, resp.text
+    store = PostgresStore(pg_url)
+    try:
+        contents = [r.content for r in store.scan(scope=Scope())]
+    finally:
+        store.close()
+    assert "Where is PX-1?" in contents and "It is in Leipzig." in contents
+    assert client.xlen("loomctx:events") > before  # the session's events went through Redis
+    client.close()
 
 
 def test_the_core_and_the_cli_never_import_the_web_stack() -> None:
