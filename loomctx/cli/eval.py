@@ -35,6 +35,7 @@ def _budgets(text: str) -> tuple[int, ...]:
 
 def add_eval_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:  # type: ignore[type-arg]
     """Register the ``eval`` subcommand (its handler is ``args.func = run_eval``)."""
+    from loomctx.eval.splits import SPLITS  # small, but only for `loomctx eval`
     parser = subparsers.add_parser(
         "eval",
         help="evidence recall at token budgets on a data set",
@@ -71,6 +72,19 @@ def add_eval_parser(subparsers: argparse._SubParsersAction) -> argparse.Argument
     )
     parser.add_argument("--seed", type=int, default=0, help="hotpotqa: padding seed (default 0)")
     parser.add_argument(
+        "--split",
+        choices=SPLITS,
+        default="all",
+        help="dev: the development split (LoCoMo conversations 1-5, the first 100 questions "
+        "of other data); test: the held-out rest; all: both, also reported per split",
+    )
+    parser.add_argument(
+        "--metadata",
+        action="store_true",
+        help="present every turn as '[id] (timestamp) speaker: text', the metadata real "
+        "messages carry (gold evidence is then the decorated line)",
+    )
+    parser.add_argument(
         "--progress", action="store_true", help="report progress on stderr every 100 questions"
     )
     parser.set_defaults(func=run_eval)
@@ -80,6 +94,7 @@ def add_eval_parser(subparsers: argparse._SubParsersAction) -> argparse.Argument
 def _run(args: argparse.Namespace) -> int:
     from loomctx.eval.datasets import iter_dataset
     from loomctx.eval.runner import evaluate
+    from loomctx.eval.splits import with_metadata, with_splits
     from loomctx.eval.systems import build_systems
 
     budgets = _budgets(args.budgets)
@@ -93,7 +108,7 @@ def _run(args: argparse.Namespace) -> int:
     names = None
     if args.systems is not None:
         names = [n.strip() for n in args.systems.split(",") if n.strip()]
-    uses_dense = names is None or "dense" in names
+    uses_dense = names is None or "dense" in names or "fusion" in names
     embedder = None
     if uses_dense and args.embedder == "hashing":
         from loomctx.embed import HashingEmbedder
@@ -103,7 +118,9 @@ def _run(args: argparse.Namespace) -> int:
     options = (
         {"pad_tokens": args.pad_tokens, "seed": args.seed} if args.dataset == "hotpotqa" else {}
     )
-    questions = iter_dataset(args.dataset, path, **options)
+    questions = with_splits(iter_dataset(args.dataset, path, **options), args.dataset, args.split)
+    if args.metadata:
+        questions = with_metadata(questions)
 
     def progress(done: int) -> None:
         if done % 100 == 0:
@@ -116,6 +133,7 @@ def _run(args: argparse.Namespace) -> int:
         dataset=args.dataset,
         limit=args.limit,
         progress=progress if args.progress else None,
+        split=args.split,
     )
     print(report.to_json() if args.json else report.table())
     return 0
