@@ -15,7 +15,7 @@ from pathlib import Path
 from loomctx.errors import ConfigError, LoomctxError
 
 DEFAULT_BUDGETS = "512,1024,2048,4096,8192"
-_DATASETS = ("locomo", "hotpotqa", "generic")
+_DATASETS = ("locomo", "hotpotqa", "generic", "multilingual")
 _EXIT_USAGE = 2
 
 
@@ -44,7 +44,11 @@ def add_eval_parser(subparsers: argparse._SubParsersAction) -> argparse.Argument
         "evidence whose full text is inside a context of at most that many cl100k tokens.",
     )
     parser.add_argument("dataset", choices=_DATASETS, help="data set format")
-    parser.add_argument("--data", required=True, metavar="PATH", help="the data file to read")
+    parser.add_argument(
+        "--data",
+        metavar="PATH",
+        help="the data file to read (every data set but multilingual, which is generated)",
+    )
     parser.add_argument(
         "--budgets",
         default=DEFAULT_BUDGETS,
@@ -70,7 +74,12 @@ def add_eval_parser(subparsers: argparse._SubParsersAction) -> argparse.Argument
         metavar="N",
         help="hotpotqa: pad each passage pool to N tokens (default 16000)",
     )
-    parser.add_argument("--seed", type=int, default=0, help="hotpotqa: padding seed (default 0)")
+    parser.add_argument(
+        "--seed",
+        type=int,
+        default=0,
+        help="hotpotqa: padding seed; multilingual: generation seed (default 0)",
+    )
     parser.add_argument(
         "--split",
         choices=SPLITS,
@@ -102,9 +111,13 @@ def _run(args: argparse.Namespace) -> int:
         raise ConfigError(f"--limit {args.limit!r} must be a positive number of questions")
     if args.pad_tokens < 0:
         raise ConfigError(f"--pad-tokens {args.pad_tokens!r} must be >= 0 (0: no padding)")
-    path = Path(args.data)
-    if not path.is_file():
-        raise ConfigError(f"--data {str(path)!r} is not a readable file")
+    path: Path | None = None
+    if args.dataset != "multilingual":
+        if args.data is None:
+            raise ConfigError(f"{args.dataset} is read from a file: pass --data PATH")
+        path = Path(args.data)
+        if not path.is_file():
+            raise ConfigError(f"--data {str(path)!r} is not a readable file")
     names = None
     if args.systems is not None:
         names = [n.strip() for n in args.systems.split(",") if n.strip()]
@@ -115,9 +128,11 @@ def _run(args: argparse.Namespace) -> int:
 
         embedder = HashingEmbedder()
     systems = build_systems(names, embedder=embedder)
-    options = (
-        {"pad_tokens": args.pad_tokens, "seed": args.seed} if args.dataset == "hotpotqa" else {}
-    )
+    options: dict[str, int] = {}
+    if args.dataset == "hotpotqa":
+        options = {"pad_tokens": args.pad_tokens, "seed": args.seed}
+    elif args.dataset == "multilingual":
+        options = {"seed": args.seed}
     questions = with_splits(iter_dataset(args.dataset, path, **options), args.dataset, args.split)
     if args.metadata:
         questions = with_metadata(questions)

@@ -6,7 +6,8 @@ fixed by position in the file, never drawn at random, so every run and every rea
 
 - LoCoMo: conversations 1-5 are ``dev``, 6-10 ``test``;
 - HotpotQA and generic files: the first 100 questions are ``dev``, the rest ``test`` (with
-  ``--limit 200``, questions 101-200).
+  ``--limit 200``, questions 101-200);
+- the generated multilingual conversations: conversation 1 (in every language) is ``dev``.
 
 Presentation: real messages carry metadata in their text. ``with_metadata`` rewrites every turn
 as ``[id] (timestamp) content`` (LoCoMo content is already ``speaker: text``), the line form an
@@ -51,6 +52,8 @@ def with_splits(questions: Iterable[EvalQuestion], dataset: str, split: str = "a
                 histories[key] = len(histories)
                 held.append(q.history)
             name = "dev" if histories[key] < DEV_CONVERSATIONS else "test"
+        elif dataset == "multilingual":
+            name = "dev" if q.extras.get("conversation", 0) == 0 else "test"
         else:
             name = "dev" if position < DEV_QUESTIONS else "test"
         if split in ("all", name):
