@@ -50,13 +50,15 @@ _FACTS = [
         "en": ("{a}: I adopted a {k} last week and named it {v}.",
                "What did {a} name the {k} they adopted?"),
         "zh": ("{a}：我上周领养了一只{k}，给它取名叫{v}。", "{a}领养的{k}叫什么名字？"),
-        "mixed": ("{a}: 我上周 adopted 了一只 {k}，名字叫 {v}。", "{a} adopted 的 {k} 叫什么名字？"),
+        "mixed": ("{a}: 我上周 adopted 了一只 {k}，名字叫 {v}。",
+                  "{a} adopted 的 {k} 叫什么名字？"),
     }),
     (_EVENTS, _CITIES, {
         "en": ("{a}: I flew to {v} for the {k} and it went really well.",
                "Which city did {a} fly to for the {k}?"),
         "zh": ("{a}：我为了参加{k}飞去了{v}，一切都很顺利。", "{a}为了参加{k}飞去了哪个城市？"),
-        "mixed": ("{a}: 我为了 {k} 飞去了 {v}，一切都很 smooth。", "{a} 为了 {k} 飞去了哪个 city？"),
+        "mixed": ("{a}: 我为了 {k} 飞去了 {v}，一切都很 smooth。",
+                  "{a} 为了 {k} 飞去了哪个 city？"),
     }),
     (_INSTRUMENTS, _TEACHERS, {
         "en": ("{a}: I finally started {k} lessons, my teacher is {v}.",
