@@ -42,6 +42,7 @@ from loomctx.report import BuildReport, build_report
 from loomctx.select.packer import Unit, pack
 from loomctx.select.rank import per_build, rank_units, tail_units
 from loomctx.select.scoring import score
+from loomctx.select.tail import tail_share_scale
 from loomctx.select.window import STABLE_KINDS, TurnWindow, take_input, without_pending
 from loomctx.sources.gather import gather, is_history
 from loomctx.sources.protocol import ContextSource, SourceRequest
@@ -169,6 +170,12 @@ class ContextBuilder:
         if query is not None:
             query = clean_text(query)  # lone surrogates → U+FFFD, as for every input text
         alloc = self.budget.allocate(max_tokens, phase=phase)
+        if query:  # a question about the past: the tail's share shrinks at small budgets
+            scale = tail_share_scale(query, alloc.total, self.options.tail_full_at)
+            if scale < 1.0:
+                alloc = replace(alloc, shares={
+                    k: int(v * scale) if any(s.name == k and is_history(s) for s in self.sources)
+                    else v for k, v in alloc.shares.items()})
         st = BuildState(question=query or "", turn=query is None,
                         now=time.time() if now is None else now, allocation=alloc)
         ctx = dict(context or {})
