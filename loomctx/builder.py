@@ -42,7 +42,7 @@ from loomctx.report import BuildReport, build_report
 from loomctx.select.packer import Unit, pack
 from loomctx.select.rank import per_build, rank_units, tail_units
 from loomctx.select.scoring import score
-from loomctx.select.tail import tail_share_scale
+from loomctx.select.tail import about_the_past, tail_share_scale
 from loomctx.select.window import STABLE_KINDS, TurnWindow, take_input, without_pending
 from loomctx.sources.gather import gather, is_history
 from loomctx.sources.protocol import ContextSource, SourceRequest
@@ -262,6 +262,9 @@ class ContextBuilder:
     def _select(self, st: BuildState) -> tuple[dict[str, list[Unit]], list[ContextItem]]:
         """Rank every source into units; in a turn, fix the history window first."""
         opts = self.options.select
+        if (not st.turn and opts.past_recency_weight is not None
+                and about_the_past(st.question)):
+            opts = replace(opts, recency_weight=opts.past_recency_weight)
         ordered: dict[str, list[Unit]] = {}
         window: list[ContextItem] = []
         stable = 0

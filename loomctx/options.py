@@ -42,10 +42,11 @@ class BuildOptions:
     take; it changes every turn, so it is never cached."""
     summary_share: float = 0.08
     """Turn builds: most of the budget the summary of compacted history may take."""
-    tail_full_at: int = 0
+    tail_full_at: int = 8192
     """Question builds about the past: below this budget the recent tail's share shrinks in
     proportion (``share × total / tail_full_at``) and the rest of the tail competes on its
-    score; 0 keeps the full share at every budget (see :mod:`loomctx.select.tail`)."""
+    score; 0 keeps the full share at every budget (see :mod:`loomctx.select.tail`). 8192 was
+    chosen on the development split (benchmarks/README.md, evidence recall)."""
 
     def __post_init__(self) -> None:
         if self.format is not None and self.format not in formats():
