@@ -16,6 +16,7 @@ from loomctx.sources.static import UserInputSource
     ("question", "past"),
     [("When did Mel paint a sunrise?", True), ("What did Ann name her cat?", True),
      ("Where was the conference held?", True), ("小安什么时候去了巴黎？", True),
+     ("老白领养的狗叫什么名字？", True), ("What is Caroline's identity?", True), ("", False),
      ("What should I do next?", False), ("What is the plan for tomorrow?", False),
      ("接下来应该做什么？", False)],
 )
