@@ -42,6 +42,7 @@ from loomctx.report import BuildReport, build_report
 from loomctx.select.packer import Unit, pack
 from loomctx.select.rank import per_build, rank_units, tail_units
 from loomctx.select.scoring import score
+from loomctx.select.tail import about_the_past, tail_share_scale
 from loomctx.select.window import STABLE_KINDS, TurnWindow, take_input, without_pending
 from loomctx.sources.gather import gather, is_history
 from loomctx.sources.protocol import ContextSource, SourceRequest
@@ -169,6 +170,12 @@ class ContextBuilder:
         if query is not None:
             query = clean_text(query)  # lone surrogates → U+FFFD, as for every input text
         alloc = self.budget.allocate(max_tokens, phase=phase)
+        if query:  # a question about the past: the tail's share shrinks at small budgets
+            scale = tail_share_scale(query, alloc.total, self.options.tail_full_at)
+            if scale < 1.0:
+                alloc = replace(alloc, shares={
+                    k: int(v * scale) if any(s.name == k and is_history(s) for s in self.sources)
+                    else v for k, v in alloc.shares.items()})
         st = BuildState(question=query or "", turn=query is None,
                         now=time.time() if now is None else now, allocation=alloc)
         ctx = dict(context or {})
@@ -257,6 +264,9 @@ class ContextBuilder:
     def _select(self, st: BuildState) -> tuple[dict[str, list[Unit]], list[ContextItem]]:
         """Rank every source into units; in a turn, fix the history window first."""
         opts = self.options.select
+        if (not st.turn and opts.past_recency_weight is not None
+                and about_the_past(st.question)):
+            opts = replace(opts, recency_weight=opts.past_recency_weight)
         ordered: dict[str, list[Unit]] = {}
         window: list[ContextItem] = []
         stable = 0

@@ -42,6 +42,11 @@ class BuildOptions:
     take; it changes every turn, so it is never cached."""
     summary_share: float = 0.08
     """Turn builds: most of the budget the summary of compacted history may take."""
+    tail_full_at: int = 8192
+    """Question builds about the past: below this budget the recent tail's share shrinks in
+    proportion (``share × total / tail_full_at``) and the rest of the tail competes on its
+    score; 0 keeps the full share at every budget (see :mod:`loomctx.select.tail`). 8192 was
+    chosen on the development split (benchmarks/README.md, evidence recall)."""
 
     def __post_init__(self) -> None:
         if self.format is not None and self.format not in formats():
@@ -53,6 +58,10 @@ class BuildOptions:
             raise ConfigError(f"source_timeout must be > 0, got {self.source_timeout!r}")
         if self.min_fragment < 1:
             raise ConfigError(f"min_fragment must be >= 1, got {self.min_fragment!r}")
+        if isinstance(self.tail_full_at, bool) or not isinstance(self.tail_full_at, int) \
+                or self.tail_full_at < 0:
+            raise ConfigError(f"tail_full_at must be an int >= 0 (tokens; 0: off), got "
+                              f"{self.tail_full_at!r}")
         for name in ("low_water", "volatile_share", "summary_share"):
             v = getattr(self, name)
             if not 0.0 <= v < 1.0:

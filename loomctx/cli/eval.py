@@ -15,7 +15,7 @@ from pathlib import Path
 from loomctx.errors import ConfigError, LoomctxError
 
 DEFAULT_BUDGETS = "512,1024,2048,4096,8192"
-_DATASETS = ("locomo", "hotpotqa", "generic")
+_DATASETS = ("locomo", "hotpotqa", "generic", "multilingual")
 _EXIT_USAGE = 2
 
 
@@ -35,6 +35,7 @@ def _budgets(text: str) -> tuple[int, ...]:
 
 def add_eval_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:  # type: ignore[type-arg]
     """Register the ``eval`` subcommand (its handler is ``args.func = run_eval``)."""
+    from loomctx.eval.splits import SPLITS  # small, but only for `loomctx eval`
     parser = subparsers.add_parser(
         "eval",
         help="evidence recall at token budgets on a data set",
@@ -43,7 +44,11 @@ def add_eval_parser(subparsers: argparse._SubParsersAction) -> argparse.Argument
         "evidence whose full text is inside a context of at most that many cl100k tokens.",
     )
     parser.add_argument("dataset", choices=_DATASETS, help="data set format")
-    parser.add_argument("--data", required=True, metavar="PATH", help="the data file to read")
+    parser.add_argument(
+        "--data",
+        metavar="PATH",
+        help="the data file to read (every data set but multilingual, which is generated)",
+    )
     parser.add_argument(
         "--budgets",
         default=DEFAULT_BUDGETS,
@@ -69,7 +74,25 @@ def add_eval_parser(subparsers: argparse._SubParsersAction) -> argparse.Argument
         metavar="N",
         help="hotpotqa: pad each passage pool to N tokens (default 16000)",
     )
-    parser.add_argument("--seed", type=int, default=0, help="hotpotqa: padding seed (default 0)")
+    parser.add_argument(
+        "--seed",
+        type=int,
+        default=0,
+        help="hotpotqa: padding seed; multilingual: generation seed (default 0)",
+    )
+    parser.add_argument(
+        "--split",
+        choices=SPLITS,
+        default="all",
+        help="dev: the development split (LoCoMo conversations 1-5, the first 100 questions "
+        "of other data); test: the held-out rest; all: both, also reported per split",
+    )
+    parser.add_argument(
+        "--metadata",
+        action="store_true",
+        help="present every turn as '[id] (timestamp) speaker: text', the metadata real "
+        "messages carry (gold evidence is then the decorated line)",
+    )
     parser.add_argument(
         "--progress", action="store_true", help="report progress on stderr every 100 questions"
     )
@@ -80,6 +103,7 @@ def add_eval_parser(subparsers: argparse._SubParsersAction) -> argparse.Argument
 def _run(args: argparse.Namespace) -> int:
     from loomctx.eval.datasets import iter_dataset
     from loomctx.eval.runner import evaluate
+    from loomctx.eval.splits import with_metadata, with_splits
     from loomctx.eval.systems import build_systems
 
     budgets = _budgets(args.budgets)
@@ -87,23 +111,31 @@ def _run(args: argparse.Namespace) -> int:
         raise ConfigError(f"--limit {args.limit!r} must be a positive number of questions")
     if args.pad_tokens < 0:
         raise ConfigError(f"--pad-tokens {args.pad_tokens!r} must be >= 0 (0: no padding)")
-    path = Path(args.data)
-    if not path.is_file():
-        raise ConfigError(f"--data {str(path)!r} is not a readable file")
+    path: Path | None = None
+    if args.dataset != "multilingual":
+        if args.data is None:
+            raise ConfigError(f"{args.dataset} is read from a file: pass --data PATH")
+        path = Path(args.data)
+        if not path.is_file():
+            raise ConfigError(f"--data {str(path)!r} is not a readable file")
     names = None
     if args.systems is not None:
         names = [n.strip() for n in args.systems.split(",") if n.strip()]
-    uses_dense = names is None or "dense" in names
+    uses_dense = names is None or "dense" in names or "fusion" in names
     embedder = None
     if uses_dense and args.embedder == "hashing":
         from loomctx.embed import HashingEmbedder
 
         embedder = HashingEmbedder()
     systems = build_systems(names, embedder=embedder)
-    options = (
-        {"pad_tokens": args.pad_tokens, "seed": args.seed} if args.dataset == "hotpotqa" else {}
-    )
-    questions = iter_dataset(args.dataset, path, **options)
+    options: dict[str, int] = {}
+    if args.dataset == "hotpotqa":
+        options = {"pad_tokens": args.pad_tokens, "seed": args.seed}
+    elif args.dataset == "multilingual":
+        options = {"seed": args.seed}
+    questions = with_splits(iter_dataset(args.dataset, path, **options), args.dataset, args.split)
+    if args.metadata:
+        questions = with_metadata(questions)
 
     def progress(done: int) -> None:
         if done % 100 == 0:
@@ -116,6 +148,7 @@ def _run(args: argparse.Namespace) -> int:
         dataset=args.dataset,
         limit=args.limit,
         progress=progress if args.progress else None,
+        split=args.split,
     )
     print(report.to_json() if args.json else report.table())
     return 0

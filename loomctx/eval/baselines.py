@@ -1,6 +1,6 @@
-"""Single-signal baselines (recency, BM25, dense) that put loomctx's numbers in perspective.
+"""Baselines (recency, BM25, dense, their rank fusion) that put loomctx's numbers in perspective.
 
-All three share one packer, so they differ only in how they rank turns: each turn is rendered as
+All of them share one packer, so they differ only in how they rank turns: each turn is rendered as
 one line of its ``content``, lines are taken greedily in rank order while the cl100k count of the
 rendered text stays within the budget, and the chosen lines are put back in chronological order.
 The per-history work (token counts, the BM25 index, turn embeddings) is cached by the identity of
@@ -194,11 +194,41 @@ class DenseBaseline(_RankingBaseline):
         return np.asarray(built @ query)
 
 
+class FusionBaseline(_RankingBaseline):
+    """Reciprocal rank fusion of the BM25 and the dense ranking: ``1/(k + rank)`` summed.
+
+    The simple hybrid that any retrieval stack can build from the two single-signal baselines;
+    a context builder that ranks worse than it is leaving recall on the table. ``k`` = 60 is the
+    constant of the original RRF paper (Cormack et al., 2009), not fitted to any data here.
+    """
+
+    name = "fusion"
+
+    def __init__(self, embedder: Embedder, *, k: int = 60) -> None:
+        super().__init__()
+        self.k = k
+        self._bm25 = BM25Baseline()
+        self._dense = DenseBaseline(embedder)
+
+    def _build(self, history: tuple[Turn, ...]) -> Any:
+        return self._bm25._build(history), self._dense._build(history)
+
+    def _scores(self, built: Any, question: str) -> np.ndarray:
+        lexical, dense = built
+        fused = np.zeros(len(dense), dtype=np.float64)
+        for scores in (self._bm25._scores(lexical, question), self._dense._scores(dense, question)):
+            ranks = np.empty(len(scores), dtype=np.float64)
+            ranks[_rank(np.asarray(scores))] = np.arange(len(scores))
+            fused += 1.0 / (self.k + ranks + 1.0)
+        return fused
+
+
 __all__ = [
     "BM25Baseline",
     "DenseBaseline",
     "EvalOutput",
     "EvalSystem",
+    "FusionBaseline",
     "RecencyBaseline",
     "pack_turns",
     "turn_token_counts",

@@ -20,6 +20,7 @@ from loomctx._jsonl import json_lines
 from loomctx.errors import ConfigError, InputError
 from loomctx.eval.generic import load_generic
 from loomctx.eval.metric import count_tokens
+from loomctx.eval.multilingual import multilingual_questions
 from loomctx.eval.records import EvalQuestion, Turn, parse_timestamp
 
 LOCOMO_CATEGORIES: dict[int, str] = {
@@ -218,8 +219,14 @@ def load_hotpotqa(
     return questions
 
 
-def iter_dataset(name: str, path: str | Path, **options: Any) -> Iterator[EvalQuestion]:
-    """Questions of ``name`` (``locomo``, ``hotpotqa`` or ``generic``) read from ``path``."""
+def iter_dataset(name: str, path: str | Path | None, **options: Any) -> Iterator[EvalQuestion]:
+    """Questions of ``name`` (``locomo``, ``hotpotqa`` or ``generic``) read from ``path``;
+    ``multilingual`` is generated (``path`` unused, ``options`` go to the generator)."""
+    if name == "multilingual":
+        yield from multilingual_questions(**options)
+        return
+    if path is None:
+        raise ConfigError(f"data set {name!r} is read from a file: pass --data PATH")
     if name == "locomo":
         yield from load_locomo(path)
     elif name == "hotpotqa":
@@ -227,7 +234,8 @@ def iter_dataset(name: str, path: str | Path, **options: Any) -> Iterator[EvalQu
     elif name == "generic":
         yield from load_generic(path)
     else:
-        raise InputError(f"unknown data set {name!r}: use locomo, hotpotqa or generic")
+        raise InputError(
+            f"unknown data set {name!r}: use locomo, hotpotqa, generic or multilingual")
 
 
 __all__ = [

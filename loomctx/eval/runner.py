@@ -22,6 +22,7 @@ from loomctx.errors import ConfigError
 from loomctx.eval.baselines import EvalSystem
 from loomctx.eval.metric import ENCODING, count_tokens, score_build
 from loomctx.eval.records import EvalQuestion, Turn
+from loomctx.eval.splits import SPLIT_KEY
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,11 +52,16 @@ class EvalReport:
     systems: tuple[str, ...]
     budgets: tuple[int, ...]
     categories: tuple[str, ...] = field(default=("all",))
+    """``"all"``, the data set's categories, then ``"split:dev"`` / ``"split:test"`` when the
+    questions carry a split (each split's questions aggregated apart)."""
+    split: str = "all"
+    """Which split was run (``dev``, ``test`` or ``all``)."""
 
     def to_dict(self) -> dict[str, Any]:
-        """The JSON document: ``{"dataset", "encoding", "results": [...]}``."""
+        """The JSON document: ``{"dataset", "split", "encoding", "results": [...]}``."""
         return {
             "dataset": self.dataset,
+            "split": self.split,
             "encoding": ENCODING,
             "results": [asdict(result) for result in self.results],
         }
@@ -79,7 +85,10 @@ class EvalReport:
         head = f"{'budget':>7}  {'category':<{cat_width}}  {'n':>5}" + "".join(
             f"{s:>{col}}" for s in self.systems
         )
-        lines = [f"evidence recall: {self.dataset} ({n_all} questions, {ENCODING})", head]
+        lines = [
+            f"evidence recall: {self.dataset} ({n_all} questions, {ENCODING}, split {self.split})",
+            head,
+        ]
         for budget in self.budgets:
             for category in self.categories:
                 rows = [self.get(s, budget, category) for s in self.systems]
@@ -126,10 +135,13 @@ def evaluate(
     dataset: str = "custom",
     limit: int | None = None,
     progress: Callable[[int], None] | None = None,
+    split: str = "all",
 ) -> EvalReport:
     """Run every system at every budget on each question and aggregate per category.
 
     ``limit`` keeps only the first ``limit`` questions; ``progress(done)`` is called after each.
+    Questions tagged with a split (``extras["split"]``, see :mod:`loomctx.eval.splits`) are also
+    aggregated per split, as the categories ``split:<name>``; ``split`` names the run's split.
     """
     if not systems:
         raise ConfigError("evaluate needs at least one system")
@@ -146,6 +158,7 @@ def evaluate(
     tokens: dict[tuple[str, int, str], list[int]] = defaultdict(list)
     over: dict[tuple[str, int, str], int] = defaultdict(int)
     categories: dict[str, None] = {}
+    splits: dict[str, None] = {}
     index_ms: dict[str, list[float]] = {name: [] for name in names}
     count_tokens("")  # load the tokenizer before anything is timed
     current: tuple[Turn, ...] | None = None
@@ -161,9 +174,13 @@ def evaluate(
                     prepare(q.history)
                     index_ms[system.name].append((time.perf_counter() - start) * 1000.0)
         gold = [(gold_id, texts[gold_id]) for gold_id in q.gold]
-        cats = ("all",) if q.category is None else ("all", q.category)
+        cats: tuple[str, ...] = ("all",) if q.category is None else ("all", q.category)
         if q.category is not None:
             categories.setdefault(q.category)
+        tag = q.extras.get(SPLIT_KEY)
+        if isinstance(tag, str):
+            splits.setdefault(f"split:{tag}")
+            cats = (*cats, f"split:{tag}")
         for system in systems:
             for budget in budgets:
                 start = time.perf_counter()
@@ -179,7 +196,7 @@ def evaluate(
         done += 1
         if progress is not None:
             progress(done)
-    ordered = ("all", *sorted(categories))
+    ordered = ("all", *sorted(categories), *sorted(splits))
     results = tuple(
         EvalResult(
             system=name,
@@ -200,7 +217,8 @@ def evaluate(
         for cat in ordered
     )
     return EvalReport(
-        dataset=dataset, results=results, systems=names, budgets=budgets, categories=ordered
+        dataset=dataset, results=results, systems=names, budgets=budgets, categories=ordered,
+        split=split,
     )
 
 

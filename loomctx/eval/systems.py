@@ -12,7 +12,13 @@ from collections.abc import Callable, Sequence
 from loomctx.embed import CachedEmbedder, HashingEmbedder, default_embedder
 from loomctx.embed.protocol import Embedder
 from loomctx.errors import ConfigError
-from loomctx.eval.baselines import BM25Baseline, DenseBaseline, EvalSystem, RecencyBaseline
+from loomctx.eval.baselines import (
+    BM25Baseline,
+    DenseBaseline,
+    EvalSystem,
+    FusionBaseline,
+    RecencyBaseline,
+)
 
 
 def cached(embedder: Embedder) -> Embedder:
@@ -23,6 +29,17 @@ def cached(embedder: Embedder) -> Embedder:
 def hashing_embedder() -> Embedder:
     """The fast fake embedder (for smoke runs and tests), memoised by text."""
     return cached(HashingEmbedder())
+
+
+_DEFAULT: list[Embedder] = []
+
+
+def _shared_default() -> Embedder:
+    """One memoised default embedder for the dense and fusion baselines of a process: the model
+    loads once and a turn both rank is embedded once."""
+    if not _DEFAULT:
+        _DEFAULT.append(cached(default_embedder()))
+    return _DEFAULT[0]
 
 
 def _loomctx(embedder: Embedder | None = None) -> EvalSystem:
@@ -36,13 +53,15 @@ SYSTEMS: dict[str, Callable[[], EvalSystem]] = {
     "loomctx": _loomctx,
     "recency": RecencyBaseline,
     "bm25": BM25Baseline,
-    "dense": lambda: DenseBaseline(cached(default_embedder())),
+    "dense": lambda: DenseBaseline(_shared_default()),
+    "fusion": lambda: FusionBaseline(_shared_default()),
 }
 """System name → factory, in the default run order."""
 
 WITH_EMBEDDER: dict[str, Callable[[Embedder], EvalSystem]] = {
     "loomctx": _loomctx,
     "dense": DenseBaseline,
+    "fusion": FusionBaseline,
 }
 """Factories used instead of :data:`SYSTEMS` when the caller chooses the embedder."""
 

@@ -16,6 +16,7 @@ from loomctx.items import RAW_RELEVANCE, ContextItem, Tier
 from loomctx.memory.tiers import TieredMemory
 from loomctx.retrieval.reranker import Candidate, UnifiedReranker
 from loomctx.retrieval.rewriter import QueryRewriter
+from loomctx.retrieval.timecues import time_window
 from loomctx.sources.knowledge import KnowledgeSource
 from loomctx.sources.protocol import SourceRequest
 from loomctx.stores.protocol import Hit, MemoryRecord, Scope
@@ -59,6 +60,7 @@ class UnifiedRetrievalSource:
         self, memory: TieredMemory, knowledge: Sequence[KnowledgeSource] = (), *,
         name: str = "L4_semantic", recall_limit: int = 20, rewriter: QueryRewriter | None = None,
         reranker: UnifiedReranker | None = None, scope: str = "session",
+        time_cues: bool = True,
     ) -> None:
         if recall_limit < 1:
             raise ConfigError(f"recall_limit must be >= 1, got {recall_limit!r}")
@@ -71,6 +73,8 @@ class UnifiedRetrievalSource:
         self.rewriter = rewriter or QueryRewriter()
         self.reranker = reranker or UnifiedReranker()
         self.scope = scope
+        self.time_cues = time_cues
+        """Recall what was said when the question names a time (session scope only)."""
         self.failures: dict[str, str] = {}
         """Knowledge base name → the error of its last failed recall (empty when all worked)."""
 
@@ -111,13 +115,15 @@ class UnifiedRetrievalSource:
                                           return_exceptions=True)
         try:
             (lexical, dense, extra), kb = await asyncio.gather(memory_recall, knowledge_recall)
+            dated = self._dated(query, request.now, limit, dense)
         except StoreError as exc:  # the store is down: this source fails, the build goes on
             raise SourceError(f"memory store unavailable: {exc}", source=self.name) from exc
         self.failures = {k.name: f"{type(r).__name__}: {r}"
                          for k, r in zip(self.knowledge, kb, strict=True)
                          if isinstance(r, BaseException)}
         cands: dict[str, Candidate] = {}
-        for kind, hits in (("lexical", lexical), ("dense", dense), ("expanded", extra)):
+        for kind, hits in (("lexical", lexical), ("dense", dense), ("expanded", extra),
+                           ("time", dated)):
             self._add_hits(cands, kind, hits)
         for source_items in kb:
             if isinstance(source_items, BaseException):
@@ -139,6 +145,24 @@ class UnifiedRetrievalSource:
             c.tokens = counter.count(c.content)
         ranked = self.reranker.rerank(query, list(cands.values()))
         return [self._item(c) for c in ranked]
+
+    def _dated(self, query: str, now: float, limit: int, dense: list[Hit]) -> list[Hit]:
+        """A fourth recall list when the question names a time ("in June", "last week"): this
+        session's memories from then, lexical matches first, then dense ones."""
+        if not self.time_cues or self.scope != "session":
+            return []
+        window = time_window(query, now)
+        if window is None:
+            return []
+        start, end = window
+        wide = self.memory.search_lexical(query, limit * 4)
+        seen: set[str] = set()
+        out: list[Hit] = []
+        for h in (*wide, *dense):
+            if start <= h.record.timestamp < end and h.record.id not in seen:
+                seen.add(h.record.id)
+                out.append(h)
+        return out[:limit]
 
     def _add_hits(self, cands: dict[str, Candidate], kind: str, hits: list[Hit]) -> None:
         own = (self.memory.scope.agent, self.memory.session)

@@ -36,9 +36,15 @@ class SelectOptions:
     """MMR trade-off for evidence: 1.0 = relevance only, lower = more diversity."""
     dedup: bool = True
     """Drop candidates whose content fingerprint was already seen."""
+    past_recency_weight: float | None = 0.0
+    """Recency weight for a question about the past (``loomctx.select.tail.about_the_past``):
+    what was said recently is then no likelier to hold the answer. None: ``recency_weight``."""
 
     def __post_init__(self) -> None:
-        for name in ("relevance_weight", "recency_weight", "min_relevance", "mmr_lambda"):
+        names = ["relevance_weight", "recency_weight", "min_relevance", "mmr_lambda"]
+        if self.past_recency_weight is not None:
+            names.append("past_recency_weight")
+        for name in names:
             v = getattr(self, name)
             if not (0.0 <= v <= 1.0):
                 raise ConfigError(f"{name} must be in [0, 1], got {v!r}")

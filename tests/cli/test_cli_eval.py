@@ -66,7 +66,7 @@ def test_json_output(data: Path, capsys: pytest.CaptureFixture[str]) -> None:
         (s, b, c)
         for s in ("recency", "bm25", "dense")
         for b in (16, 64)
-        for c in ("all", "fact", "other")
+        for c in ("all", "fact", "other", "split:dev")  # two questions: both in dev
     }
     assert rows[("bm25", 16, "fact")]["recall"] == 1.0
     assert rows[("recency", 16, "fact")]["recall"] == 1.0  # the key turn is the last one
@@ -136,3 +136,17 @@ def test_registers_on_a_main_parser(data: Path) -> None:
     assert args.func is run_eval
     assert args.budgets == "512,1024,2048,4096,8192"
     assert args.pad_tokens == 16000 and not args.json
+
+
+def test_split_and_metadata_options(data: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    args = ["generic", "--data", str(data), "--budgets", "64", "--systems", "bm25,fusion",
+            "--embedder", "hashing", "--json", "--metadata"]
+    assert main([*args, "--split", "dev"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["split"] == "dev"
+    rows = {(r["system"], r["category"]): r for r in doc["results"]}
+    assert rows[("bm25", "split:dev")]["n"] == 2
+    assert rows[("fusion", "fact")]["recall"] == 1.0  # the decorated line is what counts
+    assert main([*args, "--split", "test"]) == 0  # two questions: the test split is empty
+    doc = json.loads(capsys.readouterr().out)
+    assert all(r["n"] == 0 for r in doc["results"])

@@ -207,3 +207,21 @@ def test_a_failing_knowledge_base_costs_only_its_own_results(
     row = next(r for r in report.sources if r.name == "L4_semantic")
     assert row.error == "partial: broken_kb failed: OSError: index offline"
     assert row.included >= 1
+
+
+def test_a_question_naming_a_month_prefers_what_was_said_then(
+        make_memory: Callable[..., TieredMemory], collect: Collect) -> None:
+    memory = make_memory()
+    day = 86_400.0
+    june, august = 1_685_577_600.0, 1_690_848_000.0  # 2023-06-01, 2023-08-01 (UTC)
+    texts = [("We went hiking by the lake, lovely day.", august + i * day) for i in range(30)]
+    texts.insert(3, ("We went hiking by the lake, lovely day too.", june + 9 * day))
+    msgs = [{"id": f"h{i}", "role": "user", "content": t, "timestamp": ts}
+            for i, (t, ts) in enumerate(texts)]
+    memory.add(msgs, now=august + 40 * day)
+    question = "Where did we go hiking in June?"
+    dated = collect(UnifiedRetrievalSource(memory), question, now=august + 40 * day, total=512)
+    plain = collect(UnifiedRetrievalSource(memory, time_cues=False), question,
+                    now=august + 40 * day, total=512)
+    assert dated[0].id == "h3"
+    assert plain[0].id != "h3"  # the lexical tie goes elsewhere without the date cue

@@ -1,0 +1,86 @@
+"""Cap the BLAS threads of numpy's bundled OpenBLAS around a forward pass (no extra package).
+
+OpenBLAS starts one thread per core and spins them on every matrix product. On a machine whose
+cores are busy with other work that spinning costs more than it saves: embedding one ~400-turn
+conversation took 50 s with the default threads and 16-22 s with one thread, on 2 shared cores
+(benchmarks/README.md). ``threadpoolctl`` does this generally; it is not a dependency, so this
+module finds the OpenBLAS that numpy loaded and calls its own ``set_num_threads``. Where there is
+no such library (another BLAS, another platform) it does nothing.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+_PREFIXES = ("scipy_openblas", "openblas")
+_SUFFIXES = ("64_", "")
+_FOUND: list[tuple[Any, Any] | None] = []
+_LOCK = threading.Lock()
+
+
+def _openblas() -> tuple[Any, Any] | None:
+    """(get, set) thread functions of the loaded OpenBLAS, or None (looked up once)."""
+    with _LOCK:
+        if _FOUND:
+            return _FOUND[0]
+        found = None
+        try:
+            import numpy  # noqa: F401  (loads its BLAS)
+
+            with open("/proc/self/maps", encoding="utf-8") as fh:
+                paths = sorted({line.split()[-1] for line in fh
+                                if "openblas" in line.lower() and ".so" in line})
+        except OSError:
+            paths = []
+        for path in paths:
+            try:
+                lib = ctypes.CDLL(path)
+            except OSError:
+                continue
+            for prefix in _PREFIXES:
+                for suffix in _SUFFIXES:
+                    get = getattr(lib, f"{prefix}_get_num_threads{suffix}", None)
+                    put = getattr(lib, f"{prefix}_set_num_threads{suffix}", None)
+                    if get is not None and put is not None:
+                        get.restype = ctypes.c_int
+                        put.argtypes = [ctypes.c_int]
+                        found = (get, put)
+                        break
+                if found:
+                    break
+            if found:
+                break
+        _FOUND.append(found)
+        return found
+
+
+def blas_threads() -> int | None:
+    """The current OpenBLAS thread count (None when no OpenBLAS was found)."""
+    funcs = _openblas()
+    return None if funcs is None else int(funcs[0]())
+
+
+@contextmanager
+def limited(threads: int | None) -> Iterator[None]:
+    """Run the block with at most ``threads`` BLAS threads (None: leave BLAS alone)."""
+    funcs = None if threads is None else _openblas()
+    if funcs is None:
+        yield
+        return
+    get, put = funcs
+    before = int(get())
+    if before <= threads:  # type: ignore[operator]
+        yield
+        return
+    put(threads)
+    try:
+        yield
+    finally:
+        put(before)
+
+
+__all__ = ["blas_threads", "limited"]

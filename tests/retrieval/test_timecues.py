@@ -1,0 +1,48 @@
+"""Date cues: the span a question names, relative to the build's now."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+
+import pytest
+
+from loomctx.retrieval.timecues import DAY, SLACK_DAYS, time_window
+
+
+def _t(*ymd: int) -> float:
+    return datetime(*ymd, tzinfo=timezone.utc).timestamp()
+
+
+NOW = _t(2023, 8, 20)
+
+
+@pytest.mark.parametrize(
+    ("question", "start", "end"),
+    [
+        ("When did Mel go camping in June?", _t(2023, 6, 1), _t(2023, 7, 1)),
+        ("What happened in November?", _t(2022, 11, 1), _t(2022, 12, 1)),  # the latest November
+        ("What did Maria do in December 2022?", _t(2022, 12, 1), _t(2023, 1, 1)),
+        ("What did Gina find on 1 February, 2023?", _t(2023, 2, 1), _t(2023, 2, 2)),
+        ("Which painting on October 13, 2023?", _t(2023, 10, 13), _t(2023, 10, 14)),
+        ("Who came to dinner on May 3, 2023?", _t(2023, 5, 3), _t(2023, 5, 4)),
+        ("小安5月3日做了什么？", _t(2023, 5, 3), _t(2023, 5, 4)),
+        ("老白2022年12月在哪里？", _t(2022, 12, 1), _t(2023, 1, 1)),
+    ],
+)
+def test_named_spans_widen_after_their_end(question: str, start: float, end: float) -> None:
+    assert time_window(question, NOW) == (start, end + SLACK_DAYS * DAY)
+
+
+def test_relative_cues_count_back_from_now() -> None:
+    start, end = time_window("What did she cook last week?", NOW) or (0.0, 0.0)
+    assert start == NOW - 14 * DAY and end == NOW
+    assert time_window("他上个月去了哪里？", NOW) is not None
+
+
+@pytest.mark.parametrize(
+    "question",
+    ["What may happen next?", "When did she start running?", "Which book did he like?",
+     "What happened on February 30, 2023?"],
+)
+def test_no_cue_no_span(question: str) -> None:
+    assert time_window(question, NOW) is None
