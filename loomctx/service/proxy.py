@@ -16,6 +16,7 @@ reaches the client.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import math
 from collections.abc import AsyncIterator, Mapping
@@ -108,6 +109,8 @@ class Proxy:
     def __init__(self, service: Service, client: httpx.AsyncClient) -> None:
         self.service = service
         self.client = client
+        self._finishing: set[asyncio.Task[None]] = set()
+        """Streams being wound up (reply stored, session unlocked) apart from their request."""
 
     def _headers(self, fmt: Format, request: Request) -> dict[str, str]:
         opts = self.service.options
@@ -236,6 +239,7 @@ class Proxy:
         usage chunk the client did not ask for."""
         reader = ReplyReader(fmt)
         pending = b""
+        complete = False
         try:
             async for chunk in resp.aiter_bytes():
                 reader.feed(chunk)
@@ -246,11 +250,31 @@ class Proxy:
                 out = b"".join(e + b"\n\n" for e in events if not _usage_only(e))
                 if out:
                     yield out
+            complete = True
             if pending and not _usage_only(pending):
                 yield pending
-            await self._remember(fmt, tenant, conv, record, reader.result(), body)
         finally:
+            # A client that closes the stream at its last byte cancels this generator: storing
+            # the reply here could be cut off halfway (the session holding a reply its
+            # fingerprints do not know, so the client's next request would add it twice).
+            # A task of its own stores it and only then unlocks the session.
+            task = asyncio.create_task(self._finish(fmt, tenant, conv, record, resp,
+                                                    reader if complete else None, body))
+            self._finishing.add(task)
+            task.add_done_callback(self._finishing.discard)
+
+    async def _finish(self, fmt: Format, tenant: str, conv: Conversation, record: BuildRecord,
+                      resp: httpx.Response, reader: ReplyReader | None,
+                      body: Mapping[str, Any]) -> None:
+        """After a stream: close the upstream, store the whole reply, unlock the session."""
+        try:
             await resp.aclose()
+            if reader is not None:
+                await self._remember(fmt, tenant, conv, record, reader.result(), body)
+            else:
+                record.reply_stored = False
+                record.note = "the stream ended before the reply was complete: not stored"
+        finally:
             conv.lock.release()
 
     async def _remember(self, fmt: Format, tenant: str, conv: Conversation,

@@ -240,3 +240,32 @@ def test_a_named_session_survives_a_restart_with_a_sqlite_store(
         model="gpt-4o", max_tokens=20, messages=[{"role": "user", "content": "Code word?"}])
     seen = [m["content"] for m in upstream.requests[-1].body["messages"]]
     assert seen == ["Remember the code word: heron.", "ok", "Code word?"]
+
+
+def test_a_stream_closed_at_its_last_byte_still_stores_the_reply_once(
+        upstream: WindowedFakeServer, proxy: RunningServer) -> None:
+    """The client closes the stream as soon as it has read ``[DONE]`` and at once sends the
+    whole conversation again, tool result added: the reply is stored exactly once, whatever the
+    timing, so the next request never repeats a tool call id."""
+    rounds = 8
+    messages: list[Any] = [{"role": "user", "content": "Track A-0."}]
+    for i in range(rounds):
+        upstream.add(Reply(tool_calls=[ToolCall("lookup", {"order": f"A-{i}"}, id=f"call_{i}")]))
+    upstream.add(Reply(text="All tracked."))
+    for i in range(rounds):
+        with httpx.stream("POST", proxy.url + "/v1/chat/completions", json={
+                "model": "gpt-4o", "messages": messages, "max_tokens": 50,
+                "stream": True}) as resp:
+            assert resp.status_code == 200
+            for line in resp.iter_lines():
+                if line == "data: [DONE]":
+                    break  # close at once, as an SDK does
+        messages += [{"role": "assistant", "content": None, "tool_calls": [
+            {"id": f"call_{i}", "type": "function",
+             "function": {"name": "lookup", "arguments": json.dumps({"order": f"A-{i}"})}}]},
+            {"role": "tool", "tool_call_id": f"call_{i}", "content": f"A-{i} is on its way"}]
+    final = httpx.post(proxy.url + "/v1/chat/completions",
+                       json={"model": "gpt-4o", "messages": messages, "max_tokens": 50})
+    assert final.status_code == 200, final.text
+    sessions = httpx.get(proxy.url + "/v1/loomctx/sessions").json()["sessions"]
+    assert [s["messages"] for s in sessions] == [len(messages) + 1]
