@@ -29,6 +29,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, NamedTuple
 
 from loomctx.errors import ConfigError
+from loomctx.text.messages import common_prefix_length
 from loomctx.tokens.protocol import TokenCounter
 
 SECTIONS: tuple[str, ...] = ("tools", "system", "messages", "text")
@@ -72,12 +73,6 @@ def segments(payload: Mapping[str, Any]) -> list[tuple[str, str]]:
     return out
 
 
-def _common_length(a: str, b: str) -> int:
-    """Characters at the start of ``a`` and ``b`` that are equal."""
-    n = min(len(a), len(b))
-    return next((i for i in range(n) if a[i] != b[i]), n)
-
-
 def prefix_reuse(
     previous: Mapping[str, Any] | None, payload: Mapping[str, Any], counter: TokenCounter
 ) -> PrefixReuse:
@@ -97,7 +92,7 @@ def prefix_reuse(
             reused += counts[index]
             continue
         if index < len(old) and old[index][0] == section:
-            common = text[: _common_length(old[index][1], text)]
+            common = text[: common_prefix_length(old[index][1], text)]
             if common:
                 reused += min(counter.count(common), counts[index])
         break

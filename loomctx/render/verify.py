@@ -16,6 +16,7 @@ from loomctx.errors import BudgetError, InvalidRequestError
 from loomctx.items import ContextItem
 from loomctx.render.protocol import Layout, Rendered, Renderer
 from loomctx.render.validate import check
+from loomctx.text.messages import common_prefix_length
 
 
 def render_within(renderer: Renderer, layout: Callable[[Sequence[ContextItem]], Layout],
@@ -74,7 +75,7 @@ def reused_prefix(renderer: Renderer, prev: Mapping[str, Any] | None,
         return 0
     if "text" in cur:
         b = str(cur["text"])
-        n = _common_chars(str(prev.get("text", "")), b)
+        n = common_prefix_length(str(prev.get("text", "")), b)
         counter = getattr(renderer, "counter", None)
         return counter.count(b[:n]) if counter is not None and n else 0
     chat = getattr(renderer, "chat", None)
@@ -107,7 +108,7 @@ def reused_parts(prev: Mapping[str, Any] | None, cur: Mapping[str, Any]) -> int:
     if prev is None:
         return 0
     if "text" in cur:
-        return _common_chars(str(prev.get("text", "")), str(cur["text"]))
+        return common_prefix_length(str(prev.get("text", "")), str(cur["text"]))
     tools = cur.get("tools") or []
     if (prev.get("tools") or []) != tools:
         return 0
@@ -121,18 +122,6 @@ def reused_parts(prev: Mapping[str, Any] | None, cur: Mapping[str, Any]) -> int:
     while k < min(len(old_msgs), len(new_msgs)) and old_msgs[k] == new_msgs[k]:
         k += 1
     return parts + k
-
-
-def _common_chars(a: str, b: str) -> int:
-    """The length of the longest common prefix, by bisection (slice compares run in C)."""
-    lo, hi = 0, min(len(a), len(b))
-    while lo < hi:
-        mid = (lo + hi + 1) // 2
-        if a[:mid] == b[:mid]:
-            lo = mid
-        else:
-            hi = mid - 1
-    return lo
 
 
 __all__ = ["render_within", "reused_parts", "reused_prefix", "weakest"]

@@ -29,6 +29,7 @@ from typing import Any
 
 from loomctx.models.protocol import ModelResponse, StreamEvent, Usage
 from loomctx.testing.fake_script import ToolCall
+from loomctx.text.messages import common_prefix_length
 
 CHARS_PER_TOKEN = 4
 """The made-up usage's characters per token."""
@@ -63,7 +64,7 @@ class ScriptedModel:
         self.requests.append(copy.deepcopy(dict(payload)))
         self.max_tokens.append(max_tokens)
         sent = _as_read(payload)
-        shared = _common_prefix(self._previous, sent)
+        shared = common_prefix_length(self._previous, sent)
         self._previous = sent
         if index >= len(self.steps):
             raise AssertionError(f"ScriptedModel has {len(self.steps)} steps but was called "
@@ -118,18 +119,6 @@ def _as_read(payload: Mapping[str, Any]) -> str:
     order = ["tools", "system", "messages"]
     keys = [k for k in order if k in payload] + [k for k in payload if k not in order]
     return json.dumps({k: payload[k] for k in keys}, ensure_ascii=False)
-
-
-def _common_prefix(a: str, b: str) -> int:
-    """Length of the longest common prefix (binary search over slice comparisons)."""
-    lo, hi = 0, min(len(a), len(b))
-    while lo < hi:
-        mid = (lo + hi + 1) // 2
-        if a[:mid] == b[:mid]:
-            lo = mid
-        else:
-            hi = mid - 1
-    return lo
 
 
 ScriptStep = Callable[[Mapping[str, Any]], Any]

@@ -89,5 +89,18 @@ def provider_message(message: Mapping[str, Any]) -> dict[str, Any]:
     return {k: message[k] for k in PROVIDER_KEYS if k in message and message[k] is not None}
 
 
-__all__ = ["IMAGE_TYPES", "PROVIDER_KEYS", "content_text", "message_text", "part_text",
-           "provider_message", "render_text"]
+def common_prefix_length(a: str, b: str) -> int:
+    """Characters at the start of ``a`` and ``b`` that are equal: what a provider's prefix cache
+    can reuse of ``b`` after ``a``. Bisection over slice comparisons (they run in C)."""
+    lo, hi = 0, min(len(a), len(b))
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if a[:mid] == b[:mid]:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+__all__ = ["IMAGE_TYPES", "PROVIDER_KEYS", "common_prefix_length", "content_text",
+           "message_text", "part_text", "provider_message", "render_text"]
