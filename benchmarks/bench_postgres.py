@@ -18,6 +18,8 @@ and writes ``benchmarks/results/postgres.json``.
     python3 benchmarks/bench_postgres.py                 # 100k in both stores (~10 min)
     python3 benchmarks/bench_postgres.py --quick         # 10k (~1 min)
     python3 benchmarks/bench_postgres.py --sizes 100000,1000000 --sqlite-max 100000
+    python3 benchmarks/bench_postgres.py --sizes 1000000 --sqlite-max 0 --skip-lexical \
+        --json benchmarks/results/postgres-1m.json
 """
 
 from __future__ import annotations
@@ -214,6 +216,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--builds", type=int, default=60, help="timed builds per store and size")
     p.add_argument("--quick", action="store_true", help="10k memories, 30 builds")
     p.add_argument("--skip-lexical", action="store_true", help="skip the tsvector/pg_trgm run")
+    p.add_argument("--json", type=Path, default=RESULTS / "postgres.json",
+                   help="where the results go")
     args = p.parse_args(argv)
     sizes = [10_000] if args.quick else [int(s) for s in args.sizes.split(",")]
     builds = 30 if args.quick else args.builds
@@ -228,8 +232,8 @@ def main(argv: list[str] | None = None) -> int:
         for size in sizes:
             doc["runs"] += run_size(server, size, sqlite=size <= args.sqlite_max,
                                     builds=builds, tmp=Path(tmp))
-    RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "postgres.json").write_text(json.dumps(doc, indent=2) + "\n")
+    args.json.parent.mkdir(parents=True, exist_ok=True)
+    args.json.write_text(json.dumps(doc, indent=2) + "\n")
     print("| store | memories | retrieval | build p50 / p95 (min–max) ms | store ms/build |")
     print("|---|---|---|---|---|")
     for r in doc["runs"]:
