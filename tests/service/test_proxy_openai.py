@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import socket
+import time
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
@@ -14,7 +16,7 @@ import pytest
 
 from loomctx import check_request
 from loomctx.service import RunningServer
-from loomctx.testing import Reply, ToolCall
+from loomctx.testing import Delay, Reply, ToolCall
 from loomctx.testing.fake_script import render
 from loomctx.testing.windowed import WindowedFakeServer
 
@@ -269,3 +271,23 @@ def test_a_stream_closed_at_its_last_byte_still_stores_the_reply_once(
     assert final.status_code == 200, final.text
     sessions = httpx.get(proxy.url + "/v1/loomctx/sessions").json()["sessions"]
     assert [s["messages"] for s in sessions] == [len(messages) + 1]
+
+
+def test_a_client_gone_before_the_stream_starts_leaves_the_session_usable(
+        upstream: WindowedFakeServer, proxy: RunningServer) -> None:
+    """A client that sends a streaming request and hangs up while the upstream thinks: the
+    session's lock is let go, so the session's next request is answered (not left waiting)."""
+    upstream.add(Delay(1.0, then=Reply(text="late")), Reply(text="on time"))
+    body = json.dumps({"model": "gpt-4o", "stream": True, "max_tokens": 20,
+                       "messages": [{"role": "user", "content": "Slow one?"}]}).encode()
+    host, port = proxy.url.removeprefix("http://").split(":")
+    with socket.create_connection((host, int(port))) as raw:
+        raw.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n"
+                    b"content-type: application/json\r\nx-loomctx-session: gone\r\n"
+                    b"content-length: " + str(len(body)).encode() + b"\r\n\r\n" + body)
+        time.sleep(0.3)  # the request is in; hang up before any answer
+    time.sleep(1.5)  # the upstream has answered into the void
+    nxt = httpx.post(proxy.url + "/v1/chat/completions", timeout=10, headers={
+        "x-loomctx-session": "gone"}, json={"model": "gpt-4o", "max_tokens": 20, "messages": [
+            {"role": "user", "content": "Still there?"}]})
+    assert nxt.status_code == 200 and nxt.json()["choices"][0]["message"]["content"] == "on time"
