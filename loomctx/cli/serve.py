@@ -34,6 +34,9 @@ def add_serve_parser(sub: Any) -> None:
     p.add_argument("--window", type=int, help="the upstream's context window in tokens")
     p.add_argument("--budget", type=int, help="most prompt tokens per request")
     p.add_argument("--max-body-mb", type=float, default=32.0, help="largest request body")
+    p.add_argument("--max-sessions", type=int, default=10_000,
+                   help="sessions kept loaded per tenant (the least recently used idle one "
+                        "is unloaded past it; its memory stays in the store)")
     p.add_argument("--max-messages", type=int, default=100_000,
                    help="most messages per request")
     p.add_argument("--embedder", choices=("default", "hashing"), default="default",
@@ -60,7 +63,8 @@ def options_from(args: argparse.Namespace) -> Any:
         keys=load_keys(args.keys) if args.keys else {}, model=args.model, window=args.window,
         budget=args.budget, store=args.store, embedder=embedder,
         events=open_bus(args.bus) if args.bus else None,
-        max_body_bytes=int(args.max_body_mb * 1024 * 1024), max_messages=args.max_messages)
+        max_body_bytes=int(args.max_body_mb * 1024 * 1024), max_messages=args.max_messages,
+        max_sessions=args.max_sessions)
 
 
 def _check_port(host: str, port: int) -> None:

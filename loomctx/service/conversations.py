@@ -134,21 +134,44 @@ class Conversation:
 class Tenants:
     """Conversations and builds, partitioned by tenant."""
 
-    def __init__(self, *, max_builds: int) -> None:
+    def __init__(self, *, max_builds: int, max_sessions: int = 10_000) -> None:
         self.max_builds = max_builds
-        self._sessions: dict[str, dict[str, Conversation]] = {}
+        self.max_sessions = max_sessions
+        self._sessions: dict[str, OrderedDict[str, Conversation]] = {}
+        """tenant → its loaded sessions, least recently used first."""
         self._builds: dict[str, OrderedDict[str, BuildRecord]] = {}
         self._heads: dict[str, dict[str, set[str]]] = {}
         """tenant → chain hash → the sessions whose stored messages end there."""
 
     def sessions(self, tenant: str) -> dict[str, Conversation]:
-        return self._sessions.setdefault(tenant, {})
+        return self._sessions.setdefault(tenant, OrderedDict())
 
     def session(self, tenant: str, session_id: str) -> Conversation | None:
-        return self._sessions.get(tenant, {}).get(session_id)
+        loaded = self._sessions.get(tenant)
+        conv = loaded.get(session_id) if loaded is not None else None
+        if conv is not None and loaded is not None:
+            loaded.move_to_end(session_id)
+        return conv
 
     def add_session(self, tenant: str, conv: Conversation) -> None:
-        self.sessions(tenant)[conv.session.id] = conv
+        """Load ``conv``; past ``max_sessions`` the tenant's least recently used idle session
+        is unloaded (its memory stays in the store: a named session loads again on its next
+        request, a resent whole conversation starts a new one)."""
+        loaded = self._sessions.setdefault(tenant, OrderedDict())
+        loaded[conv.session.id] = conv
+        for sid, old in list(loaded.items()):
+            if len(loaded) <= self.max_sessions:
+                break
+            if old is not conv and not old.lock.locked():
+                self._unload(tenant, sid, old)
+
+    def _unload(self, tenant: str, sid: str, conv: Conversation) -> None:
+        del self._sessions[tenant][sid]
+        heads = self._heads.get(tenant, {})
+        if conv.head in heads:
+            heads[conv.head].discard(sid)
+            if not heads[conv.head]:
+                del heads[conv.head]
 
     def index(self, tenant: str, conv: Conversation, old_head: str | None) -> None:
         """Record that ``conv``'s head moved from ``old_head`` (None: a new session)."""

@@ -64,7 +64,8 @@ class Service:
         self.bus: EventBus = (given if isinstance(given, EventBus)  # type: ignore[assignment]
                               else InProcessEventBus())
         self.sink = _Fanout(self.bus, given)
-        self.tenants = Tenants(max_builds=options.max_builds)
+        self.tenants = Tenants(max_builds=options.max_builds,
+                               max_sessions=options.max_sessions)
 
     # -- sessions ---------------------------------------------------------------------------
     def open(self, tenant: str, fmt: str, model: str, *, session_id: str | None = None,

@@ -61,6 +61,9 @@ class ServiceOptions:
     """Most messages one request may carry (413 above)."""
     max_builds: int = 10_000
     """Builds (with their reports) kept per tenant; the oldest are forgotten first."""
+    max_sessions: int = 10_000
+    """Sessions kept loaded per tenant; past it the least recently used idle one is unloaded
+    (its memory stays in the store)."""
     timeout: float = 600.0
     """Seconds to wait for the upstream (streams: between two chunks)."""
 
@@ -73,7 +76,8 @@ class ServiceOptions:
             v = getattr(self, name)
             if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < 16):
                 raise ConfigError(f"{name} must be an int >= 16 or None, got {v!r}")
-        for name in ("output_tokens", "max_body_bytes", "max_messages", "max_builds"):
+        for name in ("output_tokens", "max_body_bytes", "max_messages", "max_builds",
+                     "max_sessions"):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, int) or v < 1:
                 raise ConfigError(f"{name} must be an int >= 1, got {v!r}")

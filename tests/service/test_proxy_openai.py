@@ -291,3 +291,25 @@ def test_a_client_gone_before_the_stream_starts_leaves_the_session_usable(
         "x-loomctx-session": "gone"}, json={"model": "gpt-4o", "max_tokens": 20, "messages": [
             {"role": "user", "content": "Still there?"}]})
     assert nxt.status_code == 200 and nxt.json()["choices"][0]["message"]["content"] == "on time"
+
+
+def test_idle_sessions_past_the_limit_are_unloaded_and_load_again(
+        upstream: WindowedFakeServer, start: Callable[..., RunningServer]) -> None:
+    server = start(upstream, max_sessions=2)
+
+    def say(session: str, text: str) -> None:
+        resp = httpx.post(server.url + "/v1/chat/completions", headers={
+            "x-loomctx-session": session}, json={"model": "gpt-4o", "max_tokens": 20,
+                                                 "messages": [{"role": "user", "content": text}]})
+        assert resp.status_code == 200, resp.text
+
+    say("first", "Parcel PX-7 left Lyon.")
+    say("second", "Hello.")
+    say("third", "Hello again.")
+    loaded = httpx.get(server.url + "/v1/loomctx/sessions").json()["sessions"]
+    assert sorted(s["id"] for s in loaded) == ["second", "third"]  # "first" was least recent
+    say("first", "Where did PX-7 leave from?")
+    sent = upstream.requests[-1].body["messages"]
+    assert any("left Lyon" in str(m.get("content")) for m in sent)  # its memory came back
+    loaded = httpx.get(server.url + "/v1/loomctx/sessions").json()["sessions"]
+    assert sorted(s["id"] for s in loaded) == ["first", "third"]
