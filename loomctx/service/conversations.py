@@ -107,6 +107,10 @@ class Conversation:
     anonymous: bool = False
     """Started by a whole-conversation request (no session id): only such sessions continue
     by content; a named session is reached by its id alone."""
+    undercount: float = 1.0
+    """The largest ratio seen of the upstream's measured prompt tokens to the build's own
+    count (1 when loomctx counts as the upstream does); prompt budgets are divided by it, so a
+    model loomctx counts low (a fallback encoding) does not run into the window."""
     cap: int | None = None
     """A budget the upstream forced (it refused a larger request as too long)."""
     seed: str = ""

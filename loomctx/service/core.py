@@ -151,9 +151,11 @@ class Service:
         return min(self.options.output_tokens, self.window(conv) // 4)
 
     def budget(self, conv: Conversation, output_tokens: int, asked: int | None) -> int:
-        """The prompt budget: the window minus the output reserve, at most the configured
-        budget and the request's ``X-Loomctx-Budget``."""
+        """The prompt budget: the window minus the output reserve (shrunk by the conversation's
+        measured ``undercount``), at most the configured budget and ``X-Loomctx-Budget``."""
         room = self.window(conv) - output_tokens
+        if conv.undercount > 1.0:  # the upstream counts more than loomctx: leave it room
+            room = int(room / conv.undercount)
         for cap in (self.options.budget, asked):
             if cap is not None:
                 room = min(room, cap)

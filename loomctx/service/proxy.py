@@ -103,6 +103,12 @@ def _usage_only(event: bytes) -> bool:
     return isinstance(data, dict) and data.get("choices") == [] and "usage" in data
 
 
+UNDERCOUNT_SLACK = 1.02
+"""Measured prompts up to 2 % over the build's count are framing noise, not a miscount."""
+MAX_UNDERCOUNT = 4.0
+"""The most a conversation's budgets shrink for an upstream that counts more than loomctx."""
+
+
 class Proxy:
     """Forwards built requests to the upstream for a :class:`Service`."""
 
@@ -172,7 +178,8 @@ class Proxy:
             resp = await self._send(fmt, request, body, record)
             refusal = await self._refusal(resp)
             if refusal is not None:
-                smaller = self._smaller(record.report.budget, refusal, out)
+                self._measure(conv, record, refusal[1], out)
+                smaller = self._smaller(record.report.budget, refusal, out, conv.undercount)
                 record.note = f"refused by the upstream as too long; rebuilt at {smaller}"
                 conv.cap = smaller
                 record = await self.service.build(tenant, conv, smaller, retried=True)
@@ -222,10 +229,26 @@ class Proxy:
             return None
 
     @staticmethod
-    def _smaller(refused: int, numbers: tuple[int | None, int | None], out: int) -> int:
+    def _measure(conv: Conversation, record: BuildRecord, prompt: int | None,
+                 out: int = 0) -> None:
+        """The upstream counted ``prompt`` tokens (``out`` of them the output reserve, in a
+        refusal) where the build counted its own: keep the conversation's largest ratio."""
+        predicted = record.report.tokens
+        if not prompt or not predicted:
+            return
+        ratio = (prompt - out) / predicted
+        if ratio > UNDERCOUNT_SLACK:
+            conv.undercount = min(MAX_UNDERCOUNT, max(conv.undercount, ratio))
+
+    @staticmethod
+    def _smaller(refused: int, numbers: tuple[int | None, int | None], out: int,
+                 undercount: float = 1.0) -> int:
         limit = numbers[0]
-        if limit is not None and MIN_BUDGET <= limit - out < refused:
-            return limit - out
+        if limit is not None:
+            fits = limit - out if undercount <= 1.0 else \
+                math.floor((limit - out) / (undercount * UNDERCOUNT_SLACK))
+            if MIN_BUDGET <= fits < refused:
+                return fits
         smaller = math.floor(refused * STEP_DOWN)
         if smaller < MIN_BUDGET:
             raise ServiceError(400, f"the upstream refused {refused} tokens as too long and a "
@@ -286,6 +309,7 @@ class Proxy:
         u = reply.usage
         record.usage = Usage(prompt_tokens=u.prompt_tokens, cached_tokens=u.cached_tokens,
                              completion_tokens=u.completion_tokens)
+        self._measure(conv, record, u.prompt_tokens)
         try:
             await self.service.store_messages(tenant, conv, [reply.message])
             record.reply_stored = True

@@ -313,3 +313,55 @@ def test_idle_sessions_past_the_limit_are_unloaded_and_load_again(
     assert any("left Lyon" in str(m.get("content")) for m in sent)  # its memory came back
     loaded = httpx.get(server.url + "/v1/loomctx/sessions").json()["sessions"]
     assert sorted(s["id"] for s in loaded) == ["first", "third"]
+
+
+def _chinese_chat(start: Callable[..., RunningServer], upstream: WindowedFakeServer,
+                  turns: int) -> tuple[RunningServer, list[int]]:
+    server = start(upstream, window=upstream.window)  # told the window, not how it counts
+    messages: list[Any] = []
+    budgets = []
+    for i in range(turns):
+        messages.append({"role": "user", "content": f"第{i}号包裹从上海的仓库出发了，"
+                         "预计在三天之内到达柏林的配送中心，请帮我查一下它现在的位置和状态。" * 3})
+        resp = httpx.post(server.url + "/v1/chat/completions", json={
+            "model": "gpt-4o", "messages": messages, "max_tokens": 50})
+        assert resp.status_code == 200, resp.text
+        messages.append(resp.json()["choices"][0]["message"])
+        report = httpx.get(server.url + "/v1/loomctx/builds/"
+                           + resp.headers["x-loomctx-build"]).json()["report"]
+        budgets.append(report["budget"])
+    return server, budgets
+
+
+def test_budgets_shrink_for_an_upstream_that_counts_more(
+        start: Callable[..., RunningServer]) -> None:
+    """The upstream counts with cl100k, the proxy with gpt-4o's o200k: on Chinese text the
+    upstream's usage says more tokens than the build counted. The proxy measures that on the
+    first replies and shrinks later budgets, so the growing conversation is never refused."""
+    with WindowedFakeServer(window=1500, model="gpt-4", default="好的。") as upstream:
+        _, budgets = _chinese_chat(start, upstream, 12)
+        assert upstream.refused == 0
+        assert budgets[-1] < budgets[0]  # shrunk once the miscount was measured
+        prompts = [p for p, _ in upstream.usage]
+        assert max(prompts) + 50 <= 1500
+    with WindowedFakeServer(window=1500, model="gpt-4o", default="好的。") as same:
+        _, budgets = _chinese_chat(start, same, 3)
+        assert budgets == [budgets[0]] * 3  # counted alike: nothing to shrink
+
+
+def test_a_refusal_measures_the_miscount_and_the_retry_fits(
+        start: Callable[..., RunningServer]) -> None:
+    """The very first request is refused (nothing measured yet); the refusal's own numbers
+    give the upstream's count, so the one retry fits instead of being refused again."""
+    with WindowedFakeServer(window=1500, model="gpt-4", default="好的。") as upstream:
+        server = start(upstream, window=upstream.window)
+        history: list[Any] = []
+        for i in range(60):  # Hindi: cl100k counts about three times what o200k does
+            history += [{"role": "user", "content": f"पार्सल {i} शंघाई के गोदाम से निकल गया है "
+                         "और तीन दिनों में बर्लिन पहुंचेगा।"},
+                        {"role": "assistant", "content": f"ठीक है, पार्सल {i} दर्ज कर लिया।"}]
+        history.append({"role": "user", "content": "पार्सल 7 अभी कहाँ है?"})
+        resp = httpx.post(server.url + "/v1/chat/completions", json={
+            "model": "gpt-4o", "messages": history, "max_tokens": 50})
+        assert resp.status_code == 200, resp.text
+        assert upstream.refused == 1 and upstream.accepted == 1
