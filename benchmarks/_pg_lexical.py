@@ -23,6 +23,7 @@ import numpy as np
 import psycopg
 
 from loomctx.stores import MemoryRecord, Scope
+from loomctx.stores._pg_lexical import ROW_BUDGET
 from loomctx.stores.postgres import PostgresStore
 
 _ZH = ("苹果", "香蕉", "火车", "飞机", "医院", "学校", "图书馆", "音乐", "电影", "足球", "篮球",
@@ -70,9 +71,11 @@ def _score(method: Callable[[str], list[int]], queries: list[tuple[str, int, str
     return out
 
 
-def compare_lexical(url: str) -> dict[str, Any]:
+def compare_lexical(url: str, *, lexical_budget: int | None = ROW_BUDGET) -> dict[str, Any]:
+    """Both methods on a new database ``url``; ``lexical_budget`` is the store's (0: every
+    tsvector search takes the narrowed first stage whenever the statistics allow one)."""
     docs, queries = _corpus(np.random.default_rng(11))
-    with PostgresStore(url, timeout=30.0) as store:
+    with PostgresStore(url, timeout=30.0, lexical_budget=lexical_budget) as store:
         store.bulk_load([MemoryRecord(id=str(i), content=d) for i, d in enumerate(docs)])
         with psycopg.connect(url, autocommit=True) as conn:
             conn.execute("CREATE INDEX trgm ON loomctx_records USING gin (content gin_trgm_ops)")

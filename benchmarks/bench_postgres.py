@@ -10,8 +10,10 @@ with Chinese words), embedded with ``HashingEmbedder`` (256-d), and loaded with 
 
 A build is ``Session.build_sync(query, max_tokens=8000)`` of a session with 20 messages of its
 own, measured twice: with the retrieval source searching the whole tenant (``scope="global"``:
-the stored memories are the candidates, lexical and dense, fused and reranked; 500 of each at
-this budget) and as a default Session (recall restricted to its own session). Queries rotate
+the stored memories are the candidates, lexical and dense, fused and reranked; 256 of each at
+this budget) and as a default Session (recall restricted to its own session); in PostgreSQL
+the tenant-wide builds run again with ``lexical_budget=None`` (every lexical match ranked, as
+before the bounded search) on the same data, as ``tenant_wide_exact``. Queries rotate
 over English and Chinese. The time spent inside the store is measured apart. Prints a table
 and writes ``benchmarks/results/postgres.json``.
 
@@ -142,12 +144,13 @@ class TimedStore:
         return timed
 
 
-def build_latency(store: MemoryStore, builds: int, scope: str) -> dict[str, Any]:
+def build_latency(store: MemoryStore, builds: int, scope: str,
+                  label: str | None = None) -> dict[str, Any]:
     """p50/p95 of warm Session builds; ``scope`` "global" searches the whole tenant's memories,
     "session" is the Session default (lexical recall in process, dense recall in the store
-    restricted to the session)."""
+    restricted to the session). ``label`` names the session (default: the scope)."""
     timed = TimedStore(store)
-    session = Session(f"current-{scope}", agent="bench", store=timed,  # type: ignore[arg-type]
+    session = Session(f"current-{label or scope}", agent="bench", store=timed,  # type: ignore[arg-type]
                       embedder=HashingEmbedder(), model="gpt-4o", clock=lambda: 2e9)
     if scope == "global":
         sources = session.builder.sources
@@ -187,8 +190,9 @@ def insert_throughput(store: MemoryStore, messages: int, batch: int = 100) -> fl
 def run_size(server: PostgresServer, size: int, *, sqlite: bool, builds: int,
              tmp: Path) -> list[dict[str, Any]]:
     rows = []
+    url = server.create_database()
     stores: list[tuple[str, Callable[[], MemoryStore]]] = [
-        ("postgres", lambda: PostgresStore(server.create_database(), timeout=30.0))]
+        ("postgres", lambda: PostgresStore(url, timeout=30.0))]
     if sqlite:
         stores.append(("sqlite", lambda: SQLiteStore(tmp / f"bench-{size}.db")))
     for name, make in stores:
@@ -201,6 +205,10 @@ def run_size(server: PostgresServer, size: int, *, sqlite: bool, builds: int,
                    "build_tenant_wide": build_latency(store, builds, "global"),
                    "build_session": build_latency(store, builds, "session"),
                    "insert_messages_per_s": round(insert_throughput(store, 2000))}
+            if isinstance(store, PostgresStore):  # the same builds ranking every lexical match
+                with PostgresStore(url, timeout=30.0, lexical_budget=None) as exact:
+                    row["build_tenant_wide_exact"] = build_latency(exact, builds, "global",
+                                                                   label="global-exact")
             print(f"  {name} {size:,}: {row}", flush=True)
             rows.append(row)
         finally:
@@ -237,7 +245,9 @@ def main(argv: list[str] | None = None) -> int:
     print("| store | memories | retrieval | build p50 / p95 (min–max) ms | store ms/build |")
     print("|---|---|---|---|---|")
     for r in doc["runs"]:
-        for mode in ("tenant_wide", "session"):
+        for mode in ("tenant_wide_exact", "tenant_wide", "session"):
+            if f"build_{mode}" not in r:
+                continue
             b = r[f"build_{mode}"]
             print(f"| {r['store']} | {r['memories']:,} | {mode} | {b['p50_ms']} / {b['p95_ms']} "
                   f"({b['min_ms']}–{b['max_ms']}) | {b['store_ms_per_build']} |")

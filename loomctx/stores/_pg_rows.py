@@ -76,10 +76,19 @@ def tsvector_literal(text: str) -> str:
     )
 
 
+def query_terms(query: str) -> list[str]:
+    """The query's distinct tokens that can be lexemes, at most ``MAX_QUERY_TERMS``."""
+    return [t for t in dict.fromkeys(query_tokens(query)) if _fits(t)][:MAX_QUERY_TERMS]
+
+
+def tsquery_of(terms: Sequence[str]) -> str | None:
+    """``terms`` as ORed quoted lexemes (None: no term, nothing can match)."""
+    return " | ".join(_lexeme(t) for t in terms) or None
+
+
 def tsquery_literal(query: str) -> str | None:
     """The query's tokens as ORed quoted lexemes (None: no token, nothing can match)."""
-    tokens = [t for t in dict.fromkeys(query_tokens(query)) if _fits(t)][:MAX_QUERY_TERMS]
-    return " | ".join(_lexeme(t) for t in tokens) or None
+    return tsquery_of(query_terms(query))
 
 
 def vector_literal(row: np.ndarray) -> str:
@@ -128,10 +137,12 @@ __all__ = [
     "ORDER",
     "TABLE",
     "check_text",
+    "query_terms",
     "scope_filter",
     "to_record",
     "to_row",
     "tsquery_literal",
+    "tsquery_of",
     "tsvector_literal",
     "vector_literal",
     "where_sql",

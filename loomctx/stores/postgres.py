@@ -30,6 +30,7 @@ from psycopg_pool import ConnectionPool
 from loomctx.errors import ConfigError
 from loomctx.stores import _records as rec
 from loomctx.stores._pg_bulk import bulk_load, copy_rows, retokenize, set_dims
+from loomctx.stores._pg_lexical import ROW_BUDGET, TermStats, narrow_query
 from loomctx.stores._pg_pool import HNSW_SETTINGS, PgConnections
 from loomctx.stores._pg_rows import (
     COLUMNS,
@@ -37,10 +38,11 @@ from loomctx.stores._pg_rows import (
     ORDER,
     TABLE,
     check_text,
+    query_terms,
     scope_filter,
     to_record,
     to_row,
-    tsquery_literal,
+    tsquery_of,
     vector_literal,
     where_sql,
 )
@@ -62,15 +64,23 @@ class PostgresStore:
     pool (one connection per concurrent operation). ``timeout`` bounds how long an operation
     waits for a connection, so an outage fails as ``StoreError`` instead of hanging; after one
     such failure, operations wait at most 0.25 s until a connection works again.
-    ``connect_timeout`` bounds one connection attempt. The database needs the ``vector``
-    extension (created when the user may) and is migrated when it opens.
+    ``connect_timeout`` bounds one connection attempt. ``lexical_budget`` is how many matching
+    rows (estimated from the table's statistics) a lexical search ranks before it first tries
+    a narrower query (see :mod:`loomctx.stores._pg_lexical`); None ranks every match. The
+    database needs the ``vector`` extension (created when the user may) and is migrated when it
+    opens.
     """
 
     def __init__(
         self, url_or_pool: str | ConnectionPool, *, dims: int | None = None,
         min_size: int = 1, max_size: int = 8, timeout: float = 3.0,
-        connect_timeout: int = 5,
+        connect_timeout: int = 5, lexical_budget: int | None = ROW_BUDGET,
     ) -> None:
+        if lexical_budget is not None and (isinstance(lexical_budget, bool) or
+                                           not isinstance(lexical_budget, int) or
+                                           lexical_budget < 0):
+            raise ConfigError(f"lexical_budget must be an int >= 0 or None (rank every match), "
+                              f"got {lexical_budget!r}")
         if dims is not None and (isinstance(dims, bool) or not isinstance(dims, int) or
                                  dims < 1):
             raise ConfigError(f"dims must be a positive int or None (inferred), got {dims!r}")
@@ -78,6 +88,8 @@ class PostgresStore:
                                  timeout=timeout, connect_timeout=connect_timeout)
         self.where = self._db.where
         """host:port/database of the server (no credentials), as error messages name it."""
+        self._lexical_budget = lexical_budget
+        self._term_stats = TermStats(self._db.select)
         try:
             with self._db.conn() as conn:
                 self._dims = ensure_schema(conn, where=self.where, tokenizer_id=tokenizer_id(),
@@ -217,18 +229,30 @@ class PostgresStore:
     def search_lexical(
         self, query: str, *, scope: Scope, limit: int = 20, level: Level | None = None
     ) -> list[Hit]:
-        """``ts_rank`` (length-normalised) of the query's tokens, ORed, inside the scope."""
+        """``ts_rank`` (length-normalised) of the query's tokens, ORed, inside the scope.
+
+        When the terms match many rows, the rows holding a rare term or two common ones are
+        ranked first; all matches only when those are fewer than ``limit``.
+        """
         rec.check_scope(scope)
         rec.check_limit(limit)
         rec.check_level(level, optional=True)
-        tsquery = tsquery_literal(rec.check_query(query))
-        if tsquery is None or not limit:
+        terms = query_terms(rec.check_query(query))
+        full = tsquery_of(terms)
+        if full is None or not limit:
             return []
         where, args = scope_filter(scope, level)
         sql = (f"SELECT {COLUMNS}, ts_rank(r.terms, q, 1) AS score "
-               f"FROM {TABLE} r, CAST(%s AS tsquery) q "
-               f"{where_sql([*where, 'r.terms @@ q'])} ORDER BY score DESC LIMIT %s")
-        rows = self._db.select(sql, [tsquery, *args, max(limit, 1)])
+               f"FROM {TABLE} r, CAST(%s AS tsquery) q, CAST(%s AS tsquery) m "
+               f"{where_sql([*where, 'r.terms @@ m'])} ORDER BY score DESC LIMIT %s")
+        rows = None
+        if self._lexical_budget is not None:
+            estimates = self._term_stats.estimates(terms)
+            narrow = estimates and narrow_query(terms, estimates, self._lexical_budget)
+            if narrow:
+                rows = self._db.select(sql, [full, narrow, *args, limit])
+        if rows is None or len(rows) < limit:
+            rows = self._db.select(sql, [full, full, *args, limit])
         return rec.top(((to_record(row), float(row[-1])) for row in rows), limit)
 
     def search_vector(

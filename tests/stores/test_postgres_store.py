@@ -19,6 +19,7 @@ from loomctx.errors import ConfigError, StoreError
 from loomctx.servers import PostgresServer
 from loomctx.session import Session
 from loomctx.stores import postgres as pg_module
+from loomctx.stores._pg_lexical import narrow_query
 from loomctx.stores._pg_schema import SCHEMA_VERSION, migrate
 from loomctx.stores.postgres import PostgresStore
 from loomctx.stores.protocol import MemoryRecord, Scope
@@ -308,3 +309,56 @@ def test_store_over_a_callers_pool(pg_url: str) -> None:
             assert [h.record.id for h in store.search_lexical("山峰", scope=Scope())] == ["b"]
         with pool.connection() as conn:
             assert conn.execute("SELECT COUNT(*) FROM loomctx_records").fetchone() == (2,)
+
+
+# -- lexical search bounded by term statistics -------------------------------------------------
+
+def _lexical_corpus() -> list[MemoryRecord]:
+    """Common words (alpha in half the texts, beta in a third, 上下文 in a quarter), one rare
+    word, and filler of varied length, so ranks differ by matched terms and by length."""
+    out = []
+    for i in range(600):
+        words = [f"w{i}"] * (1 + i % 7)
+        words += ["alpha"] * (i % 2 == 0) + ["beta"] * (i % 3 == 0) + ["zeta"] * (i % 100 == 7)
+        words += ["上下文"] * (i % 4 == 0) + ["模型"] * (i % 5 == 0)
+        out.append(rec(f"r{i}", " ".join(words)))
+    return out
+
+
+@pytest.mark.parametrize("query", ["alpha beta zeta", "上下文 模型 alpha", "beta zeta"])
+@pytest.mark.parametrize("limit", [20, 150, 400])
+def test_bounded_lexical_search_ranks_as_the_full_one(pg_url: str, query: str,
+                                                      limit: int) -> None:
+    """With a tiny budget the first stage runs (or falls back when it cannot fill ``limit``);
+    either way the scores are those of ranking every match, and so are the ids above the
+    lowest score (rows tied at the cut may differ)."""
+    with PostgresStore(pg_url, lexical_budget=10) as fast, \
+            PostgresStore(pg_url, lexical_budget=None) as exact:
+        fast.bulk_load(_lexical_corpus())  # analyses the table: the statistics exist
+        terms = pg_module.query_terms(query)
+        estimates = fast._term_stats.estimates(terms)
+        assert estimates is not None and max(estimates) > 10
+        narrowed = fast.search_lexical(query, scope=Scope(), limit=limit)
+        full = exact.search_lexical(query, scope=Scope(), limit=limit)
+        assert [round(h.score, 6) for h in narrowed] == [round(h.score, 6) for h in full]
+        cut = full[-1].score
+        assert {h.record.id for h in narrowed if h.score > cut + 1e-9} == {
+            h.record.id for h in full if h.score > cut + 1e-9}
+        # two common words: a first stage exists; one common word: every match is ranked
+        assert (narrow_query(terms, estimates, 10) is not None) == (query != "beta zeta")
+
+
+def test_narrow_query_pairs_common_words_and_keeps_rare_ones() -> None:
+    assert narrow_query(["a", "b"], [5.0, 5.0], budget=100) is None  # cheap: rank every match
+    q = narrow_query(["上下文", "上下", "模型", "检索", "zz"], [900, 900, 800, 700, 3], budget=100)
+    assert q is not None
+    assert "'zz'" in q.split(" | ")
+    assert "'上下'" not in q  # part of 上下文: pairing it would match every row of the word
+    assert "'模型' & '上下文'" in q and "'检索' & '模型'" in q
+    assert narrow_query(["上下文", "上下", "zz"], [900, 900, 3], budget=100) is None
+
+
+@pytest.mark.parametrize("bad", [-1, 1.5, True, "10"])
+def test_lexical_budget_is_checked(pg_url: str, bad: object) -> None:
+    with pytest.raises(ConfigError, match="lexical_budget"):
+        PostgresStore(pg_url, lexical_budget=bad)  # type: ignore[arg-type]

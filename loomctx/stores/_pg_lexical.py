@@ -1,0 +1,106 @@
+"""Lexical search of the PostgreSQL store, bounded: how many rows ``ts_rank`` must score.
+
+Why: ``ts_rank`` has no index to rank from, so a query ORing its terms scores every row that
+holds any of them. Over a tenant of 100k memories a Chinese query whose words each occur in ~5%
+of the rows matched 8–11k rows and took 50–150 ms (about 4 µs a row to fetch and 5 µs to rank),
+the largest cost of a tenant-wide build (``benchmarks/README.md``).
+
+When the terms' estimated matches exceed :data:`ROW_BUDGET`, the search runs in two stages:
+
+1. the *narrow* query: the rare terms ORed, plus every pair of distinct common terms ANDed
+   (``c1 & c2 | c1 & c3 | ...``): a row holding one common word and nothing else is left out.
+   ``ts_rank`` adds one share per matched query term (repeats of one term add at most ~0.6 of a
+   share more), so a row matching two terms, or a rare one, outranks a row of the same length
+   matching one common term: when the narrow query fills ``limit``, its top rows are (up to
+   length normalisation) those of the full query.
+2. only when it returns fewer than ``limit`` rows: the full OR query, as before.
+
+Pairs skip a common term that is part of a longer common term of the query (a CJK bigram
+``上下`` of the word ``上下文``): the pair would match every row holding the word. Frequencies
+come from ``pg_stats.most_common_elems`` of the ``terms`` column (what ANALYZE and autovacuum
+collect), read once per :data:`STATS_TTL` seconds per store; a term not listed is rarer than the
+rarest listed one. Without statistics (a table never analysed) every query is the full OR.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from itertools import combinations
+from typing import Any
+
+from loomctx.stores._pg_rows import TABLE, tsquery_of
+
+ROW_BUDGET = 2000
+"""Estimated matching rows up to which the full OR query runs directly (~20 ms of ranking)."""
+STATS_TTL = 300.0
+"""Seconds a store keeps the term frequencies before reading ``pg_stats`` again."""
+MAX_PAIRED = 8
+"""Common terms paired at most (the rarest ones): 28 pairs."""
+
+_STATS_SQL = (
+    "SELECT s.most_common_elems::text::text[], s.most_common_elem_freqs, c.reltuples "
+    "FROM pg_stats s JOIN pg_class c ON c.oid = to_regclass(s.schemaname || '.' || s.tablename) "
+    f"WHERE s.tablename = '{TABLE}' AND s.attname = 'terms' "
+    "AND s.schemaname = ANY(current_schemas(false))"
+)
+
+
+class TermStats:
+    """Estimated rows per term of one store's table, read from ``pg_stats`` and cached."""
+
+    def __init__(self, select: Callable[[str, Sequence[Any]], list[tuple[Any, ...]]],
+                 *, ttl: float = STATS_TTL) -> None:
+        self._select = select
+        self._ttl = ttl
+        self._read_at: float | None = None
+        self._rows: dict[str, float] = {}
+        self._floor = 0.0
+
+    def estimates(self, terms: Sequence[str]) -> list[float] | None:
+        """Estimated matching rows of each term (None: the table has no statistics yet)."""
+        now = time.monotonic()
+        if self._read_at is None or now - self._read_at > self._ttl:
+            self._refresh()
+            self._read_at = now
+        if not self._rows:
+            return None
+        return [self._rows.get(t, self._floor) for t in terms]
+
+    def _refresh(self) -> None:
+        found = self._select(_STATS_SQL, ())
+        self._rows, self._floor = {}, 0.0
+        if not found or found[0][0] is None or found[0][1] is None:
+            return
+        elems, freqs, reltuples = found[0]
+        total = max(float(reltuples), 0.0)
+        # The frequencies are followed by their minimum, their maximum and the null frequency.
+        listed = freqs[:len(elems)]
+        self._rows = {e: float(f) * total for e, f in zip(elems, listed, strict=True)}
+        self._floor = min(listed, default=0.0) * total
+
+
+def narrow_query(terms: Sequence[str], estimates: Sequence[float],
+                 budget: int = ROW_BUDGET) -> str | None:
+    """The stage-1 tsquery for ``terms`` (None: the full OR query is cheap enough, or no
+    narrower query would keep a row the full one ranks high)."""
+    if sum(estimates) <= budget:
+        return None
+    order = sorted(range(len(terms)), key=lambda i: estimates[i])
+    rare: list[str] = []
+    spent = 0.0
+    for i in order:  # the rarest terms, while their matches stay within the budget
+        if spent + estimates[i] > budget:
+            break
+        rare.append(terms[i])
+        spent += estimates[i]
+    common = [terms[i] for i in order[len(rare):]]
+    paired = [t for t in common if not any(t != o and t in o for o in common)][:MAX_PAIRED]
+    if len(paired) < 2:
+        return None
+    parts = [tsquery_of([t]) for t in rare]
+    parts += [f"{tsquery_of([a])} & {tsquery_of([b])}" for a, b in combinations(paired, 2)]
+    return " | ".join(p for p in parts if p)
+
+
+__all__ = ["MAX_PAIRED", "ROW_BUDGET", "STATS_TTL", "TermStats", "narrow_query"]
