@@ -53,7 +53,10 @@ class RerankWeights:
     """Reciprocal-rank fusion of the lexical and dense recall lists."""
     lexical_trust: float = 0.0
     """How far a question with rare terms moves weight to the fused (lexical) ranking: the fusion
-    weight is multiplied by ``1 + lexical_trust * specificity`` (see :func:`specificity`)."""
+    weight is multiplied by ``1 + lexical_trust * r``, where ``r`` rises from 0 at a
+    :func:`specificity` of ``trust_floor`` to 1 at a specificity of 1."""
+    trust_floor: float = 0.5
+    """Specificity below which a question gets no extra lexical trust (in [0, 1))."""
     rrf_k: int = 60
     """RRF constant k in 1 / (k + rank)."""
     length_tokens: int = 24
@@ -71,6 +74,8 @@ class RerankWeights:
         for name, value in weights.items():
             if not (isinstance(value, int | float) and math.isfinite(value) and value >= 0):
                 raise ConfigError(f"weight {name} must be a finite number >= 0, got {value!r}")
+        if not 0.0 <= self.trust_floor < 1.0:
+            raise ConfigError(f"trust_floor must be in [0, 1), got {self.trust_floor!r}")
         for name in ("rrf_k", "length_tokens"):
             value = getattr(self, name)
             if not isinstance(value, int) or value < 1:
@@ -133,7 +138,8 @@ class UnifiedReranker:
         docs = [set(tokenize(index_text(c.content), drop_stopwords=True)) for c in cands]
         fusion = w.fusion
         if w.lexical_trust:
-            fusion *= 1.0 + w.lexical_trust * specificity(q_terms, docs)
+            ramp = (specificity(q_terms, docs) - w.trust_floor) / (1.0 - w.trust_floor)
+            fusion *= 1.0 + w.lexical_trust * min(1.0, max(0.0, ramp))
         for c, terms in zip(cands, docs, strict=True):
             overlap = len(q_terms & terms) / len(q_terms) if q_terms else 0.0
             c.signals = {
