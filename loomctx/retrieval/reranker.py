@@ -2,8 +2,10 @@
 
 Seed signals and weights: vector similarity .40, query-term overlap .35, origin diversity .15,
 content length .10 — plus reciprocal-rank fusion of the lexical and dense recall lists (weight
-``fusion``), which measurably helps on long-conversation recall. Duplicates (same fingerprint)
-keep the higher vector score.
+``fusion``), which measurably helps on long-conversation recall. A question whose terms are rare
+among the candidates (names, numbers, titles: high :func:`specificity`) trusts the fused ranking
+more (``lexical_trust``), because there the lexical list finds what the vector misses.
+Duplicates (same fingerprint) keep the higher vector score.
 """
 
 from __future__ import annotations
@@ -51,11 +53,11 @@ class RerankWeights:
     """Preference for candidates with enough substance (saturates at ``length_tokens``)."""
     fusion: float = 0.60
     """Reciprocal-rank fusion of the lexical and dense recall lists."""
-    lexical_trust: float = 0.0
+    lexical_trust: float = 4.0
     """How far a question with rare terms moves weight to the fused (lexical) ranking: the fusion
     weight is multiplied by ``1 + lexical_trust * r``, where ``r`` rises from 0 at a
     :func:`specificity` of ``trust_floor`` to 1 at a specificity of 1."""
-    trust_floor: float = 0.5
+    trust_floor: float = 0.65
     """Specificity below which a question gets no extra lexical trust (in [0, 1))."""
     rrf_k: int = 60
     """RRF constant k in 1 / (k + rank)."""

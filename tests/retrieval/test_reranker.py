@@ -18,7 +18,8 @@ def cand(id: str, content: str = "", *, origin: str = "memory:L4", vector: float
 
 def only(**weights: float) -> RerankWeights:
     """Every signal off except the ones given."""
-    base = {"vector": 0.0, "overlap": 0.0, "diversity": 0.0, "length": 0.0, "fusion": 0.0}
+    base = {"vector": 0.0, "overlap": 0.0, "diversity": 0.0, "length": 0.0, "fusion": 0.0,
+            "lexical_trust": 0.0}
     return RerankWeights(**{**base, **weights})  # type: ignore[arg-type]
 
 
@@ -32,7 +33,9 @@ def test_scores_combine_the_signals_with_their_weights() -> None:
     a = cand("a", "refund policy for customs", vector=0.8, tokens=12, lexical=0)
     b = cand("b", "weather report", origin="knowledge:docs", vector=0.4, tokens=48,
              dense=0, lexical=1)
-    first, second = UnifiedReranker().rerank("refund for customs", [b, a])
+    # Without the per-question lexical trust (see the trust tests below).
+    first, second = UnifiedReranker(RerankWeights(lexical_trust=0.0)).rerank(
+        "refund for customs", [b, a])
     assert (first.id, second.id) == ("a", "b")
     # a: best vector, both content terms ("for" is a stopword), half the length saturation,
     # one list at rank 0 against b's two lists; both are the first of their origin.
