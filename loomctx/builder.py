@@ -259,6 +259,8 @@ class ContextBuilder:
                 present |= {"context"} if is_history(s) else {it.section for it in items}
         if self.options.summarize_history and any(is_history(s) for s in self.sources):
             present.add("state")
+        if self.options.output_instructions:
+            present.add("output")
         return frozenset(present)
 
     def _select(self, st: BuildState) -> tuple[dict[str, list[Unit]], list[ContextItem]]:

@@ -31,6 +31,7 @@ from loomctx.items import ContextItem
 from loomctx.memory.importance import HeuristicImportance, ImportanceScorer
 from loomctx.sources.history import HistorySource
 from loomctx.stores.protocol import DEFAULT_TENANT, Hit, Level, MemoryRecord, MemoryStore, Scope
+from loomctx.text.decoration import index_text
 from loomctx.text.lexical import BM25Index
 from loomctx.tokens.protocol import TokenCounter
 
@@ -113,7 +114,7 @@ class TieredMemory:
                 self.records[r.id] = replace(r, importance=imp)
 
     def _index(self, records: Sequence[MemoryRecord]) -> None:
-        self._lex.add([r.content for r in records])
+        self._lex.add([index_text(r.content) for r in records])
         self._lex_ids.extend(r.id for r in records)
         for r in records:
             self.records[r.id] = r
@@ -155,7 +156,7 @@ class TieredMemory:
             if not new:
                 return []
             try:
-                vectors = self.embedder.embed([it.content for it in new])
+                vectors = self.embedder.embed([index_text(it.content) for it in new])
                 records = [self._record(it, now) for it in new]
                 self.store.put(records, vectors)
             except BaseException:

@@ -67,11 +67,15 @@ class TextRenderer:
         return self.counter.count(item_line(item)) + 1
 
     def overhead(self, sections: frozenset[str] | None = None) -> int:
-        """Header lines of the sections that may appear (all when unknown), plus joins."""
+        """Header lines of the sections that may appear (all when unknown), plus joins.
+
+        ``[Output]`` is reserved only when ``sections`` names it (the build has output
+        instructions): at a 512-token budget its ~5 tokens are better spent on evidence.
+        """
         if not self.headers:
             return 0
         names = HEADERS if sections is None else {k: v for k, v in HEADERS.items()
-                                                 if k in sections or k == "output"}
+                                                 if k in sections}
         return sum(self.counter.count(h) + 2 for h in names.values())
 
     def _join(self, parts: Mapping[str, list[str]], names: tuple[str, ...]) -> str:

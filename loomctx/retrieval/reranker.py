@@ -2,8 +2,10 @@
 
 Seed signals and weights: vector similarity .40, query-term overlap .35, origin diversity .15,
 content length .10 — plus reciprocal-rank fusion of the lexical and dense recall lists (weight
-``fusion``), which measurably helps on long-conversation recall. Duplicates (same fingerprint)
-keep the higher vector score.
+``fusion``), which measurably helps on long-conversation recall. A question whose terms are rare
+among the candidates (names, numbers, titles: high :func:`specificity`) trusts the fused ranking
+more (``lexical_trust``), because there the lexical list finds what the vector misses.
+Duplicates (same fingerprint) keep the higher vector score.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from dataclasses import dataclass, field
 
 from loomctx.errors import ConfigError
 from loomctx.items import fingerprint
+from loomctx.text.decoration import index_text
 from loomctx.text.lexical import tokenize
 
 
@@ -50,6 +53,12 @@ class RerankWeights:
     """Preference for candidates with enough substance (saturates at ``length_tokens``)."""
     fusion: float = 0.60
     """Reciprocal-rank fusion of the lexical and dense recall lists."""
+    lexical_trust: float = 4.0
+    """How far a question with rare terms moves weight to the fused (lexical) ranking: the fusion
+    weight is multiplied by ``1 + lexical_trust * r``, where ``r`` rises from 0 at a
+    :func:`specificity` of ``trust_floor`` to 1 at a specificity of 1."""
+    trust_floor: float = 0.65
+    """Specificity below which a question gets no extra lexical trust (in [0, 1))."""
     rrf_k: int = 60
     """RRF constant k in 1 / (k + rank)."""
     length_tokens: int = 24
@@ -61,15 +70,41 @@ class RerankWeights:
     def __post_init__(self) -> None:
         # NaN passes a plain ``< 0`` check and would turn every score into NaN.
         weights = {name: getattr(self, name)
-                   for name in ("vector", "overlap", "diversity", "length", "fusion")}
+                   for name in ("vector", "overlap", "diversity", "length", "fusion",
+                                "lexical_trust")}
         weights.update({f"list_weights[{k!r}]": v for k, v in self.list_weights.items()})
         for name, value in weights.items():
             if not (isinstance(value, int | float) and math.isfinite(value) and value >= 0):
                 raise ConfigError(f"weight {name} must be a finite number >= 0, got {value!r}")
+        if not 0.0 <= self.trust_floor < 1.0:
+            raise ConfigError(f"trust_floor must be in [0, 1), got {self.trust_floor!r}")
         for name in ("rrf_k", "length_tokens"):
             value = getattr(self, name)
             if not isinstance(value, int) or value < 1:
                 raise ConfigError(f"{name} must be an int >= 1, got {value!r}")
+
+
+def specificity(q_terms: set[str], docs: Sequence[set[str]]) -> float:
+    """How rare the question's terms are among the candidates, in [0, 1].
+
+    The mean, over the question's content terms found in at least one candidate, of their BM25
+    idf in the candidate pool divided by the idf of a term found once. Names, numbers and titles
+    occur in few candidates (near 1); a question whose terms recur everywhere (a speaker's name
+    in a conversation) is near 0. Terms no candidate has say nothing about the pool and are left
+    out; no such term gives 0.
+    """
+    n = len(docs)
+    if n == 0 or not q_terms:
+        return 0.0
+    top = math.log(1.0 + (n - 0.5) / 1.5)
+    if top <= 0.0:
+        return 0.0
+    idfs = []
+    for t in q_terms:
+        df = sum(1 for d in docs if t in d)
+        if df:
+            idfs.append(math.log(1.0 + (n - df + 0.5) / (df + 0.5)) / top)
+    return sum(idfs) / len(idfs) if idfs else 0.0
 
 
 class UnifiedReranker:
@@ -102,8 +137,12 @@ class UnifiedReranker:
         rrf = {c.id: sum(w.list_weights.get(k, 1.0) / (w.rrf_k + r) for k, r in c.ranks.items())
                for c in cands}
         top_rrf = max(rrf.values()) or 1.0
-        for c in cands:
-            terms = set(tokenize(c.content, drop_stopwords=True))
+        docs = [set(tokenize(index_text(c.content), drop_stopwords=True)) for c in cands]
+        fusion = w.fusion
+        if w.lexical_trust:
+            ramp = (specificity(q_terms, docs) - w.trust_floor) / (1.0 - w.trust_floor)
+            fusion *= 1.0 + w.lexical_trust * min(1.0, max(0.0, ramp))
+        for c, terms in zip(cands, docs, strict=True):
             overlap = len(q_terms & terms) / len(q_terms) if q_terms else 0.0
             c.signals = {
                 "vector": max(0.0, c.vector) / top_vec,
@@ -112,7 +151,7 @@ class UnifiedReranker:
                 "fusion": rrf[c.id] / top_rrf,
             }
             c.score = (w.vector * c.signals["vector"] + w.overlap * overlap
-                       + w.length * c.signals["length"] + w.fusion * c.signals["fusion"])
+                       + w.length * c.signals["length"] + fusion * c.signals["fusion"])
         ordered = sorted(cands, key=lambda c: (-c.score, c.id))
         seen: dict[str, int] = {}
         for c in ordered:  # origin diversity: first of each origin gets the full bonus
@@ -123,4 +162,4 @@ class UnifiedReranker:
         return sorted(ordered, key=lambda c: (-c.score, c.id))
 
 
-__all__ = ["Candidate", "RerankWeights", "UnifiedReranker"]
+__all__ = ["Candidate", "RerankWeights", "UnifiedReranker", "specificity"]

@@ -20,6 +20,7 @@ from loomctx.retrieval.timecues import time_window
 from loomctx.sources.knowledge import KnowledgeSource
 from loomctx.sources.protocol import SourceRequest
 from loomctx.stores.protocol import Hit, MemoryRecord, Scope
+from loomctx.text.decoration import index_text
 
 MAX_RECALL = 256
 
@@ -137,7 +138,7 @@ class UnifiedRetrievalSource:
             return []
         missing = [c for c in cands.values() if c.vector == 0.0]
         if missing:
-            vecs = self.memory.embedder.embed([c.content for c in missing])
+            vecs = self.memory.embedder.embed([index_text(c.content) for c in missing])
             for c, v in zip(missing, vecs, strict=True):
                 c.vector = float(v @ qvec)
         counter = request.counter

@@ -12,6 +12,7 @@ from collections.abc import Callable, Sequence
 from loomctx.items import ContextItem
 from loomctx.select.packer import Unit, make_units
 from loomctx.select.scoring import SelectOptions, composite, mmr_order, recency
+from loomctx.text.decoration import index_text
 from loomctx.text.lexical import tokenize
 
 Cost = Callable[[ContextItem], int]
@@ -54,7 +55,7 @@ def tail_units(items: Sequence[ContextItem], available: int, query: str, now: fl
     q_terms = set(tokenize(query, drop_stopwords=True))
     for it in measured:
         # Query-term overlap: cheap (tokenization is memoised) and bounded by the budget.
-        rel = (len(q_terms.intersection(tokenize(it.content, drop_stopwords=True)))
+        rel = (len(q_terms.intersection(tokenize(index_text(it.content), drop_stopwords=True)))
                / len(q_terms)) if q_terms else 0.0
         rec = recency(it.timestamp, now, options.recency_tau)
         it.scores.update(relevance=rel, recency=rec,
@@ -84,7 +85,8 @@ def rank_units(items: Sequence[ContextItem], query: str, options: SelectOptions,
         else:
             kept.append(it)
     if kept and kept[0].kind == "evidence":
-        terms = {it.id: frozenset(tokenize(it.content, drop_stopwords=True)) for it in kept}
+        terms = {it.id: frozenset(tokenize(index_text(it.content), drop_stopwords=True))
+                 for it in kept}
         kept = mmr_order(kept, options.mmr_lambda, terms)
     else:
         kept.sort(key=lambda it: (-it.scores.get("composite", it.priority), it.seq))

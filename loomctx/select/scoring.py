@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from loomctx.errors import ConfigError
 from loomctx.items import RAW_RELEVANCE, ContextItem
+from loomctx.text.decoration import index_text
 from loomctx.text.lexical import BM25Index
 
 MMR_HEAD = 64
@@ -78,7 +79,7 @@ def score(items: Sequence[ContextItem], query: str, now: float, options: SelectO
         if any(r is None for r in raw):
             if query.strip():
                 index = BM25Index()
-                index.add([it.content for it in group])
+                index.add([index_text(it.content) for it in group])
                 raw = [float(x) for x in index.scores(query)]
             else:
                 raw = [0.0] * len(group)

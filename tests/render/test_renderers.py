@@ -7,7 +7,7 @@ import json
 import pytest
 
 from loomctx.builder import BuildOptions, ContextBuilder
-from loomctx.errors import ConfigError
+from loomctx.errors import BudgetError, ConfigError
 from loomctx.items import ContextItem, Tier
 from loomctx.render.chat import EVIDENCE_HEADER, AnthropicRenderer, OpenAIRenderer
 from loomctx.render.protocol import Layout, Renderer
@@ -189,3 +189,26 @@ def test_template_format_through_the_builder() -> None:
     assert r.text.startswith("<sys>You are Atlas.</sys>\nuser: Where is SHP-1?")
     assert r.text.endswith("> And the refund?")
     assert r.tokens == COUNTER.count(r.text) <= 500
+
+
+def test_text_reserves_the_output_header_only_when_output_may_appear() -> None:
+    r = TextRenderer(COUNTER)
+    sections = frozenset({"context", "evidence", "task"})
+    header = COUNTER.count("[Output]") + 2
+    assert r.overhead(sections | {"output"}) - r.overhead(sections) == header
+    assert r.overhead() == r.overhead(frozenset(
+        {"role", "tools", "context", "state", "evidence", "task", "output"}))
+
+
+def test_text_builds_reserve_output_framing_only_with_output_instructions() -> None:
+    def framing(output: str) -> int:
+        b = ContextBuilder([SystemPromptSource("You are Atlas."), UserInputSource(),
+                            ToolSource([SCHEMA])],
+                           options=BuildOptions(model="gpt-4o", format="text",
+                                                output_instructions=output))
+        with pytest.raises(BudgetError) as exc:  # a budget below the framing reports it
+            b.build_sync("And the refund?", max_tokens=16)
+        assert exc.value.required is not None
+        return exc.value.required
+
+    assert framing("Answer in one line.") - framing("") == COUNTER.count("[Output]") + 2

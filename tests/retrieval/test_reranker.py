@@ -7,7 +7,7 @@ import math
 import pytest
 
 from loomctx.errors import ConfigError
-from loomctx.retrieval.reranker import Candidate, RerankWeights, UnifiedReranker
+from loomctx.retrieval.reranker import Candidate, RerankWeights, UnifiedReranker, specificity
 
 
 def cand(id: str, content: str = "", *, origin: str = "memory:L4", vector: float = 0.0,
@@ -18,7 +18,8 @@ def cand(id: str, content: str = "", *, origin: str = "memory:L4", vector: float
 
 def only(**weights: float) -> RerankWeights:
     """Every signal off except the ones given."""
-    base = {"vector": 0.0, "overlap": 0.0, "diversity": 0.0, "length": 0.0, "fusion": 0.0}
+    base = {"vector": 0.0, "overlap": 0.0, "diversity": 0.0, "length": 0.0, "fusion": 0.0,
+            "lexical_trust": 0.0}
     return RerankWeights(**{**base, **weights})  # type: ignore[arg-type]
 
 
@@ -32,7 +33,9 @@ def test_scores_combine_the_signals_with_their_weights() -> None:
     a = cand("a", "refund policy for customs", vector=0.8, tokens=12, lexical=0)
     b = cand("b", "weather report", origin="knowledge:docs", vector=0.4, tokens=48,
              dense=0, lexical=1)
-    first, second = UnifiedReranker().rerank("refund for customs", [b, a])
+    # Without the per-question lexical trust (see the trust tests below).
+    first, second = UnifiedReranker(RerankWeights(lexical_trust=0.0)).rerank(
+        "refund for customs", [b, a])
     assert (first.id, second.id) == ("a", "b")
     # a: best vector, both content terms ("for" is a stopword), half the length saturation,
     # one list at rank 0 against b's two lists; both are the first of their origin.
@@ -131,3 +134,40 @@ def test_order_is_deterministic_ties_by_id() -> None:
 def test_weights_are_validated(kwargs: dict, fragment: str) -> None:
     with pytest.raises(ConfigError, match=fragment):
         RerankWeights(**kwargs)
+
+
+def test_specificity_is_high_for_rare_terms_and_low_for_common_ones() -> None:
+    docs = [{"ann", "hike"}, {"ann", "cook"}, {"ann", "read"}, {"ann", "swim", "zanzibar"}]
+    assert specificity({"zanzibar"}, docs) == pytest.approx(1.0)
+    assert specificity({"ann"}, docs) < 0.3
+    assert specificity({"ann"}, docs) < specificity({"ann", "zanzibar"}, docs) < 1.0
+    assert specificity({"absent"}, docs) == 0.0  # no candidate has it: says nothing
+    assert specificity(set(), docs) == specificity({"ann"}, []) == 0.0
+
+
+def _pool(rare: bool) -> list[Candidate]:
+    """A candidate first in both lists but far in meaning, one nearest in meaning, and filler
+    that shares the common term."""
+    lex = cand("lex", "ann went to zanzibar" if rare else "ann went out", vector=0.1,
+               lexical=0, dense=1)
+    vec = cand("vec", "ann travelled to an island", vector=0.9, dense=0)
+    filler = [cand(f"f{i}", f"ann said thing {i}", vector=0.05, lexical=i + 1, dense=i + 2)
+              for i in range(8)]
+    return [lex, vec, *filler]
+
+
+def test_lexical_trust_lifts_the_lexical_list_only_for_specific_questions() -> None:
+    base = only(vector=0.4, fusion=0.6)
+    trusting = only(vector=0.4, fusion=0.6, lexical_trust=4.0, trust_floor=0.5)
+    for rare, query in ((True, "zanzibar"), (False, "ann")):
+        plain = UnifiedReranker(base).rerank(query, _pool(rare))
+        trusted = UnifiedReranker(trusting).rerank(query, _pool(rare))
+        assert plain[0].id == "vec"
+        # Only a question whose terms few candidates share moves to the fused ranking.
+        assert trusted[0].id == ("lex" if rare else "vec")
+
+
+@pytest.mark.parametrize("floor", [-0.1, 1.0, math.nan])
+def test_trust_floor_must_be_in_the_unit_interval(floor: float) -> None:
+    with pytest.raises(ConfigError, match="trust_floor"):
+        RerankWeights(trust_floor=floor)
