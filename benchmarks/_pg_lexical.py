@@ -35,7 +35,7 @@ _PLANTED = 20
 
 
 def _corpus(rng: np.random.Generator) -> tuple[list[str], list[tuple[str, int, str]]]:
-    from bench_postgres import texts, vocabulary
+    from bench_store import texts, vocabulary
 
     vocab = vocabulary(rng)
     docs = texts(rng, vocab, _BACKGROUND)

@@ -50,35 +50,12 @@ from loomctx.testing import HashingEmbedder
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _pg_lexical import compare_lexical
+from bench_store import texts, vocabulary
 
 RESULTS = Path(__file__).resolve().parent / "results"
-_SYLLABLES = (*(c + v for c in "bcdfghjklmnprstvwxz" for v in "aeiou"), "th", "st", "ng")
-_CHINESE = ("我们", "喜欢", "周末", "爬山", "记忆", "检索", "上下文", "模型", "工具", "调用",
-            "会话", "代理", "向量", "数据库", "天气", "北京")
 _QUERIES = ("what did we decide about the database migration?", "周末去爬山的计划是什么",
             "which tool call failed and why", "上下文 模型 检索 的结果")
 _BATCH = 10_000
-
-
-def vocabulary(rng: np.random.Generator, size: int = 5000) -> list[str]:
-    words: set[str] = set()
-    while len(words) < size:
-        words.add("".join(rng.choice(_SYLLABLES, size=int(rng.integers(2, 5)))))
-    ordered = sorted(words)
-    rng.shuffle(ordered)
-    return ordered
-
-
-def texts(rng: np.random.Generator, vocab: list[str], n: int) -> list[str]:
-    """~30 tokens each: Zipf-ranked words, one text in five with Chinese words mixed in."""
-    ranks = np.minimum(rng.zipf(1.2, size=(n, 28)), len(vocab)) - 1
-    out = []
-    for i in range(n):
-        words = [vocab[r] for r in ranks[i]]
-        if i % 5 == 0:
-            words[::7] = rng.choice(_CHINESE, size=len(words[::7])).tolist()
-        out.append(" ".join(words))
-    return out
 
 
 def batches(size: int, seed: int = 42) -> Iterator[tuple[list[MemoryRecord], np.ndarray]]:

@@ -36,7 +36,7 @@ _QUERIES = 50
 _LIMIT = 20
 
 
-def _vocabulary(rng: np.random.Generator, size: int = 5000) -> list[str]:
+def vocabulary(rng: np.random.Generator, size: int = 5000) -> list[str]:
     words = set()
     while len(words) < size:
         words.add("".join(rng.choice(_SYLLABLES, size=int(rng.integers(2, 5)))))
@@ -45,16 +45,16 @@ def _vocabulary(rng: np.random.Generator, size: int = 5000) -> list[str]:
     return ordered
 
 
-def _texts(rng: np.random.Generator, vocab: list[str], n: int) -> list[str]:
+def texts(rng: np.random.Generator, vocab: list[str], n: int) -> list[str]:
     """~30 tokens each: Zipf-ranked words, one record in five with Chinese words mixed in."""
     ranks = np.minimum(rng.zipf(1.2, size=(n, 28)), len(vocab)) - 1
-    texts = []
+    out = []
     for i in range(n):
         words = [vocab[r] for r in ranks[i]]
         if i % 5 == 0:
             words[::7] = rng.choice(_CHINESE, size=len(words[::7])).tolist()
-        texts.append(" ".join(words))
-    return texts
+        out.append(" ".join(words))
+    return out
 
 
 def _unit(rng: np.random.Generator, n: int, dim: int) -> np.ndarray:
@@ -79,21 +79,21 @@ def _summary(first: float, warm: list[float]) -> dict[str, float]:
 
 def run(records: int, dim: int, batch: int) -> dict[str, object]:
     rng = np.random.default_rng(42)
-    vocab = _vocabulary(rng)
+    vocab = vocabulary(rng)
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "bench.db"
         store = SQLiteStore(path)
         start = time.perf_counter()
         for offset in range(0, records, batch):
             n = min(batch, records - offset)
-            texts = _texts(rng, vocab, n)
+            chunk = texts(rng, vocab, n)
             store.put(
                 [
                     MemoryRecord(
                         id=f"r{offset + i}", content=t, timestamp=float(offset + i),
                         agent="bench", session=f"s{(offset + i) % 100}", seq=offset + i,
                     )
-                    for i, t in enumerate(texts)
+                    for i, t in enumerate(chunk)
                 ],
                 _unit(rng, n, dim),
             )

