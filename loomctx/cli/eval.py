@@ -9,10 +9,14 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from loomctx.errors import ConfigError, LoomctxError
+
+if TYPE_CHECKING:
+    from loomctx.embed.protocol import Embedder
 
 DEFAULT_BUDGETS = "512,1024,2048,4096,8192"
 _DATASETS = ("locomo", "hotpotqa", "generic", "multilingual")
@@ -63,9 +67,10 @@ def add_eval_parser(subparsers: argparse._SubParsersAction) -> argparse.Argument
     )
     parser.add_argument(
         "--embedder",
-        choices=("use", "hashing"),
-        default="use",
-        help="dense baseline embedder: multilingual USE (default) or the fast hashing fake",
+        choices=("default", "use", "minilm", "hashing"),
+        default="default",
+        help="embedder of every system that uses one: the default (USE joined by MiniLM on "
+        "English), USE alone, MiniLM alone, or the fast hashing fake",
     )
     parser.add_argument(
         "--pad-tokens",
@@ -100,6 +105,16 @@ def add_eval_parser(subparsers: argparse._SubParsersAction) -> argparse.Argument
     return parser
 
 
+def _embedder(choice: str) -> Embedder | None:
+    """The embedder ``--embedder`` names (None: each system's default)."""
+    from loomctx.embed import HashingEmbedder, MiniLMEmbedder, UniversalSentenceEncoder
+
+    makers: dict[str, Callable[[], Embedder]] = {
+        "use": UniversalSentenceEncoder, "minilm": MiniLMEmbedder, "hashing": HashingEmbedder,
+    }
+    return makers[choice]() if choice in makers else None
+
+
 def _run(args: argparse.Namespace) -> int:
     from loomctx.eval.datasets import iter_dataset
     from loomctx.eval.runner import evaluate
@@ -121,12 +136,7 @@ def _run(args: argparse.Namespace) -> int:
     names = None
     if args.systems is not None:
         names = [n.strip() for n in args.systems.split(",") if n.strip()]
-    uses_dense = names is None or "dense" in names or "fusion" in names
-    embedder = None
-    if uses_dense and args.embedder == "hashing":
-        from loomctx.embed import HashingEmbedder
-
-        embedder = HashingEmbedder()
+    embedder = _embedder(args.embedder)
     systems = build_systems(names, embedder=embedder)
     options: dict[str, int] = {}
     if args.dataset == "hotpotqa":

@@ -17,6 +17,7 @@ import psycopg
 from loomctx.errors import ConfigError
 from loomctx.stores._pg_rows import INSERT_COLUMNS, TABLE, to_row, tsvector_literal
 from loomctx.stores._pg_schema import hnsw_index_sql
+from loomctx.stores._records import dimension_mismatch
 from loomctx.stores.protocol import MemoryRecord
 
 _GIN_SQL = f"CREATE INDEX IF NOT EXISTS loomctx_records_terms ON {TABLE} USING gin (terms)"
@@ -34,7 +35,7 @@ def set_dims(conn: psycopg.Connection, dims: int, *, index: bool = True) -> int:
     row = conn.execute("SELECT value FROM loomctx_meta WHERE key = 'dims'").fetchone()
     stored = int(row[0]) if row else dims
     if stored != dims:
-        raise ConfigError(f"vectors have dimension {dims}, the store holds dimension {stored}")
+        raise ConfigError(dimension_mismatch("vectors", dims, stored))
     found = conn.execute("SELECT to_regclass('loomctx_records_hnsw') IS NOT NULL").fetchone()
     if index and not (found and found[0]):
         conn.execute(hnsw_index_sql(dims).encode())

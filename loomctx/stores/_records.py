@@ -168,6 +168,15 @@ def unit_rows(vectors: object, what: str) -> np.ndarray:
     return (array / np.where(norms == 0, 1.0, norms)).astype(np.float32)
 
 
+def dimension_mismatch(what: str, got: int, stored: int) -> str:
+    """The error for vectors of another dimension than the store's: another embedder wrote them."""
+    return (
+        f"{what} has dimension {got}, the store holds dimension {stored}: another embedder wrote "
+        "its vectors; open it with that embedder (512: embedder=UniversalSentenceEncoder(), the "
+        "default before the joint USE + MiniLM one) or use a new store"
+    )
+
+
 def prepare_put(
     records: Sequence[MemoryRecord], vectors: np.ndarray | None, dim: int | None
 ) -> tuple[list[MemoryRecord], np.ndarray | None]:
@@ -195,9 +204,7 @@ def prepare_put(
             f"got {rows.shape[0]} vectors for {len(cleaned)} records; give one row per record"
         )
     if dim is not None and rows.shape[0] and rows.shape[1] != dim:
-        raise ConfigError(
-            f"vectors have dimension {rows.shape[1]}, the store holds dimension {dim}"
-        )
+        raise ConfigError(dimension_mismatch("vectors", rows.shape[1], dim))
     return cleaned, rows
 
 
@@ -205,7 +212,7 @@ def query_vector(vector: object, dim: int | None) -> np.ndarray:
     """A unit float32 query vector of the stored dimension."""
     row = unit_rows(np.asarray(vector, dtype=np.float64).reshape(1, -1), "query vector")[0]
     if dim is not None and row.shape[0] != dim:
-        raise ConfigError(f"query vector has dimension {row.shape[0]}, the store holds {dim}")
+        raise ConfigError(dimension_mismatch("query vector", row.shape[0], dim))
     return row
 
 

@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import loomctx
 from loomctx import session as session_module
-from loomctx.embed import CachedEmbedder, UniversalSentenceEncoder, default_embedder
+from loomctx.embed import (
+    CachedEmbedder,
+    JointEmbedder,
+    MiniLMEmbedder,
+    UniversalSentenceEncoder,
+    default_embedder,
+)
+from loomctx.embed.default import DEFAULT_WEIGHT
 from loomctx.eval.loomctx_system import LoomctxSystem
 from loomctx.eval.records import Turn
 from loomctx.eval.systems import build_systems
@@ -12,7 +19,10 @@ from loomctx.eval.systems import build_systems
 
 def test_default_embedder_is_the_bare_model_and_one_public_name() -> None:
     made = default_embedder()
-    assert isinstance(made, UniversalSentenceEncoder)  # no cache: the caller picks one
+    assert isinstance(made, JointEmbedder)  # no cache: the caller picks one
+    assert isinstance(made.multilingual, UniversalSentenceEncoder)
+    assert isinstance(made.english, MiniLMEmbedder)
+    assert made.weight == DEFAULT_WEIGHT
     assert made is not default_embedder()  # a new instance each call (the weights are shared)
     assert loomctx.default_embedder is default_embedder
     assert session_module.default_embedder is default_embedder
@@ -21,18 +31,18 @@ def test_default_embedder_is_the_bare_model_and_one_public_name() -> None:
 def test_session_caches_the_default_over_its_own_store() -> None:
     s = loomctx.Session()
     assert isinstance(s.embedder, CachedEmbedder)
-    assert isinstance(s.embedder.inner, UniversalSentenceEncoder)
+    assert isinstance(s.embedder.inner, JointEmbedder)
     assert s.embedder.store is s.store  # vectors persist with the memories
 
 
 def test_eval_systems_use_the_same_default_memoised_in_process() -> None:
     (dense,) = build_systems(["dense"])
     assert isinstance(dense.embedder, CachedEmbedder)  # type: ignore[attr-defined]
-    assert isinstance(dense.embedder.inner, UniversalSentenceEncoder)  # type: ignore[attr-defined]
+    assert isinstance(dense.embedder.inner, JointEmbedder)  # type: ignore[attr-defined]
     system = LoomctxSystem()
     assert system.embedder is None  # chosen on first use, so building the registry stays cheap
     history = (Turn(id="t1", role="user", content="hello", timestamp=0.0),)
     session = system._session(history)
     assert isinstance(system.embedder, CachedEmbedder)
-    assert isinstance(system.embedder.inner, UniversalSentenceEncoder)
+    assert isinstance(system.embedder.inner, JointEmbedder)
     assert session.embedder is system.embedder  # a cached embedder is used as given

@@ -2,12 +2,20 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from loomctx.embed import Embedder, HashingEmbedder, UniversalSentenceEncoder
+from loomctx.embed import (
+    Embedder,
+    HashingEmbedder,
+    MiniLMEmbedder,
+    UniversalSentenceEncoder,
+    default_embedder,
+)
 from loomctx.errors import ConfigError
 
 TEXTS = ["I love hiking on weekends", "我喜欢周末去爬山", "", "   ", "emoji 🎉 only", "x" * 3000]
@@ -18,9 +26,13 @@ def use() -> UniversalSentenceEncoder:
     return UniversalSentenceEncoder(threads=1)
 
 
-@pytest.fixture(params=["hashing", "use"])
+@pytest.fixture(params=["hashing", "use", "minilm", "default"])
 def embedder(request: pytest.FixtureRequest, use: UniversalSentenceEncoder) -> Embedder:
-    return use if request.param == "use" else HashingEmbedder()
+    made: dict[str, Callable[[], Embedder]] = {
+        "hashing": HashingEmbedder, "use": lambda: use, "minilm": MiniLMEmbedder,
+        "default": default_embedder,
+    }
+    return made[request.param]()
 
 
 def _cos(a: np.ndarray, b: np.ndarray) -> float:

@@ -1,0 +1,69 @@
+"""The joint embedder: one vector whose dot product is a weighted sum of two models' cosines."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from loomctx.embed import HashingEmbedder
+from loomctx.embed.joint import JointEmbedder, latin_share
+from loomctx.errors import ConfigError
+
+A, B = HashingEmbedder(48), HashingEmbedder(32)
+
+
+def _joint(weight: float = 0.3) -> JointEmbedder:
+    return JointEmbedder(A, B, weight=weight)
+
+
+def test_latin_texts_score_a_weighted_sum_of_both_cosines() -> None:
+    texts = ["the deploy failed with a timeout", "deploy failed: timeout again"]
+    x, y = _joint(0.3).embed(texts)
+    a, b = A.embed(texts), B.embed(texts)
+    expected = 0.3 * float(a[0] @ a[1]) + 0.7 * float(b[0] @ b[1])
+    assert float(x @ y) == pytest.approx(expected, abs=1e-5)
+
+
+def test_other_scripts_keep_the_multilingual_cosine_whole() -> None:
+    zh = ["我喜欢周末去爬山", "周末爬山很开心"]
+    x, y = _joint(0.3).embed(zh)
+    assert np.all(x[A.dim:] == 0.0)  # no English part
+    a = A.embed(zh)
+    assert float(x @ y) == pytest.approx(float(a[0] @ a[1]), abs=1e-5)
+    (en,) = _joint(0.3).embed(["I love hiking on weekends"])
+    a_en = A.embed(["I love hiking on weekends"])[0]
+    assert float(en @ x) == pytest.approx(math.sqrt(0.3) * float(a_en @ a[0]), abs=1e-5)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.text(max_size=30), max_size=6))
+def test_rows_are_unit_length_in_input_order(texts: list[str]) -> None:
+    joint = _joint(0.6)
+    vecs = joint.embed(texts)
+    assert vecs.shape == (len(texts), A.dim + B.dim)
+    assert vecs.dtype == np.float32
+    assert np.allclose(np.linalg.norm(vecs, axis=1), 1.0, atol=1e-5)
+    for i, text in enumerate(texts):
+        assert np.allclose(vecs[i], joint.embed([text])[0], atol=1e-6)
+
+
+def test_the_name_carries_both_models_and_the_weight() -> None:
+    assert _joint(0.3).name != _joint(0.6).name  # a cache never mixes two weightings
+    assert A.name in _joint().name and B.name in _joint().name
+
+
+@pytest.mark.parametrize("weight", [0, 1, -0.5, 1.5, "0.5", None])
+def test_a_weight_outside_the_open_interval_is_refused(weight: object) -> None:
+    with pytest.raises(ConfigError, match="between 0 and 1"):
+        JointEmbedder(A, B, weight=weight)  # type: ignore[arg-type]
+
+
+def test_latin_share() -> None:
+    assert latin_share("hello world") == 1.0
+    assert latin_share("12345 !!") == 1.0  # no letters: nothing to say it is not English
+    assert latin_share("我喜欢 hiking") == pytest.approx(6 / 9)
+    assert latin_share("Привет") == 0.0
