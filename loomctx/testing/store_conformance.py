@@ -152,9 +152,9 @@ class StoreConformance(ScopeConformance):
     def test_wrong_dimension_rejected(self, store: MemoryStore) -> None:
         store.put([rec("a")], np.stack([unit(1)]))
         # The message says why (another embedder) and how to go on.
-        with pytest.raises(ConfigError, match="dimension.*another embedder.*embedder="):
+        with pytest.raises(ConfigError, match=r"dimension.*another embedder.*embedder="):
             store.put([rec("b")], np.ones((1, DIM + 1)))
-        with pytest.raises(ConfigError, match="dimension.*another embedder.*embedder="):
+        with pytest.raises(ConfigError, match=r"dimension.*another embedder.*embedder="):
             store.search_vector(np.ones(DIM + 1), scope=TENANT)
         assert store.get(["b"], scope=TENANT) == []
 

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import pytest
+
 import loomctx
 from loomctx import session as session_module
 from loomctx.embed import (
@@ -12,6 +16,7 @@ from loomctx.embed import (
     default_embedder,
 )
 from loomctx.embed.default import DEFAULT_WEIGHT
+from loomctx.errors import ConfigError
 from loomctx.eval.loomctx_system import LoomctxSystem
 from loomctx.eval.records import Turn
 from loomctx.eval.systems import build_systems
@@ -46,3 +51,18 @@ def test_eval_systems_use_the_same_default_memoised_in_process() -> None:
     assert isinstance(system.embedder, CachedEmbedder)
     assert isinstance(system.embedder.inner, JointEmbedder)
     assert session.embedder is system.embedder  # a cached embedder is used as given
+
+
+def test_a_store_written_by_another_embedder_says_which_to_open_it_with(tmp_path: Path) -> None:
+    path = tmp_path / "memory.db"
+    old = loomctx.Session(store=str(path), embedder=UniversalSentenceEncoder(), id="s")
+    old.add_messages_sync([{"role": "user", "content": "My dog is called Biscuit."}])
+    old.store.close()
+    again = loomctx.Session(store=str(path), id="s")  # the joint default: 896 dimensions
+    assert again.embedder.dim == 896
+    with pytest.raises(ConfigError, match=r"dimension 896.*holds dimension 512.*embedder="):
+        again.add_messages_sync([{"role": "user", "content": "And my cat is Miso."}])
+    same = loomctx.Session(store=str(path), embedder=UniversalSentenceEncoder(), id="s")
+    same.add_messages_sync([{"role": "user", "content": "And my cat is Miso."}])
+    result = same.build_sync("What is my dog called?", max_tokens=300)
+    assert "Biscuit" in str(result.rendered.payload)  # the old memory, found with its embedder
