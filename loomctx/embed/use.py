@@ -10,13 +10,11 @@ by every instance of the same thread setting in the process.
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
-from loomctx.embed._blas import limited
-from loomctx.errors import ConfigError
+from loomctx.embed._model import ModelEmbedder
 
 _BATCH = 256
 _MODELS: dict[int | None, Any] = {}
@@ -35,7 +33,7 @@ def _load(threads: int | None) -> Any:
         return model
 
 
-class UniversalSentenceEncoder:
+class UniversalSentenceEncoder(ModelEmbedder):
     """USE multilingual v3: 512-dim unit vectors for 16 languages, English and Chinese included.
 
     ``threads`` caps the BLAS threads of the forward pass (numpy's OpenBLAS, see
@@ -50,41 +48,11 @@ class UniversalSentenceEncoder:
     name = "use-multilingual-v3@0.2.1"
     dim = 512
 
-    def __init__(self, threads: int | None = 1) -> None:
-        if threads is not None and (not isinstance(threads, int) or threads < 1):
-            raise ConfigError(
-                f"UniversalSentenceEncoder threads must be a positive int or None, got {threads!r}"
-            )
-        self.threads = threads
-        self._lock = threading.Lock()
-
-    def embed(self, texts: Sequence[str]) -> np.ndarray:
-        """Embed ``texts`` in batches of 256; rows are float32, L2-normalised, in input order."""
-        batch = list(texts)
-        out = np.empty((len(batch), self.dim), dtype=np.float32)
-        if not batch:
-            return out
-        for i, text in enumerate(batch):
-            if not isinstance(text, str):
-                raise ConfigError(f"embed() takes strings, got {type(text).__name__} at index {i}")
+    def _fill(self, batch: list[str], out: np.ndarray) -> None:
         model = _load(self.threads)
-        with self._lock, limited(self.threads):
-            for start in range(0, len(batch), _BATCH):
-                chunk = batch[start : start + _BATCH]
-                out[start : start + len(chunk)] = model.encode(chunk)
-        return _unit_rows(out)
-
-
-def _unit_rows(x: np.ndarray) -> np.ndarray:
-    """Normalise rows in place; zero or non-finite rows become the first basis vector."""
-    norms = np.linalg.norm(x, axis=1)
-    bad = ~np.isfinite(norms) | (norms <= 0.0)
-    if bad.any():
-        x[bad] = 0.0
-        x[bad, 0] = 1.0
-        norms[bad] = 1.0
-    x /= norms[:, None]
-    return x
+        for start in range(0, len(batch), _BATCH):
+            chunk = batch[start : start + _BATCH]
+            out[start : start + len(chunk)] = model.encode(chunk)
 
 
 __all__ = ["UniversalSentenceEncoder"]
