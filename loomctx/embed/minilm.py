@@ -106,7 +106,7 @@ class _Model:
         self.tokenizer.no_padding()
 
     def encode(self, texts: list[str]) -> np.ndarray:
-        """Mean-pooled, unit-length vectors of ``texts`` (one padded batch)."""
+        """Mean-pooled vectors of ``texts``, one padded batch (the base class normalises them)."""
         encodings = self.tokenizer.encode_batch(texts)
         width = max(len(e.ids) for e in encodings)
         ids = np.zeros((len(texts), width), dtype=np.int64)

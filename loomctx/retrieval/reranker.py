@@ -62,7 +62,7 @@ class RerankWeights:
     rrf_k: int = 10
     """RRF constant k in 1 / (k + rank). The fusion signal is normalised by the best candidate's,
     so k sets how much the top ranks stand out: with 60, rank 10 kept 0.87 of rank 1's signal
-    (nearly flat: the signal hardly ordered anything); with 10, 0.52. Fitted on the development
+    (nearly flat: the signal hardly ordered anything); with 10, 0.53. Fitted on the development
     split (benchmarks/README.md)."""
     length_tokens: int = 24
     """Token length at which the length signal reaches 1."""

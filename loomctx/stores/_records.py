@@ -171,7 +171,7 @@ def unit_rows(vectors: object, what: str) -> np.ndarray:
 def dimension_mismatch(what: str, got: int, stored: int) -> str:
     """The error for vectors of another dimension than the store's: another embedder wrote them."""
     return (
-        f"{what} has dimension {got}, the store holds dimension {stored}: another embedder wrote "
+        f"{what}: dimension {got}, the store holds dimension {stored}: another embedder wrote "
         "its vectors; open it with that embedder (512: embedder=UniversalSentenceEncoder(), the "
         "default before the joint USE + MiniLM one) or use a new store"
     )
