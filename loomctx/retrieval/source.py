@@ -9,7 +9,10 @@ evidence items that keep the ids they were stored with.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 from collections.abc import Sequence
+
+import numpy as np
 
 from loomctx.errors import ConfigError, SourceError, StoreError
 from loomctx.items import RAW_RELEVANCE, ContextItem, Tier
@@ -23,6 +26,11 @@ from loomctx.stores.protocol import Hit, MemoryRecord, Scope
 from loomctx.text.decoration import index_text
 
 MAX_RECALL = 256
+
+
+def _retrieved(future: asyncio.Future[object]) -> None:
+    if not future.cancelled():
+        future.exception()
 
 
 class L2ImportantSource:
@@ -90,35 +98,42 @@ class UnifiedRetrievalSource:
         # Recall enough to fill the whole build if retrieval wins the leftover (~16 tokens a
         # memory at least), never fewer than recall_limit.
         limit = max(self.recall_limit, min(MAX_RECALL, request.total // 16))
-        qvec = self.memory.query_vector(query)
+        # The question's embedding is the slowest step of recall; it and the dense search that
+        # needs it run on one worker thread (one hand-off, not two) while the lexical lists and
+        # the knowledge bases are searched.
+        mem = self.memory
 
-        async def nothing() -> list[Hit]:
-            return []
+        def dense_search() -> tuple[np.ndarray, list[Hit]]:
+            vector = mem.query_vector(query)
+            return vector, store.search_vector(vector, limit=limit, scope=where)
 
+        loop = asyncio.get_running_loop()
+        dense_recall = loop.run_in_executor(None, contextvars.copy_context().run, dense_search)
         # The question itself drives recall; the rewritten query (recent-turn terms appended)
         # is one more lexical list, so a follow-up finds its topic without the expansion
         # drowning a self-contained question.
-        mem = self.memory
+        texts = (query,) if expanded == query else (query, expanded)
 
-        def lexical_search(text: str) -> list[Hit]:
-            if self.scope == "session":  # this session: the in-process index
-                return mem.search_lexical(text, limit)
-            return store.search_lexical(text, limit=limit, scope=where)
+        async def lexical_recall() -> list[list[Hit]]:
+            if self.scope == "session":  # this session's in-process index: no thread needed
+                return [mem.search_lexical(text, limit) for text in texts]
+            return list(await asyncio.gather(*(
+                asyncio.to_thread(store.search_lexical, text, limit=limit, scope=where)
+                for text in texts)))
 
-        memory_recall = asyncio.gather(
-            asyncio.to_thread(lexical_search, query),
-            asyncio.to_thread(store.search_vector, qvec, limit=limit, scope=where),
-            asyncio.to_thread(lexical_search, expanded) if expanded != query else nothing(),
-        )
         # One failing knowledge base costs its own results, never memory recall or the others;
         # the failures are reported on the source (``failures``) and in its items' metadata.
         knowledge_recall = asyncio.gather(*(k.collect(request) for k in self.knowledge),
                                           return_exceptions=True)
         try:
-            (lexical, dense, extra), kb = await asyncio.gather(memory_recall, knowledge_recall)
+            lexical_lists, kb = await asyncio.gather(lexical_recall(), knowledge_recall)
+            qvec, dense = await dense_recall
             dated = self._dated(query, request.now, limit, dense)
         except StoreError as exc:  # the store is down: this source fails, the build goes on
             raise SourceError(f"memory store unavailable: {exc}", source=self.name) from exc
+        finally:  # after a failure elsewhere the thread's result (or error) is dropped
+            dense_recall.add_done_callback(_retrieved)
+        lexical, extra = lexical_lists[0], lexical_lists[1] if len(lexical_lists) > 1 else []
         self.failures = {k.name: f"{type(r).__name__}: {r}"
                          for k, r in zip(self.knowledge, kb, strict=True)
                          if isinstance(r, BaseException)}

@@ -51,9 +51,35 @@ def test_batches_come_back_in_input_order(model: MiniLMEmbedder) -> None:
     assert np.allclose(vecs[3], model.embed([texts[3]])[0], atol=1e-5)
 
 
+def test_batches_on_worker_threads_equal_one_thread(model: MiniLMEmbedder) -> None:
+    texts = [f"turn {i}: " + "we went hiking near the lake " * (i % 9) for i in range(200)]
+    serial = MiniLMEmbedder(workers=1).embed(texts)
+    parallel = MiniLMEmbedder(workers=3).embed(texts)  # 4 batches over 3 threads
+    assert np.allclose(serial, parallel, atol=1e-6)
+    assert MiniLMEmbedder().workers >= 1
+
+
+def test_a_failing_batch_fails_the_call(monkeypatch: pytest.MonkeyPatch) -> None:
+    texts = [f"turn {i} " + "word " * i for i in range(130)]  # three batches
+    real = minilm._load()
+
+    class Broken:
+        def encode(self, batch: list[str]) -> np.ndarray:
+            if any("word " * 100 in t for t in batch):
+                raise RuntimeError("batch broke")
+            return real.encode(batch)
+
+    monkeypatch.setattr(minilm, "_load", lambda: Broken())
+    with pytest.raises(RuntimeError, match="batch broke"):
+        MiniLMEmbedder(workers=2).embed(texts)
+
+
 def test_bad_arguments_are_one_clear_error(model: MiniLMEmbedder) -> None:
     with pytest.raises(ConfigError, match="threads"):
         MiniLMEmbedder(threads=0)
+    for workers in (0, -1, 1.5, True):
+        with pytest.raises(ConfigError, match="workers"):
+            MiniLMEmbedder(workers=workers)  # type: ignore[arg-type]
     with pytest.raises(ConfigError, match="index 1"):
         model.embed(["ok", 3])  # type: ignore[list-item]
 

@@ -1,0 +1,149 @@
+"""Build latency and ingest on LoCoMo, this checkout against another one in the same run.
+
+Why: the evidence-recall issue bounds the default build's p50 on LoCoMo at 1.5x the build of the
+code it started from, and asks ingest to be re-measured with BLAS threads pinned and unpinned.
+A build is timed the way ``loomctx eval`` times it: a session per conversation holding every
+turn, one ``build_sync(question, max_tokens=budget)`` per question and budget. The first budget
+of each question embeds the question ("new"); the later budgets find it cached ("cached").
+Ingest is ``add_messages_sync`` of the whole conversation, embedding included.
+
+Each side runs in its own process (``--peer-src`` puts another checkout first on PYTHONPATH),
+alternately, ``--rounds`` times, so both share the machine's state; the JSON keeps every round.
+
+    python3 benchmarks/bench_latency.py --data PATH/locomo10.json
+    python3 benchmarks/bench_latency.py --data PATH/locomo10.json --peer-src DIR --rounds 2
+    python3 benchmarks/bench_latency.py --data PATH/locomo10.json --blas-threads 0  # unpinned
+
+``DIR`` is a checkout of another commit (``git worktree add DIR <commit>``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+_ROOT = Path(__file__).resolve().parent.parent
+_OUT = Path(__file__).parent / "results" / "latency.json"
+
+
+def _summary(values: list[float]) -> dict[str, float]:
+    ordered = sorted(values)
+    return {"n": len(ordered), "p50": round(statistics.median(ordered), 2),
+            "p95": round(ordered[min(len(ordered) - 1, int(0.95 * len(ordered)))], 2),
+            "min": round(ordered[0], 2), "max": round(ordered[-1], 2)}
+
+
+def worker(data: Path, conversations: int, budgets: list[int], blas_threads: int | None) -> dict:
+    """Run in this process with whatever ``loomctx`` the path gives; returns the timings."""
+    import loomctx
+    from loomctx.builder import BuildOptions
+    from loomctx.eval.datasets import iter_dataset
+    from loomctx.session import Session
+
+    embedder = None
+    if blas_threads is not None:  # the default model embedder, BLAS pinned or left alone
+        from loomctx.embed import default_embedder
+
+        embedder = default_embedder()
+        for part in (embedder, getattr(embedder, "multilingual", None),
+                     getattr(embedder, "english", None)):
+            if part is not None and hasattr(part, "threads"):
+                part.threads = blas_threads or None
+    histories: list[tuple[Any, list[Any]]] = []
+    for q in iter_dataset("locomo", data):
+        if not histories or histories[-1][0] is not q.history:
+            if len(histories) == conversations:
+                break
+            histories.append((q.history, []))
+        histories[-1][1].append(q)
+    new: list[float] = []
+    cached: dict[int, list[float]] = {b: [] for b in budgets}
+    ingest: list[float] = []
+    for history, questions in histories:
+        session = Session(embedder=embedder, model="cl100k_base",
+                          options=BuildOptions(model="cl100k_base", format="text"),
+                          clock=lambda: 0.0)
+        session.build_sync("warm up", max_tokens=budgets[0])  # model and tokenizer loaded
+        messages = [{"id": t.id, "role": t.role if t.role in ("user", "assistant") else "user",
+                     "content": t.content, "timestamp": t.timestamp} for t in history]
+        start = time.perf_counter()
+        session.add_messages_sync(messages)
+        ingest.append(time.perf_counter() - start)
+        now = max((t.timestamp for t in history if t.timestamp is not None), default=0.0)
+        for q in questions:
+            for i, budget in enumerate(budgets):
+                start = time.perf_counter()
+                session.build_sync(q.question, max_tokens=budget, now=now)
+                ms = (time.perf_counter() - start) * 1000.0
+                (new if i == 0 else cached[budget]).append(ms)
+    return {
+        "loomctx": str(Path(loomctx.__file__).resolve().parent.parent.name),
+        "embedder": session.embedder.name, "turns": [len(h) for h, _ in histories],
+        "questions": len(new), "ingest_s": [round(s, 2) for s in ingest],
+        "new_ms": {budgets[0]: _summary(new)},
+        "cached_ms": {b: _summary(v) for b, v in cached.items() if v},
+    }
+
+
+def _run(src: Path, args: argparse.Namespace) -> dict:
+    env = {**os.environ, "PYTHONPATH": str(src)}
+    cmd = [sys.executable, str(Path(__file__).resolve()), "--worker", "--data", str(args.data),
+           "--conversations", str(args.conversations), "--budgets", args.budgets]
+    if args.blas_threads is not None:
+        cmd += ["--blas-threads", str(args.blas_threads)]
+    out = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
+    if out.returncode != 0:
+        raise SystemExit(f"worker for {src} failed:\n{out.stderr[-2000:]}")
+    result = json.loads(out.stdout.strip().splitlines()[-1])
+    result["src"] = "this checkout" if src == _ROOT else "peer"
+    return result
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--data", type=Path, required=True, help="LoCoMo's locomo10.json")
+    ap.add_argument("--conversations", type=int, default=2,
+                    help="the first N conversations (the development split's)")
+    ap.add_argument("--budgets", default="512,2048,8192")
+    ap.add_argument("--peer-src", type=Path, help="another checkout, run alternately with this")
+    ap.add_argument("--rounds", type=int, default=1)
+    ap.add_argument("--blas-threads", type=int,
+                    help="pin the default embedder's BLAS threads (0: leave BLAS alone)")
+    ap.add_argument("--out", type=Path, default=_OUT)
+    ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if not args.data.is_file():
+        raise SystemExit(f"--data: no file at {args.data}; pass LoCoMo's locomo10.json")
+    budgets = [int(b) for b in args.budgets.split(",")]
+    if args.worker:
+        print(json.dumps(worker(args.data, args.conversations, budgets, args.blas_threads)))
+        return
+    sides = [_ROOT] if args.peer_src is None else [args.peer_src.resolve(), _ROOT]
+    runs = []
+    for r in range(args.rounds):
+        for src in (sides if r % 2 == 0 else sides[::-1]):
+            result = _run(src, args)
+            result["round"] = r + 1
+            runs.append(result)
+            print(f"round {r + 1} {result['src']:>13} ({result['embedder']}): "
+                  f"ingest {result['ingest_s']} s; new {result['new_ms']}; "
+                  f"cached {result['cached_ms']}", flush=True)
+    report = {
+        "machine": {"cpus": os.cpu_count(), "python": platform.python_version(),
+                    "platform": platform.platform(), "load_average": os.getloadavg()},
+        "blas_threads": args.blas_threads, "runs": runs,
+    }
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
+
+
+if __name__ == "__main__":
+    main()
