@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextvars
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -28,7 +29,7 @@ from loomctx.text.decoration import index_text
 MAX_RECALL = 256
 
 
-def _retrieved(future: asyncio.Future[object]) -> None:
+def _retrieved(future: asyncio.Future[Any]) -> None:
     if not future.cancelled():
         future.exception()
 
