@@ -13,6 +13,12 @@ alternately, ``--rounds`` times, so both share the machine's state; the JSON kee
     python3 benchmarks/bench_latency.py --data PATH/locomo10.json
     python3 benchmarks/bench_latency.py --data PATH/locomo10.json --peer-src DIR --rounds 2
     python3 benchmarks/bench_latency.py --data PATH/locomo10.json --blas-threads 0  # unpinned
+    python3 benchmarks/bench_latency.py --data PATH/locomo10.json --ingest [--busy]
+
+``--ingest`` embeds the first conversation's turns with each model embedder under each thread
+setting (BLAS pinned to one thread, BLAS left alone, batches on worker threads), alternately,
+``--rounds`` times; ``--busy`` keeps one core busy meanwhile (a spinning process), as on a
+loaded machine. It writes ``results/ingest.json`` (``results/ingest_busy.json``).
 
 ``DIR`` is a checkout of another commit (``git worktree add DIR <commit>``).
 """
@@ -93,6 +99,41 @@ def worker(data: Path, conversations: int, budgets: list[int], blas_threads: int
     }
 
 
+INGEST_CONFIGS = {
+    "minilm, BLAS 1 thread": ("minilm", 1, 1),
+    "minilm, BLAS unpinned": ("minilm", None, 1),
+    "minilm, BLAS 2 threads": ("minilm", 2, 1),
+    "minilm, batches on workers (default)": ("minilm", 1, None),
+    "use, BLAS 1 thread (default)": ("use", 1, None),
+    "use, BLAS unpinned": ("use", None, None),
+}
+
+
+def ingest_matrix(data: Path, rounds: int) -> dict:
+    """Seconds to embed the first conversation's turns under each thread setting."""
+    from loomctx.embed import MiniLMEmbedder, UniversalSentenceEncoder
+    from loomctx.eval.datasets import iter_dataset
+    from loomctx.text.decoration import index_text
+
+    history = next(iter(iter_dataset("locomo", data))).history
+    texts = [index_text(t.content) for t in history]
+    embedders = {}
+    for name, (model, threads, workers) in INGEST_CONFIGS.items():
+        embedders[name] = (MiniLMEmbedder(threads, workers=workers) if model == "minilm"
+                           else UniversalSentenceEncoder(threads))
+        embedders[name].embed(["warm up"])
+    seconds: dict[str, list[float]] = {name: [] for name in embedders}
+    for r in range(rounds):
+        names = list(embedders) if r % 2 == 0 else list(embedders)[::-1]
+        for name in names:
+            start = time.perf_counter()
+            embedders[name].embed(texts)
+            seconds[name].append(round(time.perf_counter() - start, 3))
+            print(f"round {r + 1} {name}: {seconds[name][-1]:.2f} s", flush=True)
+    return {"turns": len(texts), "seconds": seconds,
+            "median_s": {k: round(statistics.median(v), 2) for k, v in seconds.items()}}
+
+
 def _run(src: Path, args: argparse.Namespace) -> dict:
     env = {**os.environ, "PYTHONPATH": str(src)}
     cmd = [sys.executable, str(Path(__file__).resolve()), "--worker", "--data", str(args.data),
@@ -107,6 +148,11 @@ def _run(src: Path, args: argparse.Namespace) -> dict:
     return result
 
 
+def _machine() -> dict:
+    return {"cpus": os.cpu_count(), "python": platform.python_version(),
+            "platform": platform.platform(), "load_average": os.getloadavg()}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--data", type=Path, required=True, help="LoCoMo's locomo10.json")
@@ -117,7 +163,10 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=1)
     ap.add_argument("--blas-threads", type=int,
                     help="pin the default embedder's BLAS threads (0: leave BLAS alone)")
-    ap.add_argument("--out", type=Path, default=_OUT)
+    ap.add_argument("--ingest", action="store_true",
+                    help="time embedding one conversation under each thread setting")
+    ap.add_argument("--busy", action="store_true", help="with --ingest: keep one core busy")
+    ap.add_argument("--out", type=Path)
     ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if not args.data.is_file():
@@ -125,6 +174,21 @@ def main() -> None:
     budgets = [int(b) for b in args.budgets.split(",")]
     if args.worker:
         print(json.dumps(worker(args.data, args.conversations, budgets, args.blas_threads)))
+        return
+    if args.ingest:
+        busy = None
+        if args.busy:
+            busy = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+        try:
+            result = ingest_matrix(args.data, args.rounds)
+        finally:
+            if busy is not None:
+                busy.kill()
+                busy.wait()
+        result["machine"] = _machine()
+        result["busy_core"] = args.busy
+        out = args.out or _OUT.with_name("ingest_busy.json" if args.busy else "ingest.json")
+        out.write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
         return
     sides = [_ROOT] if args.peer_src is None else [args.peer_src.resolve(), _ROOT]
     runs = []
@@ -136,13 +200,9 @@ def main() -> None:
             print(f"round {r + 1} {result['src']:>13} ({result['embedder']}): "
                   f"ingest {result['ingest_s']} s; new {result['new_ms']}; "
                   f"cached {result['cached_ms']}", flush=True)
-    report = {
-        "machine": {"cpus": os.cpu_count(), "python": platform.python_version(),
-                    "platform": platform.platform(), "load_average": os.getloadavg()},
-        "blas_threads": args.blas_threads, "runs": runs,
-    }
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
+    report = {"machine": _machine(), "blas_threads": args.blas_threads, "runs": runs}
+    out = args.out or _OUT
+    out.write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
 
 
 if __name__ == "__main__":

@@ -157,3 +157,18 @@ def test_unified_retrieval_ranks_knowledge_and_memory_together():
     assert "policy.md#0" in included and "ask" in included
     row = next(i for i in r.report.items if i.id == "policy.md#0")
     assert row.source == "L4_semantic"
+
+
+def test_a_turn_build_reuses_the_vector_its_message_was_stored_with():
+    # The agent loop adds the user's message, then builds: the question's embedding was paid
+    # when the message was stored, so the build sends nothing new to the model.
+    s = _session()
+    s.add_message_sync("user", "We adopted a dog named Pepper last spring.", id="dog")
+    s.add_message_sync("assistant", "Lovely!", id="ok")
+    s.add_message_sync("user", "What did we name the dog we adopted?", id="q")
+    misses = s.embedder.misses
+    result = s.build_sync(max_tokens=500)  # a turn build: the question is the last message
+    assert s.embedder.misses == misses
+    assert "dog" in {r.id for r in result.report.items if r.included}
+    s.build_sync("What did we name the dog we adopted?", max_tokens=500)
+    assert s.embedder.misses == misses

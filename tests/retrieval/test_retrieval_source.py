@@ -225,3 +225,43 @@ def test_a_question_naming_a_month_prefers_what_was_said_then(
                     now=august + 40 * day, total=512)
     assert dated[0].id == "h3"
     assert plain[0].id != "h3"  # the lexical tie goes elsewhere without the date cue
+
+
+@pytest.mark.parametrize("failing", ["search_vector", "search_lexical"])
+def test_a_store_that_fails_mid_recall_fails_the_source_with_one_error(
+        make_memory: Callable[..., TieredMemory], store: InMemoryStore, collect: Collect,
+        monkeypatch: pytest.MonkeyPatch, failing: str) -> None:
+    from loomctx.errors import SourceError, StoreError
+
+    memory = make_memory()
+    add(memory, ["My dog is called Biscuit."], prefix="m")
+
+    def down(*args: object, **kwargs: object) -> None:
+        raise StoreError("connection refused")
+
+    monkeypatch.setattr(store, failing, down)
+    # Tenant-wide recall asks the store for both lists (session recall reads its own index).
+    src = UnifiedRetrievalSource(memory, scope="global")
+    with pytest.raises(SourceError, match="memory store unavailable: connection refused"):
+        collect(src, "dog Biscuit", total=2000)
+
+
+def test_the_question_is_embedded_once_on_a_worker_thread(
+        make_memory: Callable[..., TieredMemory], embedder: HashingEmbedder,
+        collect: Collect, monkeypatch: pytest.MonkeyPatch) -> None:
+    import threading
+
+    memory = make_memory()
+    add(memory, [*FILLER, "My dog is called Biscuit."], prefix="m")
+    seen: list[tuple[list[str], bool]] = []
+    real = embedder.embed
+
+    def spy(texts: Sequence[str]) -> object:
+        seen.append((list(texts), threading.current_thread() is threading.main_thread()))
+        return real(texts)
+
+    monkeypatch.setattr(embedder, "embed", spy)
+    items = collect(UnifiedRetrievalSource(memory), "What is my dog called?", total=2000)
+    assert items[0].id == "m4"
+    question = [on_main for texts, on_main in seen if texts == ["What is my dog called?"]]
+    assert question == [False]  # once, and off the event loop's thread
