@@ -86,6 +86,14 @@ def add_eval_parser(subparsers: argparse._SubParsersAction) -> argparse.Argument
         help="hotpotqa: padding seed; multilingual: generation seed (default 0)",
     )
     parser.add_argument(
+        "--distractors",
+        type=int,
+        default=0,
+        metavar="N",
+        help="multilingual: N near misses per planted fact (the same key told of someone "
+        "else, with another value; default 0)",
+    )
+    parser.add_argument(
         "--split",
         choices=SPLITS,
         default="all",
@@ -124,6 +132,8 @@ def _run(args: argparse.Namespace) -> int:
     budgets = _budgets(args.budgets)
     if args.limit is not None and args.limit <= 0:
         raise ConfigError(f"--limit {args.limit!r} must be a positive number of questions")
+    if args.distractors < 0:
+        raise ConfigError(f"--distractors {args.distractors!r} must be >= 0")
     if args.pad_tokens < 0:
         raise ConfigError(f"--pad-tokens {args.pad_tokens!r} must be >= 0 (0: no padding)")
     path: Path | None = None
@@ -142,7 +152,9 @@ def _run(args: argparse.Namespace) -> int:
     if args.dataset == "hotpotqa":
         options = {"pad_tokens": args.pad_tokens, "seed": args.seed}
     elif args.dataset == "multilingual":
-        options = {"seed": args.seed}
+        options = {"seed": args.seed, "distractors": args.distractors}
+    if args.distractors and args.dataset != "multilingual":
+        raise ConfigError("--distractors applies to the multilingual data set only")
     questions = with_splits(iter_dataset(args.dataset, path, **options), args.dataset, args.split)
     if args.metadata:
         questions = with_metadata(questions)

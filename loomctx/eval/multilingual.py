@@ -74,6 +74,23 @@ _FACTS = [
     }),
 ]
 
+# Near misses, one per fact kind: the same key told of someone else, with another value. They
+# share the fact's words and shape; only "someone else" says they do not answer the question.
+_DISTRACTORS = [
+    {"en": "{a}: My cousin adopted a {k} as well and she called it {v}.",
+     "zh": "{a}：我表姐也领养了一只{k}，她叫它{v}。",
+     "mixed": "{a}: 我表姐也 adopted 了一只 {k}，她叫它 {v}。"},
+    {"en": "{a}: My boss flew to {v} for the {k} last year, I stayed home.",
+     "zh": "{a}：我老板去年为了{k}飞去了{v}，我留在家里。",
+     "mixed": "{a}: 我老板去年为了 {k} 飞去了 {v}，我 stayed home。"},
+    {"en": "{a}: My neighbour takes {k} lessons, her teacher is {v}.",
+     "zh": "{a}：我邻居在上{k}课，她的老师是{v}。",
+     "mixed": "{a}: 我邻居在上 {k} lessons，她的老师是 {v}。"},
+    {"en": "{a}: People say the best {k} is on {v}, but I have never tried it.",
+     "zh": "{a}：听说最好的{k}在{v}，但我从来没去吃过。",
+     "mixed": "{a}: 听说最好的 {k} 在 {v}，但我从来没 try 过。"},
+]
+
 _CHAT = [
     ("{a}: How was your weekend? Mine was quiet, mostly cleaning the flat.",
      "{a}：你周末过得怎么样？我的很安静，主要在打扫房间。"),
@@ -113,32 +130,54 @@ def _chat(rng: random.Random, lang: str, speaker: str, coin: random.Random) -> s
 
 
 def multilingual_questions(*, conversations: int = 2, turns: int = 300, seed: int = 0,
-                           languages: tuple[str, ...] = LANGUAGES) -> Iterator[EvalQuestion]:
+                           languages: tuple[str, ...] = LANGUAGES,
+                           distractors: int = 0) -> Iterator[EvalQuestion]:
     """The questions of ``conversations`` generated conversations in each of ``languages``.
 
     A conversation has ``turns`` turns (sessions of 20, a day apart) and one fact of each key of
-    each kind (24), at positions drawn from the seed; every variant shares them.
+    each kind (24), at positions drawn from the seed; every variant shares them. ``distractors``
+    near misses per fact replace chit-chat turns, each with another value: the first, third, ...
+    tell the same key of someone else ("my cousin adopted a cat as well"), the second, fourth,
+    ... are the fact's own sentence said by the other speaker, so only the name tells them
+    apart. Without them the check is easy (every system recalls everything at 512 tokens).
     """
     unknown = [lang for lang in languages if lang not in LANGUAGES]
     if unknown or not languages:
         raise ConfigError(f"languages {languages!r} must be among {LANGUAGES!r}")
+    if isinstance(distractors, bool) or not isinstance(distractors, int) or distractors < 0:
+        raise ConfigError(f"distractors={distractors!r} must be an int >= 0")
     facts = [(kind, i) for kind in range(len(_FACTS)) for i in range(len(_FACTS[kind][0]))]
-    if turns < 2 * len(facts):
+    planted_turns = len(facts) * (1 + distractors)
+    if turns < 2 * planted_turns:
         raise ConfigError(f"turns={turns!r} is too few: a conversation needs at least "
-                          f"{2 * len(facts)} to hold its {len(facts)} facts among chit-chat")
+                          f"{2 * planted_turns} to hold its {planted_turns} planted turns "
+                          "among chit-chat")
     for number in range(conversations):
         plan = random.Random(seed * 7919 + number)
         slots = sorted(plan.sample(range(turns), len(facts)))
         order = plan.sample(facts, len(facts))
         values = {(kind, i): plan.randrange(len(_FACTS[kind][1])) for kind, i in facts}
+        planted: dict[int, tuple[int, int, int | None, bool]] = {
+            slot: (kind, i, None, False) for slot, (kind, i) in zip(slots, order, strict=True)}
+        if distractors:
+            near = random.Random(seed * 31337 + number)
+            parity = {fact: slot % 2 for slot, fact in zip(slots, order, strict=True)}
+            for n in range(distractors):
+                for kind, i in facts:
+                    # Even: someone else's (a near-miss sentence); odd: the fact's own sentence
+                    # said by the other speaker, so only the name tells them apart.
+                    same = n % 2 == 1
+                    free = [t for t in range(turns) if t not in planted
+                            and (not same or t % 2 != parity[kind, i])]
+                    others = [v for v in range(len(_FACTS[kind][1])) if v != values[kind, i]]
+                    planted[near.choice(free)] = (kind, i, near.choice(others), same)
         for lang in languages:
-            yield from _conversation(lang, number, seed, turns, dict(zip(slots, order,
-                                                                         strict=True)), values)
+            yield from _conversation(lang, number, seed, turns, planted, values)
 
 
 def _conversation(lang: str, number: int, seed: int, turns: int,
-                  planted: dict[int, tuple[int, int]], values: dict[tuple[int, int], int],
-                  ) -> Iterator[EvalQuestion]:
+                  planted: dict[int, tuple[int, int, int | None, bool]],
+                  values: dict[tuple[int, int], int]) -> Iterator[EvalQuestion]:
     chat_rng = random.Random(seed * 104729 + number)  # the same chit-chat in every language
     coin = random.Random(seed * 15485863 + number)  # which language a mixed turn is in
     pick = 1 if lang == "zh" else 0
@@ -153,10 +192,15 @@ def _conversation(lang: str, number: int, seed: int, turns: int,
         chat = _chat(chat_rng, lang, speaker, coin)  # drawn every turn: the streams stay aligned
         if fact is None:
             text = chat
+        elif fact[2] is not None:  # a near miss: another value, someone else's
+            keys, vals, templates = _FACTS[fact[0]]
+            template = templates[lang][0] if fact[3] else _DISTRACTORS[fact[0]][lang]
+            text = template.format(a=speaker, k=keys[fact[1]][pick], v=vals[fact[2]][pick])
         else:
             keys, vals, templates = _FACTS[fact[0]]
             statement, question = templates[lang]
-            words = {"a": speaker, "k": keys[fact[1]][pick], "v": vals[values[fact]][pick]}
+            value = values[fact[0], fact[1]]
+            words = {"a": speaker, "k": keys[fact[1]][pick], "v": vals[value][pick]}
             text = statement.format(**words)
             asked.append((f"{turn_id}", question.format(**words), lang))
         history.append(Turn(id=turn_id, role="user" if t % 2 == 0 else "assistant",

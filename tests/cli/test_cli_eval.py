@@ -104,6 +104,8 @@ def test_table_output_and_limit(data: Path, capsys: pytest.CaptureFixture[str]) 
         ["--budgets", "512,-1"],
         ["--systems", "nope"],
         ["--limit", "0"],
+        ["--distractors", "2"],  # multilingual only
+        ["--distractors", "-1"],
     ],
 )
 def test_bad_options_exit_2(

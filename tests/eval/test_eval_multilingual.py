@@ -47,6 +47,32 @@ def test_every_fact_is_planted_once_and_deterministic() -> None:
     assert len(set(en)) == 24  # one gold turn per fact
 
 
+def test_near_misses_share_the_key_and_never_the_value() -> None:
+    import re
+
+    plain = _by_language(conversations=1, turns=160, seed=2)
+    hard = _by_language(conversations=1, turns=160, seed=2, distractors=2)
+    for lang in LANGUAGES:
+        # The same questions and gold turns: near misses only replace chit-chat.
+        assert [(q.question, q.gold) for q in hard[lang]] == \
+            [(q.question, q.gold) for q in plain[lang]]
+    texts = [t.content for t in hard["en"][0].history]
+    # Distractor 1 of each fact tells its key of someone else ...
+    assert sum(t.split(": ", 1)[1].startswith(("My cousin adopted", "My boss flew",
+                                               "My neighbour takes", "People say the best"))
+               for t in texts) == 24
+    # ... distractor 2 is the fact's own sentence from the other speaker, with another value.
+    adopted = [re.fullmatch(r"(\w+): I adopted a (\w+) last week and named it (\w+)\.", t)
+               for t in texts]
+    by_animal: dict[str, list[tuple[str, str]]] = {}
+    for m in filter(None, adopted):
+        by_animal.setdefault(m[2], []).append((m[1], m[3]))
+    assert len(by_animal) == 6
+    for told in by_animal.values():
+        (speaker_a, name_a), (speaker_b, name_b) = told
+        assert speaker_a != speaker_b and name_a != name_b
+
+
 def test_splits_and_the_cli_loader() -> None:
     questions = list(with_splits(iter_dataset("multilingual", None, seed=1), "multilingual"))
     assert {q.extras["split"] for q in questions if q.extras["conversation"] == 0} == {"dev"}
@@ -58,6 +84,11 @@ def test_bad_arguments() -> None:
         list(multilingual_questions(languages=("xx",)))
     with pytest.raises(ConfigError, match="too few"):
         list(multilingual_questions(turns=10))
+    with pytest.raises(ConfigError, match="too few"):
+        list(multilingual_questions(turns=100, distractors=2))  # 72 planted turns
+    for bad in (-1, 1.5, True):
+        with pytest.raises(ConfigError, match="distractors"):
+            list(multilingual_questions(distractors=bad))  # type: ignore[arg-type]
     with pytest.raises(ConfigError, match="--data"):
         list(iter_dataset("locomo", None))
 
