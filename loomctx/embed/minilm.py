@@ -225,10 +225,10 @@ class MiniLMEmbedder(ModelEmbedder):
     ``threads`` caps the BLAS threads of the forward pass, as for the USE embedder. Texts are
     embedded in batches of 64, sorted by length so a batch pads little; rows come back in input
     order. ``workers`` batches run at once, each on its own thread (default: the CPUs this
-    process may use, at most 4): on 2 cores, ingesting a 419-turn conversation took 4.8 s this
-    way against 7.7 s on one thread and 5.3 s with two BLAS threads, and with the other core
-    busy 6.0 s against 8.4 s and 14.1 s (``benchmarks/README.md``), so batches, not BLAS, are
-    what is spread over the cores.
+    process may use, at most 4). On 2 cores, embedding a 419-turn conversation took 5.1 s this
+    way against 8.6 s on one thread and 6.8 s with two BLAS threads; with the other core busy,
+    8.1 s against 8.9 s and 15.3 s (medians of 3, ``benchmarks/README.md``): batches, not BLAS,
+    are what is spread over the cores.
     """
 
     name = "all-minilm-l6-v2@53aa5117"
