@@ -30,6 +30,7 @@ MAX_RECALL = 256
 
 
 def _retrieved(future: asyncio.Future[Any]) -> None:
+    """Mark a worker's outcome as seen (a recall that failed elsewhere drops it)."""
     if not future.cancelled():
         future.exception()
 
