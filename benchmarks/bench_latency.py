@@ -49,7 +49,6 @@ def _summary(values: list[float]) -> dict[str, float]:
 
 def worker(data: Path, conversations: int, budgets: list[int], blas_threads: int | None) -> dict:
     """Run in this process with whatever ``loomctx`` the path gives; returns the timings."""
-    import loomctx
     from loomctx.builder import BuildOptions
     from loomctx.eval.datasets import iter_dataset
     from loomctx.session import Session
@@ -91,7 +90,6 @@ def worker(data: Path, conversations: int, budgets: list[int], blas_threads: int
                 ms = (time.perf_counter() - start) * 1000.0
                 (new if i == 0 else cached[budget]).append(ms)
     return {
-        "loomctx": str(Path(loomctx.__file__).resolve().parent.parent.name),
         "embedder": session.embedder.name, "turns": [len(h) for h, _ in histories],
         "questions": len(new), "ingest_s": [round(s, 2) for s in ingest],
         "new_ms": {budgets[0]: _summary(new)},
@@ -145,6 +143,9 @@ def _run(src: Path, args: argparse.Namespace) -> dict:
         raise SystemExit(f"worker for {src} failed:\n{out.stderr[-2000:]}")
     result = json.loads(out.stdout.strip().splitlines()[-1])
     result["src"] = "this checkout" if src == _ROOT else "peer"
+    commit = subprocess.run(["git", "-C", str(src), "rev-parse", "--short", "HEAD"],
+                            capture_output=True, text=True, check=False).stdout.strip()
+    result["commit"] = commit or "unknown"
     return result
 
 
