@@ -51,11 +51,23 @@ def test_batches_come_back_in_input_order(model: MiniLMEmbedder) -> None:
     assert np.allclose(vecs[3], model.embed([texts[3]])[0], atol=1e-5)
 
 
-def test_batches_on_worker_threads_equal_one_thread(model: MiniLMEmbedder) -> None:
+def test_batches_on_worker_threads_equal_one_thread(monkeypatch: pytest.MonkeyPatch) -> None:
+    import threading
+
     texts = [f"turn {i}: " + "we went hiking near the lake " * (i % 9) for i in range(200)]
     serial = MiniLMEmbedder(workers=1).embed(texts)
+    real = minilm._load()
+    threads: set[str] = set()
+
+    class Watched:
+        def encode(self, batch: list[str]) -> np.ndarray:
+            threads.add(threading.current_thread().name)
+            return real.encode(batch)
+
+    monkeypatch.setattr(minilm, "_load", lambda: Watched())
     parallel = MiniLMEmbedder(workers=3).embed(texts)  # 4 batches over 3 threads
     assert np.allclose(serial, parallel, atol=1e-6)
+    assert threads and all(name.startswith("loomctx-minilm") for name in threads)
     assert MiniLMEmbedder().workers >= 1
 
 
