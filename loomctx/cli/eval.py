@@ -94,6 +94,14 @@ def add_eval_parser(subparsers: argparse._SubParsersAction) -> argparse.Argument
         "else, with another value; default 0)",
     )
     parser.add_argument(
+        "--turns",
+        type=int,
+        default=None,
+        metavar="N",
+        help="multilingual: turns per generated conversation (default 300; more room for "
+        "--distractors)",
+    )
+    parser.add_argument(
         "--split",
         choices=SPLITS,
         default="all",
@@ -153,8 +161,13 @@ def _run(args: argparse.Namespace) -> int:
         options = {"pad_tokens": args.pad_tokens, "seed": args.seed}
     elif args.dataset == "multilingual":
         options = {"seed": args.seed, "distractors": args.distractors}
-    if args.distractors and args.dataset != "multilingual":
-        raise ConfigError("--distractors applies to the multilingual data set only")
+        if args.turns is not None:
+            options["turns"] = args.turns
+    for flag, value in (("--distractors", args.distractors), ("--turns", args.turns)):
+        if value and args.dataset != "multilingual":
+            raise ConfigError(f"{flag} applies to the multilingual data set only")
+    if args.turns is not None and args.turns < 1:
+        raise ConfigError(f"--turns {args.turns!r} must be a positive number of turns")
     questions = with_splits(iter_dataset(args.dataset, path, **options), args.dataset, args.split)
     if args.metadata:
         questions = with_metadata(questions)

@@ -92,6 +92,7 @@ class TieredMemory:
         self._lex = BM25Index()
         self._lex_ids: list[str] = []
         self.records: dict[str, MemoryRecord] = {}
+        self._by_seq: dict[int, str] = {}  # a message's position in the session → its id
         self._resume()
 
     def _resume(self) -> None:
@@ -118,6 +119,8 @@ class TieredMemory:
         self._lex_ids.extend(r.id for r in records)
         for r in records:
             self.records[r.id] = r
+            if r.level != "L3":  # summaries are not messages of the conversation
+                self._by_seq[r.seq] = r.id
 
     def _set_level(self, ids: Sequence[str], level: Level,
                    importance: Mapping[str, float] | None = None) -> None:
@@ -133,6 +136,19 @@ class TieredMemory:
         """BM25 over this session's records (every tier), best first."""
         return [Hit(self.records[self._lex_ids[i]], score)
                 for i, score in self._lex.search(query, limit)]
+
+    def adjacent(self, record_id: str) -> list[MemoryRecord]:
+        """The messages right after and right before one (in that order) that have another role:
+        the reply to it and what it replied to. Unknown ids have none."""
+        r = self.records.get(record_id)
+        if r is None or r.level == "L3":
+            return []
+        out = []
+        for seq in (r.seq + 1, r.seq - 1):
+            other = self.records.get(self._by_seq.get(seq, ""))
+            if other is not None and other.role != r.role:
+                out.append(other)
+        return out
 
     def _window(self, items: Sequence[ContextItem]) -> None:
         """Append items to the L1 window bookkeeping, one entry per unit."""

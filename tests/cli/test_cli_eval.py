@@ -106,6 +106,7 @@ def test_table_output_and_limit(data: Path, capsys: pytest.CaptureFixture[str]) 
         ["--limit", "0"],
         ["--distractors", "2"],  # multilingual only
         ["--distractors", "-1"],
+        ["--turns", "400"],  # multilingual only
     ],
 )
 def test_bad_options_exit_2(
@@ -172,3 +173,16 @@ def test_an_unknown_embedder_is_a_usage_error(data: Path) -> None:
     with pytest.raises(SystemExit) as exit_info:
         main(["generic", "--data", str(data), "--embedder", "word2vec"])
     assert exit_info.value.code == 2
+
+
+def test_turns_reach_the_multilingual_generator(capsys: pytest.CaptureFixture[str]) -> None:
+    common = ["multilingual", "--systems", "recency", "--budgets", "256", "--limit", "2"]
+    # 24 planted facts need at least 48 turns: one fewer is refused, with the reason.
+    assert main([*common, "--turns", "47"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("loomctx eval: error:") and err.count("\n") == 1
+    assert "turns=47 is too few" in err
+    assert main([*common, "--turns", "48"]) == 0
+    assert "evidence recall: multilingual (2 questions" in capsys.readouterr().out
+    assert main([*common, "--turns", "0"]) == 2
+    assert "--turns 0 must be a positive" in capsys.readouterr().err

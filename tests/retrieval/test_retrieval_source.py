@@ -141,7 +141,9 @@ def test_recall_size_follows_the_build_total(
     memory = make_memory(l1_max_tokens=10**6)
     add(memory, [f"Tide note {i}: the tide turned at {i % 12} o'clock." for i in range(150)],
         prefix="t")
-    src = UnifiedRetrievalSource(memory, recall_limit=5, rewriter=QueryRewriter(top_k=0))
+    # The lexical and dense lists only (neighbours of the best matches are one more list).
+    src = UnifiedRetrievalSource(memory, recall_limit=5, rewriter=QueryRewriter(top_k=0),
+                                 adjacent=0)
     items = collect(src, "tide", total=total)
     assert low <= len(items) <= high
 
@@ -151,6 +153,9 @@ def test_retrieval_options_are_validated(make_memory: Callable[..., TieredMemory
         UnifiedRetrievalSource(make_memory(), recall_limit=0)
     with pytest.raises(ConfigError, match="'agent'"):
         UnifiedRetrievalSource(make_memory(), scope="agent")
+    for bad in (-1, 1.5, True, "8"):
+        with pytest.raises(ConfigError, match="adjacent must be an int >= 0"):
+            UnifiedRetrievalSource(make_memory(), adjacent=bad)  # type: ignore[arg-type]
 
 
 def test_l2_source_gives_important_memories_only_without_a_question(
@@ -265,3 +270,69 @@ def test_the_question_is_embedded_once_on_a_worker_thread(
     assert items[0].id == "m4"
     question = [on_main for texts, on_main in seen if texts == ["What is my dog called?"]]
     assert question == [False]  # once, and off the event loop's thread
+
+
+def _exchange(memory: TieredMemory, *, reply_role: str) -> None:
+    """Thirty filler lines, then a question about a hobby and a reply that shares no word with
+    it, then thirty more filler lines (none shares a word with the question either)."""
+    filler = [f"{FILLER[1 + i % 3]} (note {i})" for i in range(60)]
+    texts = [*filler[:30], "What did you take up this spring?", "Pottery, on Tuesday nights.",
+             *filler[30:]]
+    roles = ["user" if i % 2 == 0 else "assistant" for i in range(len(texts))]
+    roles[31] = reply_role  # the reply follows roles[30] == "user"
+    memory.add([{"id": f"m{i}", "role": role, "content": text, "timestamp": T0 + i}
+                for i, (text, role) in enumerate(zip(texts, roles, strict=True))],
+               now=T0 + len(texts))
+
+
+def test_the_reply_to_a_matching_message_is_recalled_beside_it(
+        make_memory: Callable[..., TieredMemory], collect: Collect) -> None:
+    memory = make_memory(l1_max_tokens=10**6)
+    _exchange(memory, reply_role="assistant")
+    question = "Which hobby did they take up this spring?"
+    # Three memories per list: the reply matches neither the question's words nor its vector.
+    near = collect(UnifiedRetrievalSource(memory, recall_limit=3), question, total=32)
+    alone = collect(UnifiedRetrievalSource(memory, recall_limit=3, adjacent=0), question,
+                    total=32)
+    assert near[0].id == alone[0].id == "m30"
+    assert "m31" not in [it.id for it in alone]
+    ids = [it.id for it in near]
+    assert ids.index("m31") <= 2  # among the first few, ahead of most filler
+    assert ids.index("m31") < ids.index("m29")  # the reply before what came before the question
+    assert near[ids.index("m31")].content == "Pottery, on Tuesday nights."
+
+
+def test_a_neighbour_of_the_same_role_is_not_a_reply(
+        make_memory: Callable[..., TieredMemory], collect: Collect) -> None:
+    memory = make_memory(l1_max_tokens=10**6)
+    _exchange(memory, reply_role="user")
+    items = collect(UnifiedRetrievalSource(memory, recall_limit=3),
+                    "Which hobby did they take up this spring?", total=32)
+    assert items[0].id == "m30"
+    assert "m31" not in [it.id for it in items]
+    assert memory.adjacent("m30") == [memory.records["m29"]]  # only the one before
+
+
+def test_global_recall_brings_no_neighbours(
+        make_memory: Callable[..., TieredMemory], collect: Collect) -> None:
+    memory = make_memory(l1_max_tokens=10**6)
+    _exchange(memory, reply_role="assistant")
+    items = collect(UnifiedRetrievalSource(memory, recall_limit=3, scope="global"),
+                    "Which hobby did they take up this spring?", total=32)
+    assert items[0].id == "m30"
+    assert "m31" not in [it.id for it in items]
+
+
+def test_neighbours_are_the_reply_then_the_message_replied_to(
+        make_memory: Callable[..., TieredMemory], store: InMemoryStore,
+        embedder: HashingEmbedder, counter: TokenCounter) -> None:
+    memory = make_memory(l1_max_tokens=20)  # most of the conversation leaves L1
+    add(memory, [f"Line {i} about nothing much at all." for i in range(12)], prefix="m")
+    assert [r.id for r in memory.adjacent("m5")] == ["m6", "m4"]
+    assert [r.id for r in memory.adjacent("m0")] == ["m1"]
+    assert [r.id for r in memory.adjacent("m11")] == ["m10"]
+    assert memory.adjacent("nope") == []
+    # A restarted session finds the same neighbours in the store, whatever their tier now.
+    again = TieredMemory(store, embedder, counter, session="s1", agent="agent")
+    assert [r.id for r in again.adjacent("m5")] == ["m6", "m4"]
+    assert {r.level for r in again.adjacent("m5")} <= {"L2", "L4"}
