@@ -32,6 +32,9 @@ class Candidate:
     """Cosine similarity to the query (0 when unknown)."""
     ranks: dict[str, int] = field(default_factory=dict)
     """Rank in each recall list (``lexical``, ``dense``), 0-based."""
+    adjacent_to: tuple[str, ...] = ()
+    """Ids of recalled candidates this one is a conversation neighbour of (it is the reply to
+    one of them, or what one of them replied to); it inherits a share of their fusion credit."""
     tokens: int = 0
     score: float = 0.0
     signals: dict[str, float] = field(default_factory=dict)
@@ -53,6 +56,10 @@ class RerankWeights:
     """Preference for candidates with enough substance (saturates at ``length_tokens``)."""
     fusion: float = 0.60
     """Reciprocal-rank fusion of the lexical and dense recall lists."""
+    adjacent: float = 1.0
+    """Share of a candidate's rank-fusion credit that its conversation neighbours inherit
+    (``Candidate.adjacent_to``), added to their own. At most 1: a neighbour recalled by no
+    list of its own never gets more fusion credit than what it neighbours."""
     lexical_trust: float = 4.0
     """How far a question with rare terms moves weight to the fused (lexical) ranking: the fusion
     weight is multiplied by ``1 + lexical_trust * r``, where ``r`` rises from 0 at a
@@ -67,22 +74,22 @@ class RerankWeights:
     length_tokens: int = 24
     """Token length at which the length signal reaches 1."""
     list_weights: dict[str, float] = field(
-        default_factory=lambda: {"lexical": 1.0, "dense": 1.0, "expanded": 0.5, "time": 3.0,
-                                 "adjacent": 1.5})
+        default_factory=lambda: {"lexical": 1.0, "dense": 1.0, "expanded": 0.5, "time": 3.0})
     """Weight of each recall list in the rank fusion (unknown lists weigh 1). ``time`` is the
     list of memories from the period a question names: with ``rrf_k`` 10 it must outweigh a
-    memory that tops both other lists (3.0 fitted on the development split). ``adjacent`` is
-    the list of the best matches' neighbours in the conversation (1.5, fitted likewise)."""
+    memory that tops both other lists (3.0 fitted on the development split)."""
 
     def __post_init__(self) -> None:
         # NaN passes a plain ``< 0`` check and would turn every score into NaN.
         weights = {name: getattr(self, name)
                    for name in ("vector", "overlap", "diversity", "length", "fusion",
-                                "lexical_trust")}
+                                "adjacent", "lexical_trust")}
         weights.update({f"list_weights[{k!r}]": v for k, v in self.list_weights.items()})
         for name, value in weights.items():
             if not (isinstance(value, int | float) and math.isfinite(value) and value >= 0):
                 raise ConfigError(f"weight {name} must be a finite number >= 0, got {value!r}")
+        if self.adjacent > 1.0:
+            raise ConfigError(f"weight adjacent must be in [0, 1], got {self.adjacent!r}")
         if not 0.0 <= self.trust_floor < 1.0:
             raise ConfigError(f"trust_floor must be in [0, 1), got {self.trust_floor!r}")
         for name in ("rrf_k", "length_tokens"):
@@ -141,6 +148,7 @@ class UnifiedReranker:
                 keep, drop = (c, other) if c.vector > other.vector else (other, c)
                 for k, r in drop.ranks.items():
                     keep.ranks[k] = min(r, keep.ranks.get(k, r))
+                keep.adjacent_to = tuple(dict.fromkeys((*keep.adjacent_to, *drop.adjacent_to)))
                 best[fp] = keep
         return list(best.values())
 
@@ -151,7 +159,10 @@ class UnifiedReranker:
             return []
         q_terms = set(tokenize(query, drop_stopwords=True))
         top_vec = max((c.vector for c in cands), default=0.0) or 1.0
-        rrf = {c.id: sum(w.list_weights.get(k, 1.0) / (w.rrf_k + r) for k, r in c.ranks.items())
+        own = {c.id: sum(w.list_weights.get(k, 1.0) / (w.rrf_k + r) for k, r in c.ranks.items())
+               for c in cands}
+        rrf = {c.id: own[c.id] + w.adjacent * max((own[p] for p in c.adjacent_to if p in own),
+                                                  default=0.0)
                for c in cands}
         top_rrf = max(rrf.values()) or 1.0
         docs = [set(tokenize(index_text(c.content), drop_stopwords=True)) for c in cands]

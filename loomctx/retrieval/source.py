@@ -2,8 +2,8 @@
 
 Unified retrieval (the seed's passive channel, run before every LLM call): rewrite the query from
 the recent turns, recall lexically and densely from the store and from each knowledge base in
-parallel (plus the memories of a period the question names, and the neighbours of the best
-matches in the conversation), rerank everything with one :class:`UnifiedReranker`, and hand the builder ranked
+parallel (plus the memories of a period the question names, and the answers to matching
+questions and the questions matching answers replied to), rerank everything with one :class:`UnifiedReranker`, and hand the builder ranked
 evidence items that keep the ids they were stored with.
 """
 
@@ -28,6 +28,11 @@ from loomctx.stores.protocol import Hit, MemoryRecord, Scope
 from loomctx.text.decoration import index_text
 
 MAX_RECALL = 256
+
+
+def _asks(text: str) -> bool:
+    """Whether a message asks something (an ASCII or a full-width question mark)."""
+    return "?" in text or "\uff1f" in text
 
 
 def _retrieved(future: asyncio.Future[Any]) -> None:
@@ -90,9 +95,9 @@ class UnifiedRetrievalSource:
         self.time_cues = time_cues
         """Recall what was said when the question names a time (session scope only)."""
         self.adjacent = adjacent
-        """How many of the best lexical and dense matches bring their neighbours in the
-        conversation (the reply to each, and what it replied to) as one more recall list; 0
-        turns the list off. Session scope only."""
+        """How many of the best lexical and dense matches bring their conversation neighbour
+        across a question and its answer (the reply to a matching question, the question a
+        matching message answers); 0 turns this off. Session scope only."""
         self.failures: dict[str, str] = {}
         """Knowledge base name → the error of its last failed recall (empty when all worked)."""
 
@@ -149,8 +154,12 @@ class UnifiedRetrievalSource:
                          if isinstance(r, BaseException)}
         cands: dict[str, Candidate] = {}
         for kind, hits in (("lexical", lexical), ("dense", dense), ("expanded", extra),
-                           ("time", dated), ("adjacent", near)):
+                           ("time", dated)):
             self._add_hits(cands, kind, hits)
+        for r, match in near:  # session scope: the record's id is its key
+            c = cands.setdefault(r.id, Candidate(id=r.id, content=r.content,
+                                                 origin=f"memory:{r.level}", payload=r))
+            c.adjacent_to = (*c.adjacent_to, match)
         for source_items in kb:
             if isinstance(source_items, BaseException):
                 continue
@@ -190,14 +199,17 @@ class UnifiedRetrievalSource:
                 out.append(h)
         return out[:limit]
 
-    def _adjacent(self, lexical: list[Hit], dense: list[Hit]) -> list[Hit]:
-        """A fifth recall list: the messages next to the best matches, replies first.
+    def _adjacent(self, lexical: list[Hit], dense: list[Hit]) -> list[tuple[MemoryRecord, str]]:
+        """Questions and answers next to the best matches, each with the match it neighbours.
 
         A question's words often sit in one message and its answer in the reply ("What did you
-        research?" / "Adoption agencies."), or the other way round. The best ``adjacent``
-        memories by rank fusion of the lexical and dense lists bring their neighbours of
-        another role, in that order (on LoCoMo's development split, +0.03 recall at 512 and
-        2,048 tokens; benchmarks/README.md).
+        research?" / "Adoption agencies."), or the other way round. Of the best ``adjacent``
+        memories by rank fusion of the lexical and dense lists, a match that asks something
+        brings the reply (another role, right after it), and a match that answers a question
+        brings that question. The reranker gives each a share of its match's fusion credit
+        (``RerankWeights.adjacent``). Only question and answer: the message after a statement
+        is as often small talk, which at a small budget takes the place of evidence (the
+        effect of both choices is in benchmarks/README.md).
         """
         if not self.adjacent or self.scope != "session":
             return []
@@ -206,13 +218,12 @@ class UnifiedRetrievalSource:
         for hits in (lexical, dense):
             for rank, h in enumerate(hits):
                 fused[h.record.id] = fused.get(h.record.id, 0.0) + 1.0 / (k + rank)
-        out: list[Hit] = []
-        seen: set[str] = set()
+        out = []
         for rid in sorted(fused, key=lambda i: (-fused[i], i))[:self.adjacent]:
+            match = self.memory.records[rid]
             for r in self.memory.adjacent(rid):
-                if r.id not in seen:
-                    seen.add(r.id)
-                    out.append(Hit(r, 0.0))
+                if _asks((match if r.seq > match.seq else r).content):  # a question, answered
+                    out.append((r, rid))
         return out
 
     def _add_hits(self, cands: dict[str, Candidate], kind: str, hits: list[Hit]) -> None:
@@ -242,7 +253,10 @@ class UnifiedRetrievalSource:
             id=c.id, source=self.name, content=r.content, kind="evidence", role=r.role,
             tier=Tier.P2, timestamp=r.timestamp, seq=r.seq,
             scores={RAW_RELEVANCE: c.score, **c.signals},
-            metadata={"origin": c.origin, "level": r.level, "session": r.session},
+            metadata={"origin": c.origin, "level": r.level, "session": r.session,
+                      # recalled only as a neighbour: say of what
+                      **({"adjacent_to": c.adjacent_to[0]} if c.adjacent_to and not c.ranks
+                         else {})},
         )
 
 

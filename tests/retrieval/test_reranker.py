@@ -26,8 +26,8 @@ def only(**weights: float) -> RerankWeights:
 def test_default_weights_are_the_seed_weights() -> None:
     w = RerankWeights()
     assert (w.vector, w.overlap, w.diversity, w.length) == (0.40, 0.35, 0.15, 0.10)
-    assert w.list_weights == {"lexical": 1.0, "dense": 1.0, "expanded": 0.5, "time": 3.0,
-                              "adjacent": 1.5}
+    assert w.list_weights == {"lexical": 1.0, "dense": 1.0, "expanded": 0.5, "time": 3.0}
+    assert w.adjacent == 1.0
 
 
 def test_scores_combine_the_signals_with_their_weights() -> None:
@@ -151,6 +151,9 @@ def test_order_is_deterministic_ties_by_id() -> None:
     ({"length_tokens": 0}, "length_tokens"),
     ({"list_weights": {"dense": -1.0}}, "dense"),
     ({"list_weights": {"lexical": float("nan")}}, "lexical"),
+    ({"adjacent": -0.5}, "adjacent"),
+    ({"adjacent": 1.5}, r"adjacent must be in \[0, 1\]"),
+    ({"adjacent": float("nan")}, "adjacent"),
 ])
 def test_weights_are_validated(kwargs: dict, fragment: str) -> None:
     with pytest.raises(ConfigError, match=fragment):
@@ -192,3 +195,31 @@ def test_lexical_trust_lifts_the_lexical_list_only_for_specific_questions() -> N
 def test_trust_floor_must_be_in_the_unit_interval(floor: float) -> None:
     with pytest.raises(ConfigError, match="trust_floor"):
         RerankWeights(trust_floor=floor)
+
+
+def test_a_neighbour_inherits_a_share_of_its_matchs_fusion_credit() -> None:
+    match = cand("q", lexical=0, dense=0)
+    answer = Candidate(id="a", content="text of a", origin="memory:L4", adjacent_to=("q",))
+    other = cand("o", lexical=1)
+    for share in (1.0, 0.5, 0.0):
+        ranked = {c.id: c for c in UnifiedReranker(only(fusion=1.0, adjacent=share)).rerank(
+            "words", [match, answer, other])}
+        assert ranked["a"].signals["fusion"] == pytest.approx(share)  # of the match's own
+        assert ranked["q"].signals["fusion"] == 1.0
+    # Credit of its own is kept, and adds up with what it inherits.
+    both = Candidate(id="b", content="text of b", origin="memory:L4", ranks={"dense": 4},
+                     adjacent_to=("q", "o"))
+    ranked = {c.id: c for c in UnifiedReranker(only(fusion=1.0, adjacent=0.5)).rerank(
+        "words", [match, both, other])}
+    k = RerankWeights().rrf_k
+    top = 2 / k
+    assert ranked["b"].signals["fusion"] == pytest.approx((1 / (k + 4) + 0.5 * top) / top)
+
+
+def test_duplicates_keep_every_match_they_neighbour() -> None:
+    a = Candidate(id="a", content="same words", origin="memory:L4", vector=0.9,
+                  adjacent_to=("x",))
+    b = Candidate(id="b", content="same words", origin="memory:L4", vector=0.1,
+                  adjacent_to=("y", "x"))
+    (kept,) = UnifiedReranker().dedup([a, b])
+    assert kept.id == "a" and kept.adjacent_to == ("x", "y")

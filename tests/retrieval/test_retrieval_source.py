@@ -272,12 +272,13 @@ def test_the_question_is_embedded_once_on_a_worker_thread(
     assert question == [False]  # once, and off the event loop's thread
 
 
-def _exchange(memory: TieredMemory, *, reply_role: str) -> None:
-    """Thirty filler lines, then a question about a hobby and a reply that shares no word with
-    it, then thirty more filler lines (none shares a word with the question either)."""
+def _exchange(memory: TieredMemory, *, reply_role: str = "assistant",
+              asked: str = "What did you take up this spring?",
+              reply: str = "Pottery, on Tuesday nights.") -> None:
+    """Thirty filler lines, a message about a hobby and a reply that shares no word with the
+    question below, then thirty more filler lines (none shares a word with it either)."""
     filler = [f"{FILLER[1 + i % 3]} (note {i})" for i in range(60)]
-    texts = [*filler[:30], "What did you take up this spring?", "Pottery, on Tuesday nights.",
-             *filler[30:]]
+    texts = [*filler[:30], asked, reply, *filler[30:]]
     roles = ["user" if i % 2 == 0 else "assistant" for i in range(len(texts))]
     roles[31] = reply_role  # the reply follows roles[30] == "user"
     memory.add([{"id": f"m{i}", "role": role, "content": text, "timestamp": T0 + i}
@@ -285,29 +286,56 @@ def _exchange(memory: TieredMemory, *, reply_role: str) -> None:
                now=T0 + len(texts))
 
 
-def test_the_reply_to_a_matching_message_is_recalled_beside_it(
+QUESTION = "Which hobby did they take up this spring?"
+
+
+def test_the_answer_to_a_matching_question_is_recalled_beside_it(
         make_memory: Callable[..., TieredMemory], collect: Collect) -> None:
     memory = make_memory(l1_max_tokens=10**6)
-    _exchange(memory, reply_role="assistant")
-    question = "Which hobby did they take up this spring?"
+    _exchange(memory)
     # Three memories per list: the reply matches neither the question's words nor its vector.
-    near = collect(UnifiedRetrievalSource(memory, recall_limit=3), question, total=32)
-    alone = collect(UnifiedRetrievalSource(memory, recall_limit=3, adjacent=0), question,
+    near = collect(UnifiedRetrievalSource(memory, recall_limit=3), QUESTION, total=32)
+    alone = collect(UnifiedRetrievalSource(memory, recall_limit=3, adjacent=0), QUESTION,
                     total=32)
     assert near[0].id == alone[0].id == "m30"
     assert "m31" not in [it.id for it in alone]
     ids = [it.id for it in near]
     assert ids.index("m31") <= 2  # among the first few, ahead of most filler
-    assert ids.index("m31") < ids.index("m29")  # the reply before what came before the question
-    assert near[ids.index("m31")].content == "Pottery, on Tuesday nights."
+    reply = near[ids.index("m31")]
+    assert reply.content == "Pottery, on Tuesday nights."
+    assert reply.metadata["adjacent_to"] == "m30"  # the report says why it is there
+    assert "adjacent_to" not in near[0].metadata
+    assert "m29" not in ids  # what came before the question answers nothing
+
+
+def test_the_question_a_matching_answer_replied_to_comes_along(
+        make_memory: Callable[..., TieredMemory], collect: Collect) -> None:
+    memory = make_memory(l1_max_tokens=10**6)
+    _exchange(memory, asked="Anything new with you?",
+              reply="I took up pottery this spring, on Tuesday nights.")
+    items = collect(UnifiedRetrievalSource(memory, recall_limit=3), QUESTION, total=32)
+    ids = [it.id for it in items]
+    assert ids[0] == "m31"
+    assert items[ids.index("m30")].metadata["adjacent_to"] == "m31"
+
+
+def test_the_message_after_a_statement_is_not_brought_in(
+        make_memory: Callable[..., TieredMemory], collect: Collect) -> None:
+    memory = make_memory(l1_max_tokens=10**6)
+    _exchange(memory, asked="I took up pottery this spring.", reply="Nice, enjoy it.")
+    items = collect(UnifiedRetrievalSource(memory, recall_limit=3), QUESTION, total=32)
+    alone = collect(UnifiedRetrievalSource(memory, recall_limit=3, adjacent=0), QUESTION,
+                    total=32)
+    assert items[0].id == "m30"
+    assert [(it.id, it.scores) for it in items] == [(it.id, it.scores) for it in alone]
+    assert not any("adjacent_to" in it.metadata for it in items)
 
 
 def test_a_neighbour_of_the_same_role_is_not_a_reply(
         make_memory: Callable[..., TieredMemory], collect: Collect) -> None:
     memory = make_memory(l1_max_tokens=10**6)
     _exchange(memory, reply_role="user")
-    items = collect(UnifiedRetrievalSource(memory, recall_limit=3),
-                    "Which hobby did they take up this spring?", total=32)
+    items = collect(UnifiedRetrievalSource(memory, recall_limit=3), QUESTION, total=32)
     assert items[0].id == "m30"
     assert "m31" not in [it.id for it in items]
     assert memory.adjacent("m30") == [memory.records["m29"]]  # only the one before
@@ -316,13 +344,11 @@ def test_a_neighbour_of_the_same_role_is_not_a_reply(
 def test_global_recall_brings_no_neighbours(
         make_memory: Callable[..., TieredMemory], collect: Collect) -> None:
     memory = make_memory(l1_max_tokens=10**6)
-    _exchange(memory, reply_role="assistant")
-    items = collect(UnifiedRetrievalSource(memory, recall_limit=3, scope="global"),
-                    "Which hobby did they take up this spring?", total=32)
+    _exchange(memory)
+    items = collect(UnifiedRetrievalSource(memory, recall_limit=3, scope="global"), QUESTION,
+                    total=32)
     assert items[0].id == "m30"
     assert "m31" not in [it.id for it in items]
-
-
 def test_neighbours_are_the_reply_then_the_message_replied_to(
         make_memory: Callable[..., TieredMemory], store: InMemoryStore,
         embedder: HashingEmbedder, counter: TokenCounter) -> None:
