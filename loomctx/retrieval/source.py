@@ -77,7 +77,7 @@ class UnifiedRetrievalSource:
         self, memory: TieredMemory, knowledge: Sequence[KnowledgeSource] = (), *,
         name: str = "L4_semantic", recall_limit: int = 20, rewriter: QueryRewriter | None = None,
         reranker: UnifiedReranker | None = None, scope: str = "session",
-        time_cues: bool = True, adjacent: int = 8,
+        time_cues: bool = True, adjacent: int = 16,
     ) -> None:
         if recall_limit < 1:
             raise ConfigError(f"recall_limit must be >= 1, got {recall_limit!r}")
