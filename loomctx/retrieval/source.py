@@ -2,9 +2,10 @@
 
 Unified retrieval (the seed's passive channel, run before every LLM call): rewrite the query from
 the recent turns, recall lexically and densely from the store and from each knowledge base in
-parallel (plus the memories of a period the question names, and the answers to matching
-questions and the questions matching answers replied to), rerank everything with one :class:`UnifiedReranker`, and hand the builder ranked
-evidence items that keep the ids they were stored with.
+parallel (plus the memories of a period the question names, the answers to matching questions
+and the questions matching answers replied to), rerank everything with one
+:class:`UnifiedReranker`, and hand the builder ranked evidence items that keep the ids they were
+stored with.
 """
 
 from __future__ import annotations
@@ -220,7 +221,9 @@ class UnifiedRetrievalSource:
                 fused[h.record.id] = fused.get(h.record.id, 0.0) + 1.0 / (k + rank)
         out = []
         for rid in sorted(fused, key=lambda i: (-fused[i], i))[:self.adjacent]:
-            match = self.memory.records[rid]
+            match = self.memory.records.get(rid)
+            if match is None:  # stored by another process since this view was loaded
+                continue
             for r in self.memory.adjacent(rid):
                 if _asks((match if r.seq > match.seq else r).content):  # a question, answered
                     out.append((r, rid))

@@ -362,3 +362,17 @@ def test_neighbours_are_the_reply_then_the_message_replied_to(
     again = TieredMemory(store, embedder, counter, session="s1", agent="agent")
     assert [r.id for r in again.adjacent("m5")] == ["m6", "m4"]
     assert {r.level for r in again.adjacent("m5")} <= {"L2", "L4"}
+
+
+def test_a_match_stored_by_another_view_of_the_session_brings_no_neighbours(
+        make_memory: Callable[..., TieredMemory], collect: Collect) -> None:
+    mine = make_memory(l1_max_tokens=10**6)
+    add(mine, FILLER[1:], prefix="m")
+    other = make_memory(l1_max_tokens=10**6)  # the same session, e.g. in another process
+    other.add([{"id": "x1", "role": "user", "content": "What did you take up this spring?"},
+               {"id": "x2", "role": "assistant", "content": "Pottery, on Tuesday nights."}],
+              now=T0 + 10)
+    items = collect(UnifiedRetrievalSource(mine), QUESTION, total=2000)
+    ids = [it.id for it in items]
+    assert "x1" in ids  # found by the store's dense search, unknown to this view
+    assert not any("adjacent_to" in it.metadata for it in items)
