@@ -3,7 +3,8 @@
 Unified retrieval (the seed's passive channel, run before every LLM call): rewrite the query from
 the recent turns, recall lexically and densely from the store and from each knowledge base in
 parallel (plus the memories of a period the question names, the answers to matching questions
-and the questions matching answers replied to), rerank everything with one
+and the questions matching answers replied to, and a search with the names the best match
+adds), rerank everything with one
 :class:`UnifiedReranker`, and hand the builder ranked evidence items that keep the ids they were
 stored with.
 """
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -27,8 +29,13 @@ from loomctx.sources.knowledge import KnowledgeSource
 from loomctx.sources.protocol import SourceRequest
 from loomctx.stores.protocol import Hit, MemoryRecord, Scope
 from loomctx.text.decoration import index_text
+from loomctx.text.lexical import tokenize
 
 MAX_RECALL = 256
+
+
+# A capitalised word not right after the end of a sentence (a name, a title, a place).
+_NAME = re.compile(r"(?<![.!?] )\b[A-Z][A-Za-z'-]+")
 
 
 def _asks(text: str) -> bool:
@@ -78,12 +85,13 @@ class UnifiedRetrievalSource:
         self, memory: TieredMemory, knowledge: Sequence[KnowledgeSource] = (), *,
         name: str = "L4_semantic", recall_limit: int = 20, rewriter: QueryRewriter | None = None,
         reranker: UnifiedReranker | None = None, scope: str = "session",
-        time_cues: bool = True, adjacent: int = 16,
+        time_cues: bool = True, adjacent: int = 16, bridge_terms: int = 8,
     ) -> None:
         if recall_limit < 1:
             raise ConfigError(f"recall_limit must be >= 1, got {recall_limit!r}")
-        if not isinstance(adjacent, int) or isinstance(adjacent, bool) or adjacent < 0:
-            raise ConfigError(f"adjacent must be an int >= 0, got {adjacent!r}")
+        for option, value in (("adjacent", adjacent), ("bridge_terms", bridge_terms)):
+            if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+                raise ConfigError(f"{option} must be an int >= 0, got {value!r}")
         if scope not in ("session", "global"):
             raise ConfigError(f"scope must be 'session' or 'global', got {scope!r}")
         self.name = name
@@ -99,6 +107,10 @@ class UnifiedRetrievalSource:
         """How many of the best lexical and dense matches bring their conversation neighbour
         across a question and its answer (the reply to a matching question, the question a
         matching message answers); 0 turns this off. Session scope only."""
+        self.bridge_terms = bridge_terms
+        """How many names from the best match that the question does not name go into one
+        more lexical search (the bridge of a two-hop question); 0 turns it off. Session scope
+        only."""
         self.failures: dict[str, str] = {}
         """Knowledge base name → the error of its last failed recall (empty when all worked)."""
 
@@ -144,7 +156,9 @@ class UnifiedRetrievalSource:
             lexical_lists, kb = await asyncio.gather(lexical_recall(), knowledge_recall)
             qvec, dense = await dense_recall
             dated = self._dated(query, request.now, limit, dense)
-            near = self._adjacent(lexical_lists[0], dense)
+            matches = self._matches(lexical_lists[0], dense)
+            near = self._adjacent(matches)
+            bridged = self._bridge(query, matches, limit)
         except StoreError as exc:  # the store is down: this source fails, the build goes on
             raise SourceError(f"memory store unavailable: {exc}", source=self.name) from exc
         finally:  # after a failure elsewhere the thread's result (or error) is dropped
@@ -155,7 +169,7 @@ class UnifiedRetrievalSource:
                          if isinstance(r, BaseException)}
         cands: dict[str, Candidate] = {}
         for kind, hits in (("lexical", lexical), ("dense", dense), ("expanded", extra),
-                           ("time", dated)):
+                           ("time", dated), ("bridge", bridged)):
             self._add_hits(cands, kind, hits)
         for r, match in near:  # session scope: the record's id is its key
             c = cands.setdefault(r.id, Candidate(id=r.id, content=r.content,
@@ -200,34 +214,60 @@ class UnifiedRetrievalSource:
                 out.append(h)
         return out[:limit]
 
-    def _adjacent(self, lexical: list[Hit], dense: list[Hit]) -> list[tuple[MemoryRecord, str]]:
-        """Questions and answers next to the best matches, each with the match it neighbours.
-
-        A question's words often sit in one message and its answer in the reply ("What did you
-        research?" / "Adoption agencies."), or the other way round. Of the best ``adjacent``
-        memories by rank fusion of the lexical and dense lists, a match that asks something
-        brings the reply (another role, right after it), and a match that answers a question
-        brings that question. The reranker gives each a share of its match's fusion credit
-        (``RerankWeights.adjacent``). Only question and answer: the message after a statement
-        is as often small talk, which at a small budget takes the place of evidence (the
-        effect of both choices is in benchmarks/README.md).
-        """
-        if not self.adjacent or self.scope != "session":
+    def _matches(self, lexical: list[Hit], dense: list[Hit]) -> list[MemoryRecord]:
+        """This session's best memories by rank fusion of the lexical and dense lists, as many
+        as the larger of ``adjacent`` and 1 (ties by id). Empty for global scope."""
+        if self.scope != "session" or not (self.adjacent or self.bridge_terms):
             return []
         k = self.reranker.weights.rrf_k
         fused: dict[str, float] = {}
         for hits in (lexical, dense):
             for rank, h in enumerate(hits):
                 fused[h.record.id] = fused.get(h.record.id, 0.0) + 1.0 / (k + rank)
+        best = sorted(fused, key=lambda i: (-fused[i], i))[:max(1, self.adjacent)]
+        # A match another view of the session stored since this one loaded is not known here.
+        return [self.memory.records[i] for i in best if i in self.memory.records]
+
+    def _adjacent(self, matches: list[MemoryRecord]) -> list[tuple[MemoryRecord, str]]:
+        """Questions and answers next to the best matches, each with the match it neighbours.
+
+        A question's words often sit in one message and its answer in the reply ("What did you
+        research?" / "Adoption agencies."), or the other way round. Of the best ``adjacent``
+        matches, one that asks something brings the reply (another role, right after it), and
+        one that answers a question brings that question. The reranker gives each a share of
+        its match's fusion credit (``RerankWeights.adjacent``). Only question and answer: the
+        message after a statement is as often small talk, which at a small budget takes the
+        place of evidence (the effect of both choices is in benchmarks/README.md).
+        """
         out = []
-        for rid in sorted(fused, key=lambda i: (-fused[i], i))[:self.adjacent]:
-            match = self.memory.records.get(rid)
-            if match is None:  # stored by another process since this view was loaded
-                continue
-            for r in self.memory.adjacent(rid):
+        for match in matches[:self.adjacent]:
+            for r in self.memory.adjacent(match.id):
                 if _asks((match if r.seq > match.seq else r).content):  # a question, answered
-                    out.append((r, rid))
+                    out.append((r, match.id))
         return out
+
+    def _bridge(self, query: str, matches: list[MemoryRecord], limit: int) -> list[Hit]:
+        """A sixth list: the question searched again with the names its best match adds.
+
+        A two-hop question ("The director of the film Big Stone Gap is based in what city?")
+        finds the first hop (the film, naming its director) but not the second (the director's
+        own page), which shares no word with the question. The names the best match mentions
+        and the question does not (capitalised words that do not start a sentence, up to
+        ``bridge_terms`` in order of appearance) lead there (HotpotQA development split +0.065
+        at 512 tokens; benchmarks/README.md).
+        """
+        if not self.bridge_terms or not matches:
+            return []
+        asked = set(tokenize(query, drop_stopwords=True))
+        names: list[str] = []
+        for word in _NAME.findall(index_text(matches[0].content)):
+            terms = tokenize(word, drop_stopwords=True)
+            if terms and word not in names and not asked.intersection(terms):
+                names.append(word)
+        if not names:
+            return []
+        return self.memory.search_lexical(f"{query} {' '.join(names[:self.bridge_terms])}",
+                                          limit)
 
     def _add_hits(self, cands: dict[str, Candidate], kind: str, hits: list[Hit]) -> None:
         own = (self.memory.scope.agent, self.memory.session)

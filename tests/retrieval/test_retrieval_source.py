@@ -156,6 +156,8 @@ def test_retrieval_options_are_validated(make_memory: Callable[..., TieredMemory
     for bad in (-1, 1.5, True, "8"):
         with pytest.raises(ConfigError, match="adjacent must be an int >= 0"):
             UnifiedRetrievalSource(make_memory(), adjacent=bad)  # type: ignore[arg-type]
+        with pytest.raises(ConfigError, match="bridge_terms must be an int >= 0"):
+            UnifiedRetrievalSource(make_memory(), bridge_terms=bad)  # type: ignore[arg-type]
 
 
 def test_l2_source_gives_important_memories_only_without_a_question(
@@ -376,3 +378,45 @@ def test_a_match_stored_by_another_view_of_the_session_brings_no_neighbours(
     ids = [it.id for it in items]
     assert "x1" in ids  # found by the store's dense search, unknown to this view
     assert not any("adjacent_to" in it.metadata for it in items)
+
+
+TWO_HOP = "The director of the romantic comedy Big Stone Gap is based in what city?"
+
+
+def _passages(memory: TieredMemory, first: str, second: str) -> None:
+    """Forty filler passages with the two hops among them, every one from the same role."""
+    filler = [f"{FILLER[1 + i % 3]} (note {i})" for i in range(40)]
+    texts = [*filler[:20], first, *filler[20:30], second, *filler[30:]]
+    memory.add([{"id": f"p{i}", "role": "user", "content": text, "timestamp": T0 + i}
+                for i, text in enumerate(texts)], now=T0 + len(texts))
+
+
+def test_the_names_the_best_match_adds_find_the_second_hop(
+        make_memory: Callable[..., TieredMemory], collect: Collect) -> None:
+    memory = make_memory(l1_max_tokens=10**6)
+    _passages(memory, "Big Stone Gap is a romantic comedy directed by Adriana Trigiani.",
+              "Adriana Trigiani lives and writes in Greenwich Village.")
+    bridged = [it.id for it in collect(UnifiedRetrievalSource(memory, recall_limit=3),
+                                       TWO_HOP, total=32)]
+    alone = [it.id for it in collect(UnifiedRetrievalSource(memory, recall_limit=3,
+                                                            bridge_terms=0), TWO_HOP, total=32)]
+    assert bridged[0] == alone[0] == "p20"  # the first hop
+    assert "p31" not in alone  # the second shares no word with the question
+    assert bridged.index("p31") <= 2
+    # Global recall searches the store, not this session's index: no bridge there.
+    wide = [collect(UnifiedRetrievalSource(memory, recall_limit=3, scope="global",
+                                           bridge_terms=n), TWO_HOP, total=32) for n in (8, 0)]
+    assert [(it.id, it.scores) for it in wide[0]] == [(it.id, it.scores) for it in wide[1]]
+
+
+def test_names_the_question_has_or_that_start_a_sentence_are_no_bridge(
+        make_memory: Callable[..., TieredMemory], collect: Collect) -> None:
+    memory = make_memory(l1_max_tokens=10**6)
+    # "Big", "Stone", "Gap" are in the question; "Then" and "Lunch" start sentences.
+    _passages(memory, "Big Stone Gap is a romantic comedy. Then it rained. Lunch was late.",
+              "Greenwich Village is in lower Manhattan.")
+    with_bridge = collect(UnifiedRetrievalSource(memory, recall_limit=3), TWO_HOP, total=32)
+    without = collect(UnifiedRetrievalSource(memory, recall_limit=3, bridge_terms=0), TWO_HOP,
+                      total=32)
+    assert with_bridge[0].id == "p20"
+    assert [(it.id, it.scores) for it in with_bridge] == [(it.id, it.scores) for it in without]
