@@ -11,7 +11,7 @@ Duplicates (same fingerprint) keep the higher vector score.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from loomctx.errors import ConfigError
@@ -139,6 +139,11 @@ class UnifiedReranker:
     def __init__(self, weights: RerankWeights | None = None) -> None:
         self.weights = weights or RerankWeights()
 
+    def fusion_credit(self, ranks: Mapping[str, int]) -> float:
+        """Reciprocal-rank fusion of a candidate's ranks in the recall lists (list-weighted)."""
+        w = self.weights
+        return sum(w.list_weights.get(k, 1.0) / (w.rrf_k + r) for k, r in ranks.items())
+
     def dedup(self, candidates: Sequence[Candidate]) -> list[Candidate]:
         best: dict[str, Candidate] = {}
         for c in candidates:
@@ -161,8 +166,7 @@ class UnifiedReranker:
             return []
         q_terms = set(tokenize(query, drop_stopwords=True))
         top_vec = max((c.vector for c in cands), default=0.0) or 1.0
-        own = {c.id: sum(w.list_weights.get(k, 1.0) / (w.rrf_k + r) for k, r in c.ranks.items())
-               for c in cands}
+        own = {c.id: self.fusion_credit(c.ranks) for c in cands}
         rrf = {c.id: own[c.id] + w.adjacent * max((own[p] for p in c.adjacent_to if p in own),
                                                   default=0.0)
                for c in cands}

@@ -219,11 +219,11 @@ class UnifiedRetrievalSource:
         as the larger of ``adjacent`` and 1 (ties by id). Empty for global scope."""
         if self.scope != "session" or not (self.adjacent or self.bridge_terms):
             return []
-        k = self.reranker.weights.rrf_k
-        fused: dict[str, float] = {}
-        for hits in (lexical, dense):
+        ranks: dict[str, dict[str, int]] = {}
+        for kind, hits in (("lexical", lexical), ("dense", dense)):
             for rank, h in enumerate(hits):
-                fused[h.record.id] = fused.get(h.record.id, 0.0) + 1.0 / (k + rank)
+                ranks.setdefault(h.record.id, {}).setdefault(kind, rank)
+        fused = {i: self.reranker.fusion_credit(r) for i, r in ranks.items()}
         best = sorted(fused, key=lambda i: (-fused[i], i))[:max(1, self.adjacent)]
         # A match another view of the session stored since this one loaded is not known here.
         return [self.memory.records[i] for i in best if i in self.memory.records]
