@@ -3,9 +3,9 @@
 Every build scores its candidates lexically, so this module is on the hot path. Tokenizing is one
 compiled regex that splits text into runs: Latin/digit runs become lowercased words, runs of Han
 characters are segmented into words by ``rjieba``, and kana/hangul fall back to single characters.
-A light plural stripper (Harman's "S" stemmer) makes "weekends" match "weekend" without the
-surprises of heavier stemmers. Short texts recur from turn to turn (memory items, tool results), so
-their token tuples are memoised.
+Porter's first step (:mod:`loomctx.text.stem`) makes "weekends" match "weekend" and "researched"
+match "research", without the surprises of heavier stemmers. Short texts recur from turn to turn
+(memory items, tool results), so their token tuples are memoised.
 
 :class:`BM25Index` keeps an inverted index term → (doc ids, term frequencies) compiled lazily into
 numpy arrays, so a query costs the postings of its own terms, not a pass over every document, and
@@ -24,6 +24,7 @@ from functools import lru_cache
 import numpy as np
 
 from loomctx.errors import ConfigError
+from loomctx.text.stem import stem
 from loomctx.text.stopwords import STOPWORDS
 
 _HAN = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0002ebef\U00030000-\U0003134f"
@@ -34,6 +35,7 @@ _RUNS = re.compile(f"([{_HAN}]+)|([{_SYLLABIC}])|([^\\W_{_HAN}{_SYLLABIC}]+)")
 _ASCII_RUNS = re.compile("[a-z0-9]+")
 _MEMO_MAX_CHARS = 2048
 _ASCII_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789")
+_STEMMED_ENDS = frozenset("sdg")  # -s, -ed, -eed, -ing: the only words the stemmer changes
 
 
 _cut: Callable[[str], list[str]] | None = None
@@ -49,18 +51,6 @@ def _segment(han: str) -> list[str]:
     return _cut(han)
 
 
-@lru_cache(maxsize=1 << 16)
-def _stem(word: str) -> str:
-    """Harman's S stemmer: strip English plural endings only (the caller ensures ``s`` ending)."""
-    if word.endswith("ies") and not word.endswith(("eies", "aies")):
-        return word[:-3] + "y"
-    if word.endswith("es") and not word.endswith(("aes", "ees", "oes")):
-        return word[:-1]
-    if word.endswith(("ss", "us", "is")):
-        return word
-    return word[:-1]
-
-
 def _tokenize(text: str, drop: bool) -> list[str]:
     lowered = text.lower()
     if lowered.isascii():
@@ -68,14 +58,14 @@ def _tokenize(text: str, drop: bool) -> list[str]:
             words = [w for w in _ASCII_RUNS.findall(lowered) if w not in STOPWORDS]
         else:
             words = _ASCII_RUNS.findall(lowered)
-        return [_stem(w) if len(w) > 3 and w[-1] == "s" else w for w in words]
+        return [stem(w) if w[-1] in _STEMMED_ENDS else w for w in words]
     out: list[str] = []
     append = out.append
     for han, syllable, word in _RUNS.findall(lowered):
         if word:
             if drop and word in STOPWORDS:
                 continue
-            append(_stem(word) if len(word) > 3 and word[-1] == "s" else word)
+            append(stem(word) if word[-1] in _STEMMED_ENDS else word)
         elif han:
             if drop:
                 out.extend(w for w in _segment(han) if w not in STOPWORDS)

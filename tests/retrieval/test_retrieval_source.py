@@ -313,9 +313,12 @@ def test_the_answer_to_a_matching_question_is_recalled_beside_it(
 def test_the_question_a_matching_answer_replied_to_comes_along(
         make_memory: Callable[..., TieredMemory], collect: Collect) -> None:
     memory = make_memory(l1_max_tokens=10**6)
-    _exchange(memory, asked="Anything new with you?",
+    _exchange(memory, asked="What is new with you?",
               reply="I took up pottery this spring, on Tuesday nights.")
     items = collect(UnifiedRetrievalSource(memory, recall_limit=3), QUESTION, total=32)
+    alone = collect(UnifiedRetrievalSource(memory, recall_limit=3, adjacent=0), QUESTION,
+                    total=32)
+    assert "m30" not in [it.id for it in alone]  # no list of its own recalls the question
     ids = [it.id for it in items]
     assert ids[0] == "m31"
     assert items[ids.index("m30")].metadata["adjacent_to"] == "m31"

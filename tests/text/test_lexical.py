@@ -33,12 +33,19 @@ def test_plural_endings_are_stripped_consistently() -> None:
     assert tokenize("class bus analysis") == ["class", "bus", "analysis"]
 
 
+def test_verb_endings_are_stripped_so_a_question_finds_its_answer() -> None:
+    assert tokenize("What did Caroline research?", drop_stopwords=True) == ["caroline", "research"]
+    assert tokenize("I researched adoption agencies", drop_stopwords=True) == [
+        "research", "adoption", "agency"]
+    assert tokenize("painting paints painted") == ["paint", "paint", "paint"]
+
+
 def test_numbers_are_kept() -> None:
     assert tokenize("Version 3.14 shipped in 2024") == [
         "version",
         "3",
         "14",
-        "shipped",
+        "ship",
         "in",
         "2024",
     ]
@@ -79,7 +86,7 @@ def test_english_stopwords_are_dropped_only_when_asked() -> None:
 def test_returned_list_is_a_fresh_copy() -> None:
     first = tokenize("memoised text")
     first.append("mutated")
-    assert tokenize("memoised text") == ["memoised", "text"]
+    assert tokenize("memoised text") == ["memois", "text"]
 
 
 def test_stopword_sets_have_the_expected_size() -> None:
@@ -90,7 +97,7 @@ def test_stopword_sets_have_the_expected_size() -> None:
 
 def test_content_terms_ranks_by_frequency_then_first_seen() -> None:
     text = "Hiking on weekends. I love hiking; weekends are for hiking and 爬山, 爬山!"
-    assert content_terms(text, 3) == ["hiking", "weekend", "爬山"]
+    assert content_terms(text, 3) == ["hike", "weekend", "爬山"]
     assert content_terms(text, 0) == []
     with pytest.raises(ConfigError):
         content_terms(text, -1)
