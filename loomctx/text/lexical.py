@@ -4,7 +4,7 @@ Every build scores its candidates lexically, so this module is on the hot path. 
 compiled regex that splits text into runs: Latin/digit runs become lowercased words, runs of Han
 characters are segmented into words by ``rjieba``, and kana/hangul fall back to single characters.
 Porter's first step (:mod:`loomctx.text.stem`) makes "weekends" match "weekend" and "researched"
-match "research", without the surprises of heavier stemmers. Short texts recur from turn to turn
+match "research" (the whole Porter stemmer measured no better). Short texts recur from turn to turn
 (memory items, tool results), so their token tuples are memoised.
 
 :class:`BM25Index` keeps an inverted index term → (doc ids, term frequencies) compiled lazily into
