@@ -4,15 +4,18 @@ Seed signals and weights: vector similarity .40, query-term overlap .35, origin 
 content length .10 — plus reciprocal-rank fusion of the lexical and dense recall lists (weight
 ``fusion``), which measurably helps on long-conversation recall. A question whose terms are rare
 among the candidates (names, numbers, titles: high :func:`specificity`) trusts the fused ranking
-more (``lexical_trust``), because there the lexical list finds what the vector misses.
-Duplicates (same fingerprint) keep the higher vector score.
+more (``lexical_trust``), because there the lexical list finds what the vector misses. A
+candidate whose label the question names (the speaker of a transcript line, the title of a
+passage) gets a small bonus (``named``). Duplicates (same fingerprint) keep the higher vector score.
 """
 
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 from loomctx.errors import ConfigError
 from loomctx.items import fingerprint
@@ -56,6 +59,10 @@ class RerankWeights:
     """Preference for candidates with enough substance (saturates at ``length_tokens``)."""
     fusion: float = 0.60
     """Reciprocal-rank fusion of the lexical and dense recall lists."""
+    named: float = 0.10
+    """Bonus for a candidate whose label the question names (:func:`label_terms`: the speaker
+    of a transcript line, the title of a passage). Fitted on the development split: a question
+    that names one speaker of a conversation has 96 % of its evidence in that speaker's lines."""
     adjacent: float = 1.0
     """Share of a candidate's rank-fusion credit that its conversation neighbours inherit
     (``Candidate.adjacent_to``), added to their own. At most 1: a neighbour recalled by no
@@ -85,7 +92,7 @@ class RerankWeights:
         # NaN passes a plain ``< 0`` check and would turn every score into NaN.
         weights = {name: getattr(self, name)
                    for name in ("vector", "overlap", "diversity", "length", "fusion",
-                                "adjacent", "lexical_trust")}
+                                "named", "adjacent", "lexical_trust")}
         weights.update({f"list_weights[{k!r}]": v for k, v in self.list_weights.items()})
         for name, value in weights.items():
             if not (isinstance(value, int | float) and math.isfinite(value) and value >= 0):
@@ -108,6 +115,25 @@ def diversity_origin(origin: str) -> str:
     (on HotpotQA dev, ``diversity=0`` gained 0.015 at 512 and 1,024 tokens).
     """
     return "memory" if origin.startswith("memory:") else origin
+
+
+_LABEL = re.compile(r"([^:\n]{1,60}):\s")
+_ASIDE = re.compile(r"\([^)]*\)")
+
+
+@lru_cache(maxsize=1 << 14)
+def label_terms(text: str) -> frozenset[str]:
+    """The content terms of a text's label: what comes before a leading colon, asides left out.
+
+    A transcript line names its speaker ("Caroline: I went to a support group"), a passage its
+    title ("Kiss and Tell (1945 film): Kiss and Tell is a ..."); an ``[id] (time)`` decoration
+    before it is skipped. Empty when the text has no such label (a colon not followed by a
+    space, as in a URL, is not one).
+    """
+    match = _LABEL.match(index_text(text))
+    if match is None:
+        return frozenset()
+    return frozenset(tokenize(_ASIDE.sub(" ", match.group(1)), drop_stopwords=True))
 
 
 def specificity(q_terms: set[str], docs: Sequence[set[str]]) -> float:
@@ -178,14 +204,17 @@ class UnifiedReranker:
             fusion *= 1.0 + w.lexical_trust * min(1.0, max(0.0, ramp))
         for c, terms in zip(cands, docs, strict=True):
             overlap = len(q_terms & terms) / len(q_terms) if q_terms else 0.0
+            label = label_terms(c.content) if w.named else frozenset()
             c.signals = {
                 "vector": max(0.0, c.vector) / top_vec,
                 "overlap": overlap,
                 "length": min(1.0, c.tokens / w.length_tokens) if c.tokens else 0.5,
                 "fusion": rrf[c.id] / top_rrf,
+                "named": 1.0 if label and label <= q_terms else 0.0,
             }
             c.score = (w.vector * c.signals["vector"] + w.overlap * overlap
-                       + w.length * c.signals["length"] + fusion * c.signals["fusion"])
+                       + w.length * c.signals["length"] + fusion * c.signals["fusion"]
+                       + w.named * c.signals["named"])
         ordered = sorted(cands, key=lambda c: (-c.score, c.id))
         seen: dict[str, int] = {}
         for c in ordered:  # origin diversity: first of each origin gets the full bonus
@@ -197,4 +226,5 @@ class UnifiedReranker:
         return sorted(ordered, key=lambda c: (-c.score, c.id))
 
 
-__all__ = ["Candidate", "RerankWeights", "UnifiedReranker", "diversity_origin", "specificity"]
+__all__ = ["Candidate", "RerankWeights", "UnifiedReranker", "diversity_origin", "label_terms",
+           "specificity"]

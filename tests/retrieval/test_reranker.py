@@ -7,7 +7,13 @@ import math
 import pytest
 
 from loomctx.errors import ConfigError
-from loomctx.retrieval.reranker import Candidate, RerankWeights, UnifiedReranker, specificity
+from loomctx.retrieval.reranker import (
+    Candidate,
+    RerankWeights,
+    UnifiedReranker,
+    label_terms,
+    specificity,
+)
 
 
 def cand(id: str, content: str = "", *, origin: str = "memory:L4", vector: float = 0.0,
@@ -19,7 +25,7 @@ def cand(id: str, content: str = "", *, origin: str = "memory:L4", vector: float
 def only(**weights: float) -> RerankWeights:
     """Every signal off except the ones given."""
     base = {"vector": 0.0, "overlap": 0.0, "diversity": 0.0, "length": 0.0, "fusion": 0.0,
-            "lexical_trust": 0.0}
+            "named": 0.0, "lexical_trust": 0.0}
     return RerankWeights(**{**base, **weights})  # type: ignore[arg-type]
 
 
@@ -29,6 +35,7 @@ def test_default_weights_are_the_seed_weights() -> None:
     assert w.list_weights == {"lexical": 1.0, "dense": 1.0, "expanded": 0.5, "time": 3.0,
                               "bridge": 1.5}
     assert w.adjacent == 1.0
+    assert w.named == 0.10
 
 
 def test_scores_combine_the_signals_with_their_weights() -> None:
@@ -43,10 +50,12 @@ def test_scores_combine_the_signals_with_their_weights() -> None:
     # one list at rank 0 against b's two lists; both are the first of their origin.
     fusion_a = (1 / 10) / (1 / 10 + 1 / 11)  # rrf_k = 10
     assert first.signals == pytest.approx(
-        {"vector": 1.0, "overlap": 1.0, "length": 0.5, "fusion": fusion_a, "diversity": 1.0})
+        {"vector": 1.0, "overlap": 1.0, "length": 0.5, "fusion": fusion_a, "named": 0.0,
+         "diversity": 1.0})
     assert first.score == pytest.approx(0.40 + 0.35 + 0.10 * 0.5 + 0.60 * fusion_a + 0.15)
     assert second.signals == pytest.approx(
-        {"vector": 0.5, "overlap": 0.0, "length": 1.0, "fusion": 1.0, "diversity": 1.0})
+        {"vector": 0.5, "overlap": 0.0, "length": 1.0, "fusion": 1.0, "named": 0.0,
+         "diversity": 1.0})
     assert second.score == pytest.approx(0.40 * 0.5 + 0.10 + 0.60 + 0.15)
 
 
@@ -63,6 +72,40 @@ def test_each_weight_alone_decides_the_order() -> None:
     assert order(only(overlap=1)) == ["words", "long", "near"]  # ties by id
     assert order(only(length=1)) == ["long", "near", "words"]
     assert order(only(fusion=1)) == ["near", "words", "long"]  # 1/10 > 1/13 > 1/19
+
+
+@pytest.mark.parametrize(("text", "terms"), [
+    ("Caroline: I went to a support group.", {"caroline"}),
+    ("[D1:3] (2023-05-08 13:56) Caroline: I went.", {"caroline"}),  # decoration skipped
+    ("Kiss and Tell (1945 film): Kiss and Tell is a comedy.", {"kiss", "tell"}),  # aside out
+    ("Read https://example.com: it helps.", set()),  # a colon inside a URL is no label
+    ("Note:no space after the colon", set()),
+    ("no label at all", set()),
+    (f"{'word ' * 20}: a label longer than 60 characters is prose", set()),
+])
+def test_label_terms(text: str, terms: set[str]) -> None:
+    assert label_terms(text) == terms
+
+
+def test_a_candidate_whose_label_the_question_names_gets_the_named_bonus() -> None:
+    def fresh(speaker: str = "Caroline") -> list[Candidate]:
+        return [cand("a", "Melanie: I painted a lake at sunrise.", vector=0.5),
+                cand("b", f"{speaker}: I painted a lake at sunrise.", vector=0.5)]
+
+    question = "What did Caroline paint?"
+    ranked = UnifiedReranker(only(named=1)).rerank(question, fresh())
+    assert [c.id for c in ranked] == ["b", "a"]
+    assert [c.signals["named"] for c in ranked] == [1.0, 0.0]
+    assert ranked[0].score - ranked[1].score == pytest.approx(1.0)
+    # Off, the two tie and the order is by id.
+    assert [c.id for c in UnifiedReranker(only()).rerank(question, fresh())] == ["a", "b"]
+    # Every term of the label must be in the question.
+    partly = UnifiedReranker(only(named=1)).rerank(question, fresh("Caroline Smith"))
+    assert [c.signals["named"] for c in partly] == [0.0, 0.0]
+    titled = UnifiedReranker(only(named=1)).rerank(
+        "Who starred in Kiss and Tell?",
+        [cand("a", "Shirley Temple: an actress."), cand("b", "Kiss and Tell (film): a comedy.")])
+    assert [c.id for c in titled] == ["b", "a"]
 
 
 def test_rank_fusion_weighs_each_recall_list() -> None:
@@ -155,6 +198,8 @@ def test_order_is_deterministic_ties_by_id() -> None:
     ({"adjacent": -0.5}, "adjacent"),
     ({"adjacent": 1.5}, r"adjacent must be in \[0, 1\]"),
     ({"adjacent": float("nan")}, "adjacent"),
+    ({"named": -0.1}, "named"),
+    ({"named": float("nan")}, "named"),
 ])
 def test_weights_are_validated(kwargs: dict, fragment: str) -> None:
     with pytest.raises(ConfigError, match=fragment):
