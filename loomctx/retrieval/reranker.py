@@ -121,7 +121,6 @@ _LABEL = re.compile(r"([^:\n]{1,60}):\s")
 _ASIDE = re.compile(r"\([^)]*\)")
 
 
-@lru_cache(maxsize=1 << 14)
 def label_terms(text: str) -> frozenset[str]:
     """The content terms of a text's label: what comes before a leading colon, asides left out.
 
@@ -130,6 +129,14 @@ def label_terms(text: str) -> frozenset[str]:
     before it is skipped. Empty when the text has no such label (a colon not followed by a
     space, as in a URL, is not one).
     """
+    return _label_terms(text[:_LABEL_SCAN])
+
+
+_LABEL_SCAN = 256  # decoration and a label of at most 60 characters fit; the cache keeps no more
+
+
+@lru_cache(maxsize=1 << 14)
+def _label_terms(text: str) -> frozenset[str]:
     match = _LABEL.match(index_text(text))
     if match is None:
         return frozenset()
