@@ -1,19 +1,19 @@
 """English suffix stripping for search terms: Porter's step 1 (plurals, then -ed / -ing).
 
-A question and its evidence rarely share a word form: "What did Caroline research?" against "I
-researched adoption agencies", "When did Melanie paint a sunrise?" against "I'm painting a
-sunrise". Porter's first step folds those forms together and stops there. On the development
-splits, step 1 in place of a plural-only stemmer raised loomctx's recall by 0.010-0.017 on
-LoCoMo and 0.015 on HotpotQA, and BM25's alike; the whole Porter or Snowball stemmer (-ational,
--ness, -ive ... too) scored within 0.005 of step 1 on LoCoMo and -0.015 / +0.005 on HotpotQA,
-for four times the rules (benchmarks/README.md).
+A question and its evidence often use one word in two forms: "What did Caroline research?"
+against "Researching adoption agencies", "When did Melanie paint a sunrise?" against "I painted
+that lake sunrise last year" (LoCoMo). Porter's first step folds those forms together and stops
+there. On the development splits, step 1 in place of a plural-only stemmer raised loomctx's
+recall by 0.010-0.017 on LoCoMo and 0.015 on HotpotQA, and BM25's alike; the whole Porter or
+Snowball stemmer (-ational, -ness, -ive ... too) scored within 0.005 of step 1 on LoCoMo and
+-0.015 / +0.005 on HotpotQA, for four times the rules (benchmarks/README.md).
 
 Rules, applied to a lowercased word of more than three letters (anything else is kept as is):
 
 - plurals: ``-sses`` → ``-ss``, ``-ies`` → ``-y``, ``-s`` dropped unless the word ends in
   ``-ss``, ``-us`` or ``-is`` ("weekends" → "weekend", "stories" → "story", "status" kept);
 - ``-eed`` → ``-ee`` when a vowel-consonant pair precedes it ("agreed" → "agree", "need" kept);
-- ``-ed`` and ``-ing`` dropped when what is left has a vowel ("researched" → "research",
+- ``-ed`` and ``-ing`` dropped when what is left has a vowel ("researching" → "research",
   "painting" → "paint", "bring" kept); then ``-at``/``-bl``/``-iz`` get their ``e`` back
   ("created" → "create"), a doubled final consonant other than l, s, z is undoubled ("running"
   → "run") and a short consonant-vowel-consonant stem gets an ``e`` ("hoping" → "hope").
