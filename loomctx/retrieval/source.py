@@ -230,13 +230,14 @@ class UnifiedRetrievalSource:
     def _adjacent(self, matches: list[MemoryRecord]) -> list[tuple[MemoryRecord, str]]:
         """Questions and answers next to the best matches, each with the match it neighbours.
 
-        A question's words often sit in one message and its answer in the reply ("What did you
-        research?" / "Adoption agencies."), or the other way round. Of the best ``adjacent``
-        matches, one that asks something brings the reply (another role, right after it), and
-        one that answers a question brings that question. The reranker gives each a share of
-        its match's fusion credit (``RerankWeights.adjacent``). Only question and answer: the
-        message after a statement is as often small talk, which at a small budget takes the
-        place of evidence (the effect of both choices is in benchmarks/README.md).
+        A question's words often sit in one message and its answer in the reply ("Any fun plans
+        for the summer?" / "Researching adoption agencies"), or the other way round. Of the best
+        ``adjacent`` matches, one that asks something brings the reply (another role, right
+        after it), and one that answers a question brings that question. The reranker gives
+        each a share of its match's fusion credit (``RerankWeights.adjacent``). Only question
+        and answer: the message after a statement is as often small talk, which at a small
+        budget takes the place of evidence (the effect of both choices is in
+        benchmarks/README.md).
         """
         out = []
         for match in matches[:self.adjacent]:
