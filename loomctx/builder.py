@@ -18,6 +18,7 @@ prompt cache warm (see :mod:`loomctx.compress.history`).
 
 from __future__ import annotations
 
+import heapq
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -198,6 +199,8 @@ class ContextBuilder:
 
         t = time.perf_counter()
         await self._pack(st, ordered, window)
+        if not st.turn:
+            self._top_up(st, ordered)
         st.timings["compress"] = (time.perf_counter() - t) * 1000
 
         t = time.perf_counter()
@@ -224,6 +227,57 @@ class ContextBuilder:
         return run_sync(self.build(query, **kwargs), name="build")
 
     # -- stages --------------------------------------------------------------------------
+    def _top_up(self, st: BuildState, ordered: Mapping[str, list[Unit]]) -> None:
+        """Spend the framing of sections that stayed empty on the best units still out.
+
+        Packing reserves the framing of every section the build may fill (:meth:`_sections`).
+        A section that stayed empty (no history line made it in, no summary was written)
+        leaves its header's tokens unused: ~10 at a 512-token budget, where a passage that
+        missed by a few tokens would have fit. A question build (a turn's layout is fixed by
+        its window) takes more units of the sections already shown, none of the history's (its
+        tail stays contiguous), best first as in the packer's leftover phase, each within its
+        source's ceiling. They stay out if the text would then exceed the budget.
+        """
+        history = {s.name for s in self.sources if is_history(s)}
+        shown = {"context" if it.source in history else it.section for it in st.included}
+        if self.options.output_instructions:
+            shown.add("output")
+        freed = st.allocation.total - st.available - self.renderer.overhead(frozenset(shown))
+        if freed <= 0:
+            return
+        used: dict[str, int] = {}
+        for it in st.included:
+            used[it.source] = used.get(it.source, 0) + (it.tokens or 0)
+        room = st.available + freed - sum(used.values())
+        taken = {it.id for it in st.included}
+        queues = {s: [u for u in units if u.items[0].section in shown]
+                  for s, units in ordered.items() if s not in history}
+        heap = [(-q[0].score, s) for s, q in queues.items() if q]
+        heapq.heapify(heap)
+        added: list[ContextItem] = []
+        while heap and room > 0:
+            _, s = heapq.heappop(heap)
+            q = queues[s]
+            u = q.pop(0)
+            cap = st.allocation.ceilings.get(s)
+            left = room if cap is None else min(room, cap - used.get(s, 0))
+            if (u.cost <= left and not any(it.id in taken for it in u.items)
+                    and all(it.section in shown for it in u.items)):
+                added.extend(u.items)
+                taken.update(it.id for it in u.items)
+                used[s] = used.get(s, 0) + u.cost
+                room -= u.cost
+            if q:
+                heapq.heappush(heap, (-q[0].score, s))
+        if not added:
+            return
+        with_added = [*st.included, *added]
+        rendered = self.renderer.render(layout(with_added, self.options.output_instructions))
+        if rendered.tokens > st.allocation.total:  # the framing estimate was short: keep as is
+            return
+        st.included = with_added
+        st.reasons.update(dict.fromkeys((it.id for it in added), "selected"))
+
     def _request(self, st: BuildState, source: ContextSource, ctx: dict[str, Any],
                  phase: str | None) -> SourceRequest:
         return SourceRequest(query=st.question, now=st.now, counter=self.tokenizer.counter,

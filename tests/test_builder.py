@@ -12,8 +12,9 @@ import pytest
 from loomctx.budget.manager import AdaptiveBudgetManager
 from loomctx.builder import BuildOptions, BuildResult, ContextBuilder
 from loomctx.errors import BudgetError, ConfigError
-from loomctx.items import ContextItem
+from loomctx.items import RAW_RELEVANCE, ContextItem
 from loomctx.report import REASONS, BuildReport, ItemReport
+from loomctx.select.scoring import SelectOptions
 from loomctx.sources.agent_output import AgentOutput, AgentOutputSource
 from loomctx.sources.history import HistorySource
 from loomctx.sources.knowledge import Document, KnowledgeSource
@@ -241,3 +242,53 @@ def test_counts_come_from_the_target_tokenizer() -> None:
     r4 = build("text", budget=2000, model="gpt-4")
     assert r4.tokens == counter_for_model("gpt-4").counter.count(r4.text)
     assert r4.report.counter == "cl100k_base"
+
+
+class Passages:
+    """Evidence of set sizes, best first (a retrieval source's shape)."""
+
+    name = "passages"
+
+    def __init__(self, words: Sequence[int]) -> None:
+        self.items = [ContextItem(id=f"p{i}", source=self.name, kind="evidence",
+                                  content=" ".join(["customs"] * n),
+                                  scores={RAW_RELEVANCE: 10.0 - i})
+                      for i, n in enumerate(words)]
+
+    async def collect(self, request: Any) -> Sequence[ContextItem]:
+        return [ContextItem(id=it.id, source=it.source, kind=it.kind, content=it.content,
+                            scores=dict(it.scores)) for it in self.items]
+
+
+def _framing_build(budget: int, *, top_up: bool, monkeypatch: pytest.MonkeyPatch) -> BuildResult:
+    # The history has candidates (its framing is reserved) but its one message never fits.
+    history = HistorySource([{"id": "h0", "role": "user", "content": "Hamburg " * 3000,
+                              "timestamp": NOW - 60}])
+    b = ContextBuilder([UserInputSource(), history, Passages([40, 40, 40, 22, 9])],
+                       options=BuildOptions(format="text", min_fragment=10**6,
+                                            select=SelectOptions(mmr_lambda=1.0)))
+    with monkeypatch.context() as m:
+        if not top_up:
+            m.setattr(ContextBuilder, "_top_up", lambda self, st, ordered: None)
+        return b.build_sync("Which customs passage?", max_tokens=budget, now=NOW)
+
+
+def test_framing_of_sections_left_empty_goes_to_the_next_best_units(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    gained = []
+    for budget in range(100, 200):
+        with_top_up = _framing_build(budget, top_up=True, monkeypatch=monkeypatch)
+        without = _framing_build(budget, top_up=False, monkeypatch=monkeypatch)
+        assert with_top_up.tokens <= budget
+        before = {r.id for r in without.report.items if r.included}
+        after = {r.id: r for r in with_top_up.report.items if r.included}
+        assert before <= set(after)
+        assert "h0" not in after  # never the history: its tail stays contiguous
+        extra = set(after) - before
+        for item_id in extra:
+            assert after[item_id].reason == "selected"
+            assert next(r for r in without.report.items if r.id == item_id).reason == "budget"
+        if extra:
+            gained.append(budget)
+    # The empty history and summary sections free a few tokens: some budgets gain a passage.
+    assert gained
