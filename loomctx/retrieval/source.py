@@ -4,8 +4,9 @@ Unified retrieval (the seed's passive channel, run before every LLM call): rewri
 the recent turns, recall lexically and densely from the store and from each knowledge base in
 parallel (plus the memories of a period the question names, the answers to matching questions
 and the questions matching answers replied to, a search with the names the best match adds, and
-a dense search with the question moved toward its best matches), rerank everything with one :class:`UnifiedReranker`, and hand the builder ranked evidence
-items that keep the ids they were stored with.
+a dense search with the question moved toward its best matches), rerank everything with one
+:class:`UnifiedReranker`, and hand the builder ranked evidence items that keep the ids they were
+stored with.
 """
 
 from __future__ import annotations
