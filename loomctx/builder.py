@@ -250,7 +250,7 @@ class ContextBuilder:
             used[it.source] = used.get(it.source, 0) + (it.tokens or 0)
         room = st.available + freed - sum(used.values())
         taken = {it.id for it in st.included}
-        queues = {s: [u for u in units if u.items[0].section in shown]
+        queues = {s: [u for u in units if all(it.section in shown for it in u.items)]
                   for s, units in ordered.items() if s not in history}
         heap = [(-q[0].score, s) for s, q in queues.items() if q]
         heapq.heapify(heap)
@@ -261,8 +261,7 @@ class ContextBuilder:
             u = q.pop(0)
             cap = st.allocation.ceilings.get(s)
             left = room if cap is None else min(room, cap - used.get(s, 0))
-            if (u.cost <= left and not any(it.id in taken for it in u.items)
-                    and all(it.section in shown for it in u.items)):
+            if u.cost <= left and not any(it.id in taken for it in u.items):
                 added.extend(u.items)
                 taken.update(it.id for it in u.items)
                 used[s] = used.get(s, 0) + u.cost

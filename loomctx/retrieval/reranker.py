@@ -82,15 +82,11 @@ class RerankWeights:
     """Token length at which the length signal reaches 1."""
     list_weights: dict[str, float] = field(
         default_factory=lambda: {"lexical": 1.0, "dense": 1.0, "expanded": 0.5, "time": 3.0,
-                                 "bridge": 1.5, "feedback": 0.5})
+                                 "bridge": 1.5})
     """Weight of each recall list in the rank fusion (unknown lists weigh 1). ``time`` is the
     list of memories from the period a question names: with ``rrf_k`` 10 it must outweigh a
     memory that tops both other lists (3.0 fitted on the development split). ``bridge`` is the
-    question searched again with the names its best match adds (1.5, fitted likewise).
-    ``feedback`` is the dense search moved toward the best matches (0.5: at 1.0, LoCoMo
-    development gained 0.006 more at 2,048 tokens, but on the hard multilingual check, whose
-    Chinese distractors are near copies of the evidence, the moved search lifted distractors and
-    Chinese fell 0.042 under English at 256 tokens)."""
+    question searched again with the names its best match adds (1.5, fitted likewise)."""
 
     def __post_init__(self) -> None:
         # NaN passes a plain ``< 0`` check and would turn every score into NaN.

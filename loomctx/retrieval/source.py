@@ -3,10 +3,9 @@
 Unified retrieval (the seed's passive channel, run before every LLM call): rewrite the query from
 the recent turns, recall lexically and densely from the store and from each knowledge base in
 parallel (plus the memories of a period the question names, the answers to matching questions
-and the questions matching answers replied to, a search with the names the best match adds, and
-a dense search with the question moved toward its best matches), rerank everything with one
-:class:`UnifiedReranker`, and hand the builder ranked evidence items that keep the ids they were
-stored with.
+and the questions matching answers replied to, and a search with the names the best match
+adds), rerank everything with one :class:`UnifiedReranker`, and hand the builder ranked evidence
+items that keep the ids they were stored with.
 """
 
 from __future__ import annotations
@@ -85,12 +84,11 @@ class UnifiedRetrievalSource:
         self, memory: TieredMemory, knowledge: Sequence[KnowledgeSource] = (), *,
         name: str = "L4_semantic", recall_limit: int = 20, rewriter: QueryRewriter | None = None,
         reranker: UnifiedReranker | None = None, scope: str = "session",
-        time_cues: bool = True, adjacent: int = 16, bridge_terms: int = 8, feedback: int = 2,
+        time_cues: bool = True, adjacent: int = 16, bridge_terms: int = 8,
     ) -> None:
         if recall_limit < 1:
             raise ConfigError(f"recall_limit must be >= 1, got {recall_limit!r}")
-        for option, value in (("adjacent", adjacent), ("bridge_terms", bridge_terms),
-                              ("feedback", feedback)):
+        for option, value in (("adjacent", adjacent), ("bridge_terms", bridge_terms)):
             if not isinstance(value, int) or isinstance(value, bool) or value < 0:
                 raise ConfigError(f"{option} must be an int >= 0, got {value!r}")
         if scope not in ("session", "global"):
@@ -112,9 +110,6 @@ class UnifiedRetrievalSource:
         """How many names from the best match that the question does not name go into one
         more lexical search (the bridge of a two-hop question); 0 turns it off. Session scope
         only."""
-        self.feedback = feedback
-        """How many of the best matches move the question's vector for one more dense search
-        (pseudo-relevance feedback); 0 turns it off. Session scope only."""
         self.failures: dict[str, str] = {}
         """Knowledge base name → the error of its last failed recall (empty when all worked)."""
 
@@ -163,7 +158,6 @@ class UnifiedRetrievalSource:
             matches = self._matches(lexical_lists[0], dense)
             near = self._adjacent(matches)
             bridged = self._bridge(query, matches, limit)
-            fed = self._feedback(qvec, matches, limit)
         except StoreError as exc:  # the store is down: this source fails, the build goes on
             raise SourceError(f"memory store unavailable: {exc}", source=self.name) from exc
         finally:  # after a failure elsewhere the thread's result (or error) is dropped
@@ -174,7 +168,7 @@ class UnifiedRetrievalSource:
                          if isinstance(r, BaseException)}
         cands: dict[str, Candidate] = {}
         for kind, hits in (("lexical", lexical), ("dense", dense), ("expanded", extra),
-                           ("time", dated), ("bridge", bridged), ("feedback", fed)):
+                           ("time", dated), ("bridge", bridged)):
             self._add_hits(cands, kind, hits)
         for r, match in near:  # session scope: the record's id is its key
             c = cands.setdefault(r.id, Candidate(id=r.id, content=r.content,
@@ -222,7 +216,7 @@ class UnifiedRetrievalSource:
     def _matches(self, lexical: list[Hit], dense: list[Hit]) -> list[MemoryRecord]:
         """This session's best memories by rank fusion of the lexical and dense lists, as many
         as the larger of ``adjacent`` and 1 (ties by id). Empty for global scope."""
-        if self.scope != "session" or not (self.adjacent or self.bridge_terms or self.feedback):
+        if self.scope != "session" or not (self.adjacent or self.bridge_terms):
             return []
         ranks: dict[str, dict[str, int]] = {}
         for kind, hits in (("lexical", lexical), ("dense", dense)):
@@ -274,28 +268,6 @@ class UnifiedRetrievalSource:
             return []
         return self.memory.search_lexical(f"{query} {' '.join(names[:self.bridge_terms])}",
                                           limit)
-
-    def _feedback(self, qvec: np.ndarray, matches: list[MemoryRecord], limit: int) -> list[Hit]:
-        """One more list: a dense search with the question's vector plus the mean of its best
-        ``feedback`` matches' vectors (Rocchio's pseudo-relevance feedback).
-
-        A question that gathers ("What kind of interests do Joanna and Nate share?") has its
-        evidence spread over many lines that share little with its own words; the lines it
-        matches best say what the topic is, and the search moved toward them finds their
-        like. The vectors come from the session's embedder cache, where ingest put them. On
-        the LoCoMo development split, with the two best matches and the list weighted 0.5 in
-        the fusion: +0.011 at 512 tokens (benchmarks/README.md, where the other settings tried
-        are).
-        """
-        if not self.feedback or not matches:
-            return []
-        top = self.memory.embedder.embed([index_text(r.content) for r in matches[:self.feedback]])
-        moved = qvec + top.mean(axis=0)
-        norm = float(np.linalg.norm(moved))
-        if norm == 0.0:
-            return []
-        return self.memory.store.search_vector((moved / norm).astype(np.float32), limit=limit,
-                                               scope=self.memory.scope)
 
     def _add_hits(self, cands: dict[str, Candidate], kind: str, hits: list[Hit]) -> None:
         own = (self.memory.scope.agent, self.memory.session)

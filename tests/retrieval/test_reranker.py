@@ -33,7 +33,7 @@ def test_default_weights_are_the_seed_weights() -> None:
     w = RerankWeights()
     assert (w.vector, w.overlap, w.diversity, w.length) == (0.40, 0.35, 0.15, 0.10)
     assert w.list_weights == {"lexical": 1.0, "dense": 1.0, "expanded": 0.5, "time": 3.0,
-                              "bridge": 1.5, "feedback": 0.5}
+                              "bridge": 1.5}
     assert w.adjacent == 1.0
     assert w.named == 0.10
 

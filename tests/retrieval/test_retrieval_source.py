@@ -6,7 +6,6 @@ from collections.abc import Callable, Sequence
 
 import pytest
 
-from loomctx.embed.cache import CachedEmbedder
 from loomctx.embed.fake import HashingEmbedder
 from loomctx.errors import ConfigError
 from loomctx.items import RAW_RELEVANCE, ContextItem, Tier
@@ -142,10 +141,9 @@ def test_recall_size_follows_the_build_total(
     memory = make_memory(l1_max_tokens=10**6)
     add(memory, [f"Tide note {i}: the tide turned at {i % 12} o'clock." for i in range(150)],
         prefix="t")
-    # The lexical and dense lists only (the best matches' neighbours and the search moved
-    # toward them are more lists).
+    # The lexical and dense lists only (neighbours of the best matches are one more list).
     src = UnifiedRetrievalSource(memory, recall_limit=5, rewriter=QueryRewriter(top_k=0),
-                                 adjacent=0, feedback=0)
+                                 adjacent=0)
     items = collect(src, "tide", total=total)
     assert low <= len(items) <= high
 
@@ -160,8 +158,6 @@ def test_retrieval_options_are_validated(make_memory: Callable[..., TieredMemory
             UnifiedRetrievalSource(make_memory(), adjacent=bad)  # type: ignore[arg-type]
         with pytest.raises(ConfigError, match="bridge_terms must be an int >= 0"):
             UnifiedRetrievalSource(make_memory(), bridge_terms=bad)  # type: ignore[arg-type]
-        with pytest.raises(ConfigError, match="feedback must be an int >= 0"):
-            UnifiedRetrievalSource(make_memory(), feedback=bad)  # type: ignore[arg-type]
 
 
 def test_l2_source_gives_important_memories_only_without_a_question(
@@ -319,11 +315,9 @@ def test_the_question_a_matching_answer_replied_to_comes_along(
     memory = make_memory(l1_max_tokens=10**6)
     _exchange(memory, asked="What is new with you?",
               reply="I took up pottery this spring, on Tuesday nights.")
-    # The search moved toward the best match would find the question by itself: off here.
-    items = collect(UnifiedRetrievalSource(memory, recall_limit=3, feedback=0), QUESTION,
+    items = collect(UnifiedRetrievalSource(memory, recall_limit=3), QUESTION, total=32)
+    alone = collect(UnifiedRetrievalSource(memory, recall_limit=3, adjacent=0), QUESTION,
                     total=32)
-    alone = collect(UnifiedRetrievalSource(memory, recall_limit=3, adjacent=0, feedback=0),
-                    QUESTION, total=32)
     assert "m30" not in [it.id for it in alone]  # no list of its own recalls the question
     ids = [it.id for it in items]
     assert ids[0] == "m31"
@@ -334,10 +328,9 @@ def test_the_message_after_a_statement_is_not_brought_in(
         make_memory: Callable[..., TieredMemory], collect: Collect) -> None:
     memory = make_memory(l1_max_tokens=10**6)
     _exchange(memory, asked="I took up pottery this spring.", reply="Nice, enjoy it.")
-    items = collect(UnifiedRetrievalSource(memory, recall_limit=3, feedback=0), QUESTION,
+    items = collect(UnifiedRetrievalSource(memory, recall_limit=3), QUESTION, total=32)
+    alone = collect(UnifiedRetrievalSource(memory, recall_limit=3, adjacent=0), QUESTION,
                     total=32)
-    alone = collect(UnifiedRetrievalSource(memory, recall_limit=3, adjacent=0, feedback=0),
-                    QUESTION, total=32)
     assert items[0].id == "m30"
     assert [(it.id, it.scores) for it in items] == [(it.id, it.scores) for it in alone]
     assert not any("adjacent_to" in it.metadata for it in items)
@@ -430,48 +423,3 @@ def test_names_the_question_has_or_that_start_a_sentence_are_no_bridge(
                       total=32)
     assert with_bridge[0].id == "p20"
     assert [(it.id, it.scores) for it in with_bridge] == [(it.id, it.scores) for it in without]
-
-
-GATHER = "What interests do Joanna and Nate share?"
-
-
-def _gathering(memory: TieredMemory) -> None:
-    """Filler, two lines naming both people (p20, p21), and one like them that names neither
-    and shares no word with :data:`GATHER` (p31)."""
-    filler = [f"{FILLER[1 + i % 3]} (note {i})" for i in range(40)]
-    texts = [*filler[:20], "Joanna and Nate both love horror movies and board games.",
-             "Nate told Joanna the horror movies night was the best game night.",
-             *filler[21:30], "Horror movies and board games every Friday night, popcorn included.",
-             *filler[31:]]
-    memory.add([{"id": f"p{i}", "role": "user", "content": text, "timestamp": T0 + i}
-                for i, text in enumerate(texts)], now=T0 + len(texts))
-
-
-def test_the_search_moved_toward_the_best_matches_finds_their_like(
-        make_memory: Callable[..., TieredMemory], collect: Collect) -> None:
-    memory = make_memory(l1_max_tokens=10**6)
-    _gathering(memory)
-    moved = [it.id for it in collect(UnifiedRetrievalSource(memory, recall_limit=3),
-                                     GATHER, total=32)]
-    plain = [it.id for it in collect(UnifiedRetrievalSource(memory, recall_limit=3, feedback=0),
-                                     GATHER, total=32)]
-    assert {"p20", "p21"} <= set(plain[:2]) and {"p20", "p21"} <= set(moved[:2])
-    assert "p31" not in plain  # it shares no word with the question
-    assert "p31" in moved
-    # Global recall has no best matches of this session's: no moved search there.
-    wide = [collect(UnifiedRetrievalSource(memory, recall_limit=3, scope="global",
-                                           feedback=n), GATHER, total=32) for n in (2, 0)]
-    assert [(it.id, it.scores) for it in wide[0]] == [(it.id, it.scores) for it in wide[1]]
-
-
-def test_the_moved_search_reads_the_vectors_ingest_cached(
-        store: InMemoryStore, counter: TokenCounter, collect: Collect) -> None:
-    embedder = CachedEmbedder(HashingEmbedder())
-    memory = TieredMemory(store, embedder, counter, session="s1", agent="agent",
-                          options=MemoryOptions(l1_max_tokens=10**6))
-    _gathering(memory)
-    collect(UnifiedRetrievalSource(memory, recall_limit=3, feedback=0), GATHER, total=32)
-    before = embedder.misses
-    items = collect(UnifiedRetrievalSource(memory, recall_limit=3), GATHER, total=32)
-    assert "p31" in [it.id for it in items]
-    assert embedder.misses == before  # the question is cached; the matches were, by ingest
