@@ -18,7 +18,6 @@ prompt cache warm (see :mod:`loomctx.compress.history`).
 
 from __future__ import annotations
 
-import heapq
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -40,7 +39,7 @@ from loomctx.render.protocol import Rendered, Renderer
 from loomctx.render.registry import formats, renderer_for
 from loomctx.render.verify import render_within, reused_parts, reused_prefix
 from loomctx.report import BuildReport, build_report
-from loomctx.select.packer import Unit, pack
+from loomctx.select.packer import Unit, fill, pack
 from loomctx.select.rank import per_build, rank_units, tail_units
 from loomctx.select.scoring import score
 from loomctx.select.tail import about_the_past, tail_share_scale
@@ -234,9 +233,9 @@ class ContextBuilder:
         A section that stayed empty (no history line made it in, no summary was written)
         leaves its header's tokens unused: ~10 at a 512-token budget, where a passage that
         missed by a few tokens would have fit. A question build (a turn's layout is fixed by
-        its window) takes more units of the sections already shown, none of the history's (its
-        tail stays contiguous), best first as in the packer's leftover phase, each within its
-        source's ceiling. They stay out if the text would then exceed the budget.
+        its window) runs the packer's leftover phase again (:func:`~loomctx.select.packer.fill`)
+        over the units still out in the sections already shown, none of the history's (its
+        tail stays contiguous). They stay out if the text would then exceed the budget.
         """
         history = {s.name for s in self.sources if is_history(s)}
         shown = {"context" if it.source in history else it.section for it in st.included}
@@ -245,37 +244,20 @@ class ContextBuilder:
         freed = st.allocation.total - st.available - self.renderer.overhead(frozenset(shown))
         if freed <= 0:
             return
-        used: dict[str, int] = {}
-        for it in st.included:
-            used[it.source] = used.get(it.source, 0) + (it.tokens or 0)
-        room = st.available + freed - sum(used.values())
         taken = {it.id for it in st.included}
-        queues = {s: [u for u in units if all(it.section in shown for it in u.items)]
-                  for s, units in ordered.items() if s not in history}
-        heap = [(-q[0].score, s) for s, q in queues.items() if q]
-        heapq.heapify(heap)
-        added: list[ContextItem] = []
-        while heap and room > 0:
-            _, s = heapq.heappop(heap)
-            q = queues[s]
-            u = q.pop(0)
-            cap = st.allocation.ceilings.get(s)
-            left = room if cap is None else min(room, cap - used.get(s, 0))
-            if u.cost <= left and not any(it.id in taken for it in u.items):
-                added.extend(u.items)
-                taken.update(it.id for it in u.items)
-                used[s] = used.get(s, 0) + u.cost
-                room -= u.cost
-            if q:
-                heapq.heappush(heap, (-q[0].score, s))
-        if not added:
+        rest = {s: [u for u in units if all(it.section in shown and it.id not in taken
+                                            for it in u.items)]
+                for s, units in ordered.items() if s not in history}
+        more = fill(rest, allocation=st.allocation, available=st.available + freed,
+                    included=st.included)
+        if not more.included:
             return
-        with_added = [*st.included, *added]
-        rendered = self.renderer.render(layout(with_added, self.options.output_instructions))
+        with_more = [*st.included, *more.included]
+        rendered = self.renderer.render(layout(with_more, self.options.output_instructions))
         if rendered.tokens > st.allocation.total:  # the framing estimate was short: keep as is
             return
-        st.included = with_added
-        st.reasons.update(dict.fromkeys((it.id for it in added), "selected"))
+        st.included = with_more
+        st.reasons.update(more.reasons)
 
     def _request(self, st: BuildState, source: ContextSource, ctx: dict[str, Any],
                  phase: str | None) -> SourceRequest:

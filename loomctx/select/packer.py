@@ -97,6 +97,23 @@ def pack(
     return p.res  # anything without a reason did not fit: the report says "budget"
 
 
+def fill(
+    ordered: Mapping[str, list[Unit]], *, allocation: Allocation, available: int,
+    included: Sequence[ContextItem],
+) -> PackResult:
+    """Phase 4 again, after packing, for room that appeared since (a question build's framing
+    of sections left empty): ``ordered`` holds units not chosen yet, ``included`` what was.
+
+    The result holds only the units it adds (and why); ``spent`` counts ``included`` too."""
+    p = _Packing(ordered, allocation, available, frozenset(), frozenset(), None)
+    for it in included:
+        p.ids[it.id] = it
+        p.res.used[it.source] = p.res.used.get(it.source, 0) + (it.tokens or 0)
+        p.res.spent += it.tokens or 0
+    p.leftover(keep_cuttable=False)
+    return p.res
+
+
 class _Packing:
     """One packing: the queues left per source and what went in so far."""
 
@@ -253,4 +270,4 @@ def _cut_unit(
     return originals, Unit(items, u.source, cost, u.score, u.tier)
 
 
-__all__ = ["PackResult", "Unit", "make_units", "pack"]
+__all__ = ["PackResult", "Unit", "fill", "make_units", "pack"]

@@ -15,7 +15,7 @@ from loomctx.compress.summarize import ExtractiveSummarizer
 from loomctx.compress.truncate import MARKER
 from loomctx.errors import BudgetError
 from loomctx.items import ContextItem, Tier
-from loomctx.select.packer import PackResult, Unit, make_units, pack
+from loomctx.select.packer import PackResult, Unit, fill, make_units, pack
 from loomctx.sources.history import HistorySource
 from loomctx.sources.static import SystemPromptSource, UserInputSource
 
@@ -261,3 +261,19 @@ def test_builder_respects_a_source_ceiling() -> None:
     result = b.build_sync("q", max_tokens=4000, now=NOW)
     hist = next(s for s in result.report.sources if s.name == "L1_recent")
     assert 0 < hist.used <= 300
+
+
+def test_fill_spends_room_that_appeared_after_packing_best_first_within_ceilings() -> None:
+    chosen = [item("a", "docs", 60), item("b", "notes", 20)]
+    rest = {"docs": units(item("c", "docs", 30, score=0.9), item("d", "docs", 8, score=0.3)),
+            "notes": units(item("e", "notes", 15, score=0.6), item("f", "notes", 5, score=0.5))}
+    res = fill(rest, allocation=alloc(120, {"docs": 60, "notes": 60}, {"notes": 30}),
+               available=110, included=chosen)
+    # 30 left after what was chosen: c fills it first (best); notes may add 10 (ceiling 30).
+    assert [it.id for it in res.included] == ["c"]
+    assert res.spent == 110 and reason(res, "c") == "selected"
+    res = fill(rest, allocation=alloc(120, {"docs": 60, "notes": 60}, {"notes": 30}),
+               available=120, included=chosen)
+    # 40 left: c (30), then e does not fit notes' ceiling (20 + 15 > 30), f does, then d.
+    assert [it.id for it in res.included] == ["c", "f"]
+    assert reason(res, "e") == "budget" and reason(res, "d") == "budget"
