@@ -52,6 +52,7 @@ LAZY: dict[str, str] = {
     "loomctx.cli.serve": "FastAPI, uvicorn and the service load only for `loomctx serve`",
     "loomctx.bus.config": "the Redis client loads only when a redis:// bus is opened",
     "loomctx.cli.devservers": "the server classes load only for `loomctx dev-servers`",
+    "loomctx.cli.store": "the store and its embedder load only for `loomctx store`",
     "loomctx.eval.systems": "loomctx's own pipeline loads only when that system is chosen",
     "loomctx.eval.metric": "the cl100k counter is built on the first count",
     "loomctx.stores.urls": "psycopg (the postgres extra) loads only for a postgresql:// URL",

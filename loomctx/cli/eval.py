@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from loomctx.embed.default import EMBEDDER_NAMES
 from loomctx.errors import ConfigError, LoomctxError
 
 if TYPE_CHECKING:
@@ -67,7 +68,7 @@ def add_eval_parser(subparsers: argparse._SubParsersAction) -> argparse.Argument
     )
     parser.add_argument(
         "--embedder",
-        choices=("default", "use", "minilm", "hashing"),
+        choices=EMBEDDER_NAMES,
         default="default",
         help="embedder of every system that uses one: the default (USE joined by MiniLM on "
         "English), USE alone, MiniLM alone, or the fast hashing fake",
@@ -123,12 +124,9 @@ def add_eval_parser(subparsers: argparse._SubParsersAction) -> argparse.Argument
 
 def _embedder(choice: str) -> Embedder | None:
     """The embedder ``--embedder`` names (None: each system's default)."""
-    from loomctx.embed import HashingEmbedder, MiniLMEmbedder, UniversalSentenceEncoder
+    from loomctx.embed.default import named_embedder
 
-    makers: dict[str, Callable[[], Embedder]] = {
-        "use": UniversalSentenceEncoder, "minilm": MiniLMEmbedder, "hashing": HashingEmbedder,
-    }
-    return makers[choice]() if choice in makers else None
+    return None if choice == "default" else named_embedder(choice)
 
 
 def _run(args: argparse.Namespace) -> int:

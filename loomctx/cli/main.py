@@ -1,6 +1,6 @@
 """The ``loomctx`` command: ``build`` a context window, ``agent`` the demo agent, ``eval``
 evidence recall, ``workspace`` a team's workspace, ``serve`` the context proxy and HTTP API,
-``dev-servers`` PostgreSQL and Redis for development."""
+``dev-servers`` PostgreSQL and Redis for development, ``store reembed`` a store's vectors."""
 
 from __future__ import annotations
 
@@ -29,6 +29,9 @@ def parser() -> argparse.ArgumentParser:
     from loomctx.cli.devservers import add_dev_servers_parser
 
     add_dev_servers_parser(sub)
+    from loomctx.cli.store import add_store_parser
+
+    add_store_parser(sub)
     try:
         from loomctx.cli.eval import add_eval_parser
     except ImportError:  # pragma: no cover - eval is optional while it is being built

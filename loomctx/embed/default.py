@@ -15,10 +15,14 @@ LoCoMo development split the joint model raised loomctx's evidence recall at 2,0
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
+from loomctx.embed.fake import HashingEmbedder
 from loomctx.embed.joint import JointEmbedder
 from loomctx.embed.minilm import MiniLMEmbedder
 from loomctx.embed.protocol import Embedder
 from loomctx.embed.use import UniversalSentenceEncoder
+from loomctx.errors import ConfigError
 
 DEFAULT_WEIGHT = 0.3
 
@@ -28,4 +32,20 @@ def default_embedder() -> Embedder:
     return JointEmbedder(UniversalSentenceEncoder(), MiniLMEmbedder(), weight=DEFAULT_WEIGHT)
 
 
-__all__ = ["DEFAULT_WEIGHT", "default_embedder"]
+EMBEDDER_NAMES = ("default", "use", "minilm", "hashing")
+"""The embedders a command line may name (``--embedder``)."""
+
+
+def named_embedder(name: str) -> Embedder:
+    """The embedder a command line names: the default, USE alone, MiniLM alone, or the fast
+    hashing fake (tests and smoke runs; its vectors carry no meaning)."""
+    makers: dict[str, Callable[[], Embedder]] = {
+        "default": default_embedder, "use": UniversalSentenceEncoder, "minilm": MiniLMEmbedder,
+        "hashing": HashingEmbedder,
+    }
+    if name not in makers:
+        raise ConfigError(f"unknown embedder {name!r}; use one of {', '.join(EMBEDDER_NAMES)}")
+    return makers[name]()
+
+
+__all__ = ["DEFAULT_WEIGHT", "EMBEDDER_NAMES", "default_embedder", "named_embedder"]

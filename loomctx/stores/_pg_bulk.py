@@ -15,9 +15,9 @@ import numpy as np
 import psycopg
 
 from loomctx.errors import ConfigError
-from loomctx.stores._pg_rows import INSERT_COLUMNS, TABLE, to_row, tsvector_literal
+from loomctx.stores import _records as rec
+from loomctx.stores._pg_rows import INSERT_COLUMNS, TABLE, to_row, tsvector_literal, vector_literal
 from loomctx.stores._pg_schema import hnsw_index_sql
-from loomctx.stores._records import dimension_mismatch
 from loomctx.stores.protocol import MemoryRecord
 
 _GIN_SQL = f"CREATE INDEX IF NOT EXISTS loomctx_records_terms ON {TABLE} USING gin (terms)"
@@ -35,7 +35,7 @@ def set_dims(conn: psycopg.Connection, dims: int, *, index: bool = True) -> int:
     row = conn.execute("SELECT value FROM loomctx_meta WHERE key = 'dims'").fetchone()
     stored = int(row[0]) if row else dims
     if stored != dims:
-        raise ConfigError(dimension_mismatch("vectors", dims, stored))
+        raise ConfigError(rec.dimension_mismatch("vectors", dims, stored))
     found = conn.execute("SELECT to_regclass('loomctx_records_hnsw') IS NOT NULL").fetchone()
     if index and not (found and found[0]):
         conn.execute(hnsw_index_sql(dims).encode())
@@ -72,6 +72,43 @@ def bulk_load(conn: psycopg.Connection, records: list[MemoryRecord], rows: np.nd
         conn.execute(hnsw_index_sql(dims).encode())
     # Fresh statistics: without them the planner guesses a few dozen rows per tenant and sorts
     # the whole table by distance instead of walking the HNSW index.
+    conn.execute(f"ANALYZE {TABLE}")
+
+
+def replace_vectors(conn: psycopg.Connection, embed: rec.Embed) -> tuple[int, int | None]:
+    """Re-embed every record that has a vector, in the caller's transaction; returns how many
+    and the store's new dimension (None when no record has a vector: the next ``put`` decides).
+
+    The table is locked against writes first (reads go on, seeing the old vectors until the
+    commit), so no vector of the old dimension can slip in meanwhile. The HNSW index is dropped;
+    :func:`build_index` builds it for the new dimension after the commit (an index built in this
+    transaction would also read the replaced rows, whose vectors have the old dimension)."""
+    conn.execute(f"LOCK TABLE {TABLE} IN EXCLUSIVE MODE")
+    conn.execute("SELECT pg_advisory_xact_lock(%s)", (_DIMS_LOCK,))
+    rows = conn.execute(f"SELECT pk, content, content_nul FROM {TABLE} "
+                        "WHERE embedding IS NOT NULL ORDER BY pk").fetchall()
+    contents = [text if nul is None else bytes(nul).decode("utf-8") for _, text, nul in rows]
+    vectors = rec.new_vectors(embed, contents)
+    conn.execute("DROP INDEX IF EXISTS loomctx_records_hnsw")
+    if not rows:
+        conn.execute("DELETE FROM loomctx_meta WHERE key = 'dims'")
+        return 0, None
+    dims = int(vectors.shape[1])
+    with conn.cursor() as cur:
+        cur.executemany(f"UPDATE {TABLE} SET embedding = %s::vector WHERE pk = %s".encode(),
+                        [(vector_literal(vectors[i]), pk) for i, (pk, _, _) in enumerate(rows)])
+    conn.execute("UPDATE loomctx_meta SET value = %s WHERE key = 'dims'", (str(dims),))
+    return len(rows), dims
+
+
+def build_index(conn: psycopg.Connection, dims: int) -> None:
+    """Build the HNSW index for ``dims`` in the caller's transaction, and fresh statistics.
+
+    Fails (pgvector: "expected N dimensions") while a transaction that began before the
+    vectors were replaced is still open: the replaced rows are then kept for it, and an index
+    build reads them too."""
+    conn.execute("SELECT set_config('maintenance_work_mem', '512MB', true)")
+    conn.execute(hnsw_index_sql(dims).encode())
     conn.execute(f"ANALYZE {TABLE}")
 
 

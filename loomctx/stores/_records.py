@@ -18,7 +18,7 @@ import heapq
 import json
 import math
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any, get_args
 
@@ -173,8 +173,36 @@ def dimension_mismatch(what: str, got: int, stored: int) -> str:
     return (
         f"{what}: dimension {got}, the store holds dimension {stored}: another embedder wrote "
         "its vectors; open it with that embedder (512: embedder=UniversalSentenceEncoder(), the "
-        "default before the joint USE + MiniLM one) or use a new store"
+        "default before the joint USE + MiniLM one) or re-embed the store with yours "
+        "(`loomctx store reembed STORE`, or loomctx.stores.reembed)"
     )
+
+
+Embed = Callable[[list[str]], Any]
+"""What a store's ``reembed`` takes: the new vectors (one row per text) of a list of texts."""
+
+REEMBED_BATCH = 256
+"""Texts per ``embed`` call while a store re-embeds (a model embedder batches within it)."""
+
+
+def new_vectors(embed: Embed, contents: Sequence[str]) -> np.ndarray:
+    """The unit rows ``embed`` gives ``contents``, asked ``REEMBED_BATCH`` texts at a time and
+    checked like stored vectors: one finite, non-zero row per text, one dimension throughout."""
+    if not callable(embed):
+        raise ConfigError(f"reembed() takes a function from a list of texts to their vectors, "
+                          f"got {embed!r}")
+    parts: list[np.ndarray] = []
+    for start in range(0, len(contents), REEMBED_BATCH):
+        batch = list(contents[start : start + REEMBED_BATCH])
+        rows = unit_rows(embed(batch), "re-embedded vectors")
+        if rows.shape[0] != len(batch):
+            raise ConfigError(f"the embedder returned {rows.shape[0]} vectors for {len(batch)} "
+                              "texts; it must return one row per text")
+        if parts and rows.shape[1] != parts[0].shape[1]:
+            raise ConfigError(f"the embedder returned vectors of dimension {rows.shape[1]} after "
+                              f"{parts[0].shape[1]}; one store holds one dimension")
+        parts.append(rows)
+    return np.concatenate(parts) if parts else np.zeros((0, 0), dtype=np.float32)
 
 
 def prepare_put(

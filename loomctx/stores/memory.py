@@ -69,6 +69,18 @@ class InMemoryStore:
                     self._vectors[key] = rows[i]
             self._matrix = None
 
+    def reembed(self, embed: rec.Embed) -> int:
+        """Give every record that has a vector ``embed``'s vector of its content instead: all
+        are replaced or, on any error, none. The store's dimension becomes the new vectors';
+        records stored without a vector stay without. Returns how many changed."""
+        with self._lock:
+            self._check_open()
+            keys = list(self._vectors)
+            vectors = rec.new_vectors(embed, [self._records[k].content for k in keys])
+            self._vectors = dict(zip(keys, vectors, strict=True))
+            self._matrix = None
+            return len(keys)
+
     def delete(self, ids: Iterable[str], *, scope: Scope) -> int:
         """Delete the scope's records with these ids (and their vectors); return how many."""
         rec.check_scope(scope)

@@ -19,6 +19,7 @@ operation reconnects). Every PostgreSQL failure reaches the caller as
 
 from __future__ import annotations
 
+import time
 from collections import defaultdict
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
@@ -27,9 +28,16 @@ import numpy as np
 import psycopg
 from psycopg_pool import ConnectionPool
 
-from loomctx.errors import ConfigError
+from loomctx.errors import ConfigError, StoreError
 from loomctx.stores import _records as rec
-from loomctx.stores._pg_bulk import bulk_load, copy_rows, retokenize, set_dims
+from loomctx.stores._pg_bulk import (
+    build_index,
+    bulk_load,
+    copy_rows,
+    replace_vectors,
+    retokenize,
+    set_dims,
+)
 from loomctx.stores._pg_lexical import ROW_BUDGET, TermStats, narrow_query
 from loomctx.stores._pg_pool import HNSW_SETTINGS, PgConnections
 from loomctx.stores._pg_rows import (
@@ -53,6 +61,9 @@ from loomctx.stores.protocol import Hit, Level, MemoryRecord, Scope
 _PAGE = 1000
 COPY_THRESHOLD = 2000
 """A ``put`` of at least this many records is written with COPY instead of INSERT."""
+INDEX_WAIT = 30.0
+"""Seconds ``reembed`` waits for older transactions to end before it gives up building the
+vector index for the new dimension."""
 
 
 class PostgresStore:
@@ -147,6 +158,41 @@ class PostgresStore:
                 self._dims = set_dims(conn, rows.shape[1], index=False)
             self._delete_identities(conn, cleaned)
             bulk_load(conn, cleaned, rows, self._dims, rebuild_index)
+
+    def reembed(self, embed: rec.Embed) -> int:
+        """Give every record that has a vector ``embed``'s vector of its content instead, in one
+        transaction: all are replaced or, on any error, none. The store's dimension becomes the
+        new vectors'; records stored without a vector stay without. Returns how many changed.
+
+        It waits for open transactions that read the table (dropping the index takes the table
+        for itself), and reads and writes wait for it: run it while no session uses the store. Other
+        processes that keep a ``PostgresStore`` of this database open must open it again: each
+        remembers the dimension it read when it opened. The HNSW index is built for the new
+        dimension after the commit, once no transaction older than it is open (waiting up to
+        ``INDEX_WAIT`` seconds); if one stays open, StoreError says so: the new vectors are in
+        and searched without the index until a later ``reembed`` builds it."""
+        with self._db.tx() as conn:
+            changed, dims = replace_vectors(conn, embed)
+        self._dims = dims
+        if dims is None:
+            return changed
+        deadline = time.monotonic() + INDEX_WAIT
+        while True:
+            try:
+                with self._db.tx() as conn:
+                    build_index(conn, dims)
+                return changed
+            except StoreError as exc:
+                if not isinstance(exc.__cause__, psycopg.errors.DataException):
+                    raise  # not the replaced rows: the server is down, or worse
+                if time.monotonic() >= deadline:
+                    raise StoreError(
+                        f"re-embedded {changed} records of PostgreSQL store {self.where} "
+                        f"(committed), but its vector index for dimension {dims} could not be "
+                        f"built: a transaction older than the re-embedding is still open "
+                        f"({exc}); vector search works without the index, more slowly; run "
+                        "reembed again once that transaction has ended") from exc
+                time.sleep(0.25)
 
     def _delete_identities(self, conn: psycopg.Connection, records: list[MemoryRecord]) -> None:
         by_tenant: dict[str, list[tuple[str, str, str]]] = defaultdict(list)

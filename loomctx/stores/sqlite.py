@@ -150,6 +150,24 @@ class SQLiteStore:
                 index.append(pks, rows, [stored_scope(r) for r in cleaned],
                              [r.level for r in cleaned])
 
+    def reembed(self, embed: rec.Embed) -> int:
+        """Give every record that has a vector ``embed``'s vector of its content instead, in one
+        transaction: all are replaced or, on any error, none. The store's dimension becomes the
+        new vectors'; records stored without a vector stay without. Returns how many changed.
+
+        The file's write lock is held while ``embed`` runs: run it while no session writes here
+        (other writers wait, then fail with StoreError). Another process that keeps the file open
+        reads the new vectors on its next search."""
+        with self._write() as conn:
+            rows = conn.execute("SELECT r.pk, r.content FROM records AS r "
+                                "JOIN vectors AS v ON v.pk = r.pk ORDER BY r.pk").fetchall()
+            vectors = rec.new_vectors(embed, [content for _, content in rows])
+            conn.executemany(
+                "UPDATE vectors SET dim = ?, vec = ? WHERE pk = ?",
+                [(vectors.shape[1], vectors[i].tobytes(), pk) for i, (pk, _) in enumerate(rows)],
+            )
+        return len(rows)
+
     def delete(self, ids: Iterable[str], *, scope: Scope) -> int:
         """Delete the scope's records with these ids, and their vectors; return how many."""
         where, args = scope_filter(rec.check_scope(scope))

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterator
+from typing import Any
 
 import numpy as np
 import pytest
@@ -389,4 +390,92 @@ class StoreConformance(ScopeConformance):
             store.delete([r.id for r in records], scope=TENANT)
 
 
-__all__ = ["AGENT", "DIM", "FULL", "TENANT", "StoreConformance", "rec", "unit"]
+class ReembedConformance:
+    """The contract of a store's optional ``reembed(embed)``, which moves the store to another
+    embedder (:func:`loomctx.stores.reembed`): every vector replaced in every scope, the store's
+    dimension the new one, vector-less records left so, and all or nothing. loomctx's backends
+    subclass it beside :class:`StoreConformance`; a user's store that offers ``reembed`` can too.
+    """
+
+    @pytest.fixture
+    def store(self) -> Iterator[Any]:
+        raise NotImplementedError("override the `store` fixture with a fresh, empty store")
+
+    def test_reembed_replaces_every_vector_in_every_scope(self, store: Any) -> None:
+        other = Scope(tenant="other")
+        store.put([rec("a", "apples"), rec("b", "pears")], np.stack([unit(1), unit(0, 1)]))
+        store.put([rec("c", "plums", tenant="other")], np.stack([unit(1)]))
+        store.put([rec("bare", "no vector here")])
+        asked: list[str] = []
+        new = {"apples": [1.0, 0.0, 0.0], "pears": [0.0, 2.0, 0.0], "plums": [0.0, 0.0, 1.0]}
+
+        def embed(texts: list[str]) -> np.ndarray:
+            asked.extend(texts)
+            return np.array([new[t] for t in texts])
+
+        assert store.reembed(embed) == 3
+        assert sorted(asked) == ["apples", "pears", "plums"]  # the vector-less record is not
+        hits = store.search_vector(np.array([0.0, 1.0, 0.0]), scope=TENANT, limit=10)
+        assert [h.record.id for h in hits] == ["b", "a"]  # rows are stored unit length
+        assert hits[0].score == pytest.approx(1.0, abs=1e-5)
+        assert hits[1].score == pytest.approx(0.0, abs=1e-5)
+        assert [h.record.id for h in store.search_vector(np.array([0.0, 0.0, 1.0]), scope=other,
+                                                         limit=10)] == ["c"]
+        assert store.get(["a", "bare"], scope=TENANT) == [rec("a", "apples"),
+                                                          rec("bare", "no vector here")]
+        with pytest.raises(ConfigError, match="dimension"):  # the store's dimension is the new one
+            store.put([rec("d")], np.stack([unit(1)]))
+        store.put([rec("d", "figs")], np.array([[1.0, 1.0, 0.0]]))
+        assert store.search_vector(np.array([1.0, 1.0, 0.0]), scope=TENANT,
+                                   limit=1)[0].record.id == "d"
+
+    @pytest.mark.parametrize("embed", [
+        lambda texts: np.ones((len(texts) + 1, 3)),
+        lambda texts: np.full((len(texts), 3), np.nan),
+        lambda texts: np.zeros((len(texts), 3)),
+        lambda texts: np.ones(3),
+        lambda texts: "not vectors",
+    ], ids=["one-row-too-many", "nan", "zero-rows", "one-dimensional", "not-an-array"])
+    def test_reembed_refuses_bad_vectors_and_changes_nothing(
+        self, store: Any, embed: object
+    ) -> None:
+        store.put([rec("a"), rec("b")], np.stack([unit(1), unit(0, 1)]))
+        with pytest.raises(ConfigError):
+            store.reembed(embed)
+        with pytest.raises(ConfigError, match="takes a function"):
+            store.reembed("not a function")
+        hits = store.search_vector(unit(0, 1), scope=TENANT, limit=2)
+        assert [h.record.id for h in hits] == ["b", "a"]
+        assert hits[0].score == pytest.approx(1.0, abs=1e-5)
+
+    def test_reembed_failing_midway_changes_nothing(self, store: Any) -> None:
+        n = 300  # more than one batch of texts
+        store.put([rec(f"r{i}", f"text {i}") for i in range(n)], np.stack([unit(1)] * n))
+        calls: list[int] = []
+
+        def embed(texts: list[str]) -> np.ndarray:
+            calls.append(len(texts))
+            if len(calls) == 2:
+                raise RuntimeError("the model crashed")
+            return np.ones((len(texts), 3))
+
+        with pytest.raises(RuntimeError, match="crashed"):
+            store.reembed(embed)
+        assert len(calls) == 2 and sum(calls) < n + 1
+        assert store.search_vector(unit(1), scope=TENANT, limit=1)[0].score == pytest.approx(
+            1.0, abs=1e-5)
+        store.put([rec("x")], np.stack([unit(0, 1)]))  # the old dimension still holds
+
+    def test_reembed_without_vectors_frees_the_dimension(self, store: Any) -> None:
+        assert store.reembed(lambda texts: np.ones((len(texts), 3))) == 0
+        store.put([rec("a")], np.stack([unit(1)]))
+        store.delete(["a"], scope=TENANT)
+        store.put([rec("bare")])
+        assert store.reembed(lambda texts: np.ones((len(texts), 3))) == 0
+        store.put([rec("b", "beans")], np.array([[0.0, 3.0, 4.0]]))  # any dimension now
+        assert store.search_vector(np.array([0.0, 3.0, 4.0]), scope=TENANT,
+                                   limit=5)[0].record.id == "b"
+
+
+__all__ = ["AGENT", "DIM", "FULL", "TENANT", "ReembedConformance", "StoreConformance", "rec",
+           "unit"]

@@ -7,10 +7,10 @@ from collections.abc import Iterator
 import pytest
 
 from loomctx.stores import InMemoryStore, MemoryRecord
-from loomctx.testing.store_conformance import TENANT, StoreConformance
+from loomctx.testing.store_conformance import TENANT, ReembedConformance, StoreConformance
 
 
-class TestInMemoryStore(StoreConformance):
+class TestInMemoryStore(StoreConformance, ReembedConformance):
     @pytest.fixture
     def store(self) -> Iterator[InMemoryStore]:
         s = InMemoryStore()

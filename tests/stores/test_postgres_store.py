@@ -23,13 +23,13 @@ from loomctx.stores._pg_lexical import narrow_query
 from loomctx.stores._pg_schema import SCHEMA_VERSION, migrate
 from loomctx.stores.postgres import PostgresStore
 from loomctx.stores.protocol import MemoryRecord, Scope
-from loomctx.testing.store_conformance import DIM, StoreConformance, rec, unit
+from loomctx.testing.store_conformance import DIM, ReembedConformance, StoreConformance, rec, unit
 from loomctx.testing.store_scope_conformance import ScopeConformance
 
 T = TypeVar("T")
 
 
-class TestPostgresStore(StoreConformance, ScopeConformance):
+class TestPostgresStore(StoreConformance, ScopeConformance, ReembedConformance):
     @pytest.fixture
     def store(self, pg_url: str) -> Iterator[PostgresStore]:
         s = PostgresStore(pg_url, timeout=10.0)
@@ -196,6 +196,53 @@ def test_bulk_load_equals_put(postgres_server: PostgresServer,
         indexes = {n for (n,) in conn.execute(
             "SELECT indexname FROM pg_indexes WHERE tablename = 'loomctx_records'")}
     assert {"loomctx_records_hnsw", "loomctx_records_terms"} <= indexes
+
+
+def test_reembed_rebuilds_the_index_for_the_new_dimension(pg_url: str) -> None:
+    rng = np.random.default_rng(11)
+    records, vectors = _batch(120, rng)
+    with PostgresStore(pg_url) as store:
+        store.put(records, vectors)
+        new = rng.normal(size=(120, 5))
+        by_text = {r.content: new[i] for i, r in enumerate(records)}
+        assert store.reembed(lambda texts: np.stack([by_text[t] for t in texts])) == 120
+        assert store.dims == 5
+    with PostgresStore(pg_url) as reopened:  # the dimension is the database's, not the object's
+        assert reopened.dims == 5
+        probe = new[7] / np.linalg.norm(new[7])
+        best = reopened.search_vector(probe, scope=Scope(tenant=records[7].tenant), limit=1)
+        assert best[0].score == pytest.approx(1.0, abs=1e-5)
+    with psycopg.connect(pg_url) as conn:
+        (definition,) = conn.execute("SELECT indexdef FROM pg_indexes "
+                                     "WHERE indexname = 'loomctx_records_hnsw'").fetchone()
+        (meta,) = conn.execute("SELECT value FROM loomctx_meta WHERE key = 'dims'").fetchone()
+    assert "vector(5)" in definition and meta == "5"
+
+
+def test_reembed_while_an_older_transaction_is_open(pg_url: str,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    rng = np.random.default_rng(12)
+    records, vectors = _batch(20, rng)
+    new = {r.content: rng.normal(size=5) for r in records}
+    monkeypatch.setattr(pg_module, "INDEX_WAIT", 0.5)
+    with PostgresStore(pg_url) as store, psycopg.connect(pg_url) as reader:
+        store.put(records, vectors)
+        reader.execute("BEGIN ISOLATION LEVEL REPEATABLE READ")
+        # A snapshot older than the re-embedding that holds no lock on the table: the replaced
+        # rows are kept for it. (A reader of the table would hold the swap back until it ends.)
+        reader.execute("SELECT 1").fetchone()
+        with pytest.raises(StoreError, match=r"re-embedded 20 records .* run reembed again"):
+            store.reembed(lambda texts: np.stack([new[t] for t in texts]))
+        # the new vectors are in and searched (without the index) at the new dimension
+        probe = new[records[3].content] / np.linalg.norm(new[records[3].content])
+        scope = Scope(agent="a", session=records[3].session)
+        assert store.search_vector(probe, scope=scope, limit=1)[0].record.id == "m3"
+        reader.execute("COMMIT")
+        assert store.reembed(lambda texts: np.stack([new[t] for t in texts])) == 20
+    with psycopg.connect(pg_url) as conn:
+        (definition,) = conn.execute("SELECT indexdef FROM pg_indexes "
+                                     "WHERE indexname = 'loomctx_records_hnsw'").fetchone()
+    assert "vector(5)" in definition
 
 
 # -- restarts and outages ----------------------------------------------------------------------

@@ -18,12 +18,19 @@ from loomctx.errors import ConfigError, StoreError
 from loomctx.stores import MemoryRecord, SQLiteStore
 from loomctx.stores._sqlite_schema import SCHEMA_VERSION
 from loomctx.stores.protocol import Scope
-from loomctx.testing.store_conformance import AGENT, TENANT, StoreConformance, rec, unit
+from loomctx.testing.store_conformance import (
+    AGENT,
+    TENANT,
+    ReembedConformance,
+    StoreConformance,
+    rec,
+    unit,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
-class TestSQLiteStoreInMemory(StoreConformance):
+class TestSQLiteStoreInMemory(StoreConformance, ReembedConformance):
     @pytest.fixture
     def store(self) -> Iterator[SQLiteStore]:
         s = SQLiteStore()
@@ -31,7 +38,7 @@ class TestSQLiteStoreInMemory(StoreConformance):
         s.close()
 
 
-class TestSQLiteStoreOnDisk(StoreConformance):
+class TestSQLiteStoreOnDisk(StoreConformance, ReembedConformance):
     @pytest.fixture
     def store(self, tmp_path: Path) -> Iterator[SQLiteStore]:
         s = SQLiteStore(tmp_path / "mem.db")

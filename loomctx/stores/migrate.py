@@ -1,0 +1,38 @@
+"""``reembed``: move a store's vectors to another embedder, keeping every record.
+
+Why: a store's vectors are only comparable with vectors of the embedder that wrote them, so a
+store written under one embedder refuses another of a different dimension (the default moved
+from USE, 512 dimensions, to the joint USE + MiniLM one, 896). Opening an old store with the old
+embedder keeps it working; re-embedding it moves it to the new one without losing a record.
+Each record's vector is computed again from its content, embedded as a session embeds what it
+stores (:func:`~loomctx.text.decoration.index_text`), and the store swaps all of them in one
+transaction. Records stored without a vector stay without one.
+
+The command line does the same: ``loomctx store reembed STORE [--embedder NAME]``.
+"""
+
+from __future__ import annotations
+
+from loomctx.embed.protocol import Embedder
+from loomctx.errors import ConfigError
+from loomctx.text.decoration import index_text
+
+
+def reembed(store: object, embedder: Embedder) -> int:
+    """Re-embed every vector ``store`` holds with ``embedder``; returns how many records changed.
+
+    The store is one of loomctx's (in memory, SQLite, PostgreSQL) or any store with the same
+    ``reembed(embed)`` method. Run it while no session writes to the store.
+    """
+    method = getattr(store, "reembed", None)
+    if not callable(method):
+        raise ConfigError(f"{type(store).__name__} cannot re-embed its vectors (it has no "
+                          "reembed method); copy its records into a loomctx store with put()")
+    embed = getattr(embedder, "embed", None)
+    if not callable(embed):
+        raise ConfigError(f"reembed() takes an embedder (an object with embed(texts)), "
+                          f"got {embedder!r}")
+    return int(method(lambda texts: embed([index_text(text) for text in texts])))
+
+
+__all__ = ["reembed"]
