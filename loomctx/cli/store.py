@@ -8,12 +8,19 @@ store written under an older default opens with the new one (:mod:`loomctx.store
 from __future__ import annotations
 
 import argparse
+import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from loomctx.embed.default import EMBEDDER_NAMES
 from loomctx.errors import ConfigError
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from loomctx.embed.protocol import Embedder
 
 
 def add_store_parser(sub: Any) -> None:
@@ -56,9 +63,24 @@ def run_reembed(args: argparse.Namespace) -> int:
     store = open_store(args.store)
     try:
         start = time.perf_counter()
-        changed = reembed(store, embedder)
+        changed = reembed(store, _Progress(embedder, start))
     finally:
         store.close()
     print(f"re-embedded {changed} records of {args.store} with {embedder.name} "
           f"(dimension {embedder.dim}) in {time.perf_counter() - start:.1f} s")
     return 0
+
+
+class _Progress:
+    """The embedder, telling stderr how far a large store has come after each call."""
+
+    def __init__(self, embedder: Embedder, start: float) -> None:
+        self.embedder, self.start, self.done = embedder, start, 0
+        self.name, self.dim = embedder.name, embedder.dim
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        vectors = self.embedder.embed(texts)
+        self.done += len(texts)
+        print(f"embedded {self.done} texts ({time.perf_counter() - self.start:.0f} s)",
+              file=sys.stderr, flush=True)
+        return vectors

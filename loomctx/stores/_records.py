@@ -181,8 +181,10 @@ def dimension_mismatch(what: str, got: int, stored: int) -> str:
 Embed = Callable[[list[str]], Any]
 """What a store's ``reembed`` takes: the new vectors (one row per text) of a list of texts."""
 
-REEMBED_BATCH = 256
-"""Texts per ``embed`` call while a store re-embeds (a model embedder batches within it)."""
+REEMBED_BATCH = 2048
+"""Texts per ``embed`` call while a store re-embeds. A model embedder batches within a call,
+sorted by length, over its workers: LoCoMo's first conversation (419 turns) took 7.7 s in one
+call and 9.0-10.1 s in calls of 256 (benchmarks/README.md, "Re-embedding a store")."""
 
 
 def new_vectors(embed: Embed, contents: Sequence[str]) -> np.ndarray:

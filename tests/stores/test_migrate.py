@@ -121,7 +121,9 @@ def test_cli_reembeds_with_the_named_embedder(tmp_path: Path,
     store.put([MemoryRecord(id="bare", content="kept without a vector")])
     store.close()
     assert main(["store", "reembed", f"sqlite:///{path}", "--embedder", "hashing"]) == 0
-    assert "re-embedded 4 records" in capsys.readouterr().out
+    captured = capsys.readouterr()
+    assert "re-embedded 4 records" in captured.out
+    assert captured.err.startswith("embedded 4 texts (")  # progress, one line per embedder call
     store = SQLiteStore(path)
     try:
         embedder = HashingEmbedder()
