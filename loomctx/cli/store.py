@@ -66,7 +66,8 @@ def run_reembed(args: argparse.Namespace) -> int:
         changed = reembed(store, _Progress(embedder, start))
     finally:
         store.close()
-    print(f"re-embedded {changed} records of {args.store} with {embedder.name} "
+    where = getattr(store, "where", None) or args.store  # a server's, without credentials
+    print(f"re-embedded {changed} records of {where} with {embedder.name} "
           f"(dimension {embedder.dim}) in {time.perf_counter() - start:.1f} s")
     return 0
 

@@ -245,6 +245,28 @@ def test_reembed_while_an_older_transaction_is_open(pg_url: str,
     assert "vector(5)" in definition
 
 
+def test_cli_reembeds_a_postgres_store_and_prints_no_credentials(
+    pg_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from loomctx.cli.main import main
+    from loomctx.embed import HashingEmbedder
+
+    rng = np.random.default_rng(13)
+    records, vectors = _batch(30, rng)
+    with PostgresStore(pg_url) as store:
+        store.put(records, vectors)
+    assert main(["store", "reembed", pg_url, "--embedder", "hashing"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("re-embedded 30 records of 127.0.0.1:")
+    credentials = pg_url.split("://", 1)[1].split("@", 1)[0] + "@"
+    assert "postgresql://" not in out and credentials not in out
+    with PostgresStore(pg_url) as store:
+        assert store.dims == HashingEmbedder().dim
+        probe = HashingEmbedder().embed([records[4].content])[0]
+        scope = Scope(agent="a", session=records[4].session)
+        assert store.search_vector(probe, scope=scope, limit=1)[0].record.id == "m4"
+
+
 # -- restarts and outages ----------------------------------------------------------------------
 
 def test_pool_recovers_after_restart(postgres_server: PostgresServer, pg_url: str) -> None:
