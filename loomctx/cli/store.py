@@ -51,7 +51,8 @@ def _check_target(store: str) -> None:
     else:
         path = Path(store)
     if not path.is_file():
-        raise ConfigError(f"store {store!r}: no file at {path}; pass an existing SQLite store")
+        raise ConfigError(f"store {store!r}: no file at {str(path)!r}; pass an existing "
+                          "SQLite store")
 
 
 def run_reembed(args: argparse.Namespace) -> int:

@@ -8,12 +8,17 @@ the new one. Each store's own ``reembed`` is held to the conformance suite
 
 from __future__ import annotations
 
+import contextlib
+import io
+import os
 import subprocess
 import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from loomctx.cli.main import main
 from loomctx.embed import HashingEmbedder, UniversalSentenceEncoder, default_embedder
@@ -132,3 +137,24 @@ def test_cli_reembeds_with_the_named_embedder(tmp_path: Path,
         assert len(hits) == 4
     finally:
         store.close()
+
+
+@settings(max_examples=60, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.text(min_size=1, max_size=30).filter(
+    lambda t: not t.startswith(("postgres", "-")) and "\x00" not in t))
+def test_cli_any_store_argument_is_one_error_line_and_creates_nothing(
+    tmp_path_factory: pytest.TempPathFactory, target: str
+) -> None:
+    where = tmp_path_factory.mktemp("fuzz")
+    here = Path.cwd()
+    os.chdir(where)
+    try:
+        err = io.StringIO()
+        with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+            code = main(["store", "reembed", target, "--embedder", "hashing"])
+    finally:
+        os.chdir(here)
+    assert code == 2
+    assert err.getvalue().startswith("loomctx: error: ") and err.getvalue().count("\n") == 1
+    assert list(where.iterdir()) == []
