@@ -30,6 +30,7 @@ from loomctx.events import EventSink, MessageAdded, NullSink, TierMoved
 from loomctx.items import ContextItem
 from loomctx.memory.importance import HeuristicImportance, ImportanceScorer
 from loomctx.sources.history import HistorySource
+from loomctx.stores.migrate import check_embedder
 from loomctx.stores.protocol import DEFAULT_TENANT, Hit, Level, MemoryRecord, MemoryStore, Scope
 from loomctx.text.decoration import index_text
 from loomctx.text.lexical import BM25Index
@@ -70,6 +71,7 @@ class TieredMemory:
         importance: ImportanceScorer | None = None, events: EventSink | None = None,
         tenant: str = DEFAULT_TENANT,
     ) -> None:
+        check_embedder(store, embedder)  # a store left by another embedder fails here
         self.store = store
         self.scope = Scope(tenant=tenant, agent=agent, session=session)
         """The store scope of this session: every read and write of the tiers stays in it."""

@@ -69,6 +69,12 @@ class InMemoryStore:
                     self._vectors[key] = rows[i]
             self._matrix = None
 
+    @property
+    def dims(self) -> int | None:
+        """The vector dimension of the stored embeddings (None while none are stored)."""
+        with self._lock:
+            return self._dim()
+
     def reembed(self, embed: rec.Embed) -> int:
         """Give every record that has a vector ``embed``'s vector of its content instead: all
         are replaced or, on any error, none. The store's dimension becomes the new vectors';

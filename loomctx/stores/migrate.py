@@ -15,7 +15,19 @@ from __future__ import annotations
 
 from loomctx.embed.protocol import Embedder
 from loomctx.errors import ConfigError
+from loomctx.stores._records import dimension_mismatch
 from loomctx.text.decoration import index_text
+
+
+def check_embedder(store: object, embedder: Embedder) -> None:
+    """Refuse an embedder whose vectors ``store`` cannot hold: another dimension than the one
+    its stored vectors have (a store that does not tell its ``dims`` is not checked).
+
+    Checked when a session opens its memory, so a store left by another embedder fails there,
+    naming the fix, instead of every build recalling nothing from memory."""
+    stored = getattr(store, "dims", None)
+    if isinstance(stored, int) and not isinstance(stored, bool) and stored != embedder.dim:
+        raise ConfigError(dimension_mismatch(f"embedder {embedder.name}", embedder.dim, stored))
 
 
 def reembed(store: object, embedder: Embedder) -> int:
@@ -35,4 +47,4 @@ def reembed(store: object, embedder: Embedder) -> int:
     return int(method(lambda texts: embed([index_text(text) for text in texts])))
 
 
-__all__ = ["reembed"]
+__all__ = ["check_embedder", "reembed"]

@@ -117,6 +117,13 @@ class SQLiteStore:
             except sqlite3.Error as exc:
                 raise StoreError(f"read from SQLite store {self.path!r} failed: {exc}") from exc
 
+    @property
+    def dims(self) -> int | None:
+        """The vector dimension of the stored embeddings (None while none are stored)."""
+        with self._read() as conn:
+            row = conn.execute("SELECT dim FROM vectors LIMIT 1").fetchone()
+        return None if row is None else int(row[0])
+
     # -- writes ---------------------------------------------------------------------------------
 
     def put(self, records: Sequence[MemoryRecord], vectors: np.ndarray | None = None) -> None:

@@ -394,7 +394,8 @@ class StoreConformance(ScopeConformance):
 class ReembedConformance:
     """The contract of a store's optional ``reembed(embed)``, which moves the store to another
     embedder (:func:`loomctx.stores.reembed`): every vector replaced in every scope, the store's
-    dimension the new one, vector-less records left so, and all or nothing. loomctx's backends
+    dimension (its ``dims``, which a session checks its embedder against) the new one,
+    vector-less records left so, and all or nothing. loomctx's backends
     subclass it beside :class:`StoreConformance`; a user's store that offers ``reembed`` can too.
     """
 
@@ -414,7 +415,9 @@ class ReembedConformance:
             asked.extend(texts)
             return np.array([new[t] for t in texts])
 
+        assert store.dims == DIM
         assert store.reembed(embed) == 3
+        assert store.dims == 3
         assert sorted(asked) == ["apples", "pears", "plums"]  # the vector-less record is not
         hits = store.search_vector(np.array([0.0, 1.0, 0.0]), scope=TENANT, limit=10)
         assert [h.record.id for h in hits] == ["b", "a"]  # rows are stored unit length
@@ -465,6 +468,7 @@ class ReembedConformance:
         assert sum(asked) == n
         assert store.search_vector(unit(1), scope=TENANT, limit=1)[0].score == pytest.approx(
             1.0, abs=1e-5)
+        assert store.dims == DIM
         store.put([rec("x")], np.stack([unit(0, 1)]))  # the old dimension still holds
 
     def test_reembed_without_vectors_frees_the_dimension(self, store: Any) -> None:
@@ -473,6 +477,7 @@ class ReembedConformance:
         store.delete(["a"], scope=TENANT)
         store.put([rec("bare")])
         assert store.reembed(lambda texts: np.ones((len(texts), 3))) == 0
+        assert store.dims is None
         store.put([rec("b", "beans")], np.array([[0.0, 3.0, 4.0]]))  # any dimension now
         assert store.search_vector(np.array([0.0, 3.0, 4.0]), scope=TENANT,
                                    limit=5)[0].record.id == "b"

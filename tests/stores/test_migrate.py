@@ -62,8 +62,7 @@ def test_old_default_store_moves_to_the_new_default(tmp_path: Path,
     path = tmp_path / "memory.db"
     _old_store(path)
     with pytest.raises(ConfigError, match="loomctx store reembed"):  # the error names the fix
-        session = Session("s2", store=str(path))
-        session.add_messages_sync([{"role": "user", "content": "Hello again"}])
+        Session("s2", store=str(path))  # fails on opening, not by recalling nothing later
     assert main(["store", "reembed", str(path)]) == 0
     out = capsys.readouterr().out
     assert out.startswith(f"re-embedded 5 records of {path} with joint(")
