@@ -52,6 +52,12 @@ from loomctx.stores.protocol import Hit, Level, MemoryRecord, Scope
 _PAGE = 1000
 
 
+def _stored_dim(conn: sqlite3.Connection) -> int | None:
+    """The dimension of the stored vectors (one per store), None while there are none."""
+    row = conn.execute("SELECT dim FROM vectors LIMIT 1").fetchone()
+    return None if row is None else int(row[0])
+
+
 class SQLiteStore:
     """A :class:`~loomctx.stores.protocol.MemoryStore` in one SQLite file.
 
@@ -121,8 +127,7 @@ class SQLiteStore:
     def dims(self) -> int | None:
         """The vector dimension of the stored embeddings (None while none are stored)."""
         with self._read() as conn:
-            row = conn.execute("SELECT dim FROM vectors LIMIT 1").fetchone()
-        return None if row is None else int(row[0])
+            return _stored_dim(conn)
 
     # -- writes ---------------------------------------------------------------------------------
 
@@ -132,8 +137,7 @@ class SQLiteStore:
         A replaced record loses its old vector unless the call gives a new one.
         """
         with self._write(keep_index=True) as conn:
-            row = conn.execute("SELECT dim FROM vectors LIMIT 1").fetchone()
-            cleaned, rows = rec.prepare_put(records, vectors, row[0] if row else None)
+            cleaned, rows = rec.prepare_put(records, vectors, _stored_dim(conn))
             old = existing_pks(conn, cleaned)
             index = self._vectors
             if index is not None and index.contains_any(old):
