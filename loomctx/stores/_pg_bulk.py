@@ -21,6 +21,7 @@ from loomctx.stores._pg_schema import hnsw_index_sql
 from loomctx.stores.protocol import MemoryRecord
 
 _GIN_SQL = f"CREATE INDEX IF NOT EXISTS loomctx_records_terms ON {TABLE} USING gin (terms)"
+_WORK_MEM_SQL = "SELECT set_config('maintenance_work_mem', '512MB', true)"
 _RETOKENIZE_BATCH = 2000
 _DIMS_LOCK = 0x6C6F6F6E
 
@@ -66,13 +67,9 @@ def bulk_load(conn: psycopg.Connection, records: list[MemoryRecord], rows: np.nd
         copy_rows(conn, [to_row(r, None if rows is None else rows[start + i])
                          for i, r in enumerate(chunk)])
     if rebuild_index:
-        conn.execute("SELECT set_config('maintenance_work_mem', '512MB', true)")
+        conn.execute(_WORK_MEM_SQL)
         conn.execute(_GIN_SQL.encode())
-    if dims is not None:
-        conn.execute(hnsw_index_sql(dims).encode())
-    # Fresh statistics: without them the planner guesses a few dozen rows per tenant and sorts
-    # the whole table by distance instead of walking the HNSW index.
-    conn.execute(f"ANALYZE {TABLE}")
+    build_index(conn, dims)
 
 
 def replace_vectors(conn: psycopg.Connection, embed: rec.Embed) -> tuple[int, int | None]:
@@ -101,14 +98,17 @@ def replace_vectors(conn: psycopg.Connection, embed: rec.Embed) -> tuple[int, in
     return len(rows), dims
 
 
-def build_index(conn: psycopg.Connection, dims: int) -> None:
-    """Build the HNSW index for ``dims`` in the caller's transaction, and fresh statistics.
+def build_index(conn: psycopg.Connection, dims: int | None) -> None:
+    """Build the HNSW index for ``dims`` (if the store has a dimension yet) in the caller's
+    transaction, then fresh statistics: without them the planner guesses a few dozen rows per
+    tenant and sorts the whole table by distance instead of walking the index.
 
-    Fails (pgvector: "expected N dimensions") while a transaction that began before the
-    vectors were replaced is still open: the replaced rows are then kept for it, and an index
-    build reads them too."""
-    conn.execute("SELECT set_config('maintenance_work_mem', '512MB', true)")
-    conn.execute(hnsw_index_sql(dims).encode())
+    After a re-embedding this fails (pgvector: "expected N dimensions") while a transaction
+    that began before the vectors were replaced is still open: the replaced rows are then kept
+    for it, and an index build reads them too."""
+    if dims is not None:
+        conn.execute(_WORK_MEM_SQL)
+        conn.execute(hnsw_index_sql(dims).encode())
     conn.execute(f"ANALYZE {TABLE}")
 
 
