@@ -1,10 +1,12 @@
-"""The English half of the default embedder: all-MiniLM-L6-v2 run in numpy, its files checked."""
+"""The English half of the default embedder: all-MiniLM-L6-v2 in int8 on onnxruntime or float32 in
+numpy, its files checked."""
 
 from __future__ import annotations
 
 import shutil
 import sys
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -14,9 +16,9 @@ from loomctx.embed.minilm import MiniLMEmbedder, model_dir
 from loomctx.errors import ConfigError
 
 
-@pytest.fixture(scope="module")
-def model() -> MiniLMEmbedder:
-    return MiniLMEmbedder(threads=1)
+@pytest.fixture(scope="module", params=minilm.PRECISIONS)
+def model(request: pytest.FixtureRequest) -> MiniLMEmbedder:
+    return MiniLMEmbedder(threads=1, precision=request.param)
 
 
 def test_the_published_example_pair_scores_as_published(model: MiniLMEmbedder) -> None:
@@ -51,39 +53,102 @@ def test_batches_come_back_in_input_order(model: MiniLMEmbedder) -> None:
     assert np.allclose(vecs[3], model.embed([texts[3]])[0], atol=1e-5)
 
 
-def test_batches_on_worker_threads_equal_one_thread(monkeypatch: pytest.MonkeyPatch) -> None:
+def _patch_backend(monkeypatch: pytest.MonkeyPatch, precision: str, wrap: Any) -> None:
+    """Route the embedder's batches of ``precision`` through ``wrap(real_backend)``."""
+    if precision == "float32":
+        real = minilm._load()
+        monkeypatch.setattr(minilm, "_load", lambda: wrap(real))
+    else:
+        real_q = minilm._load_quantized(1)
+        monkeypatch.setattr(minilm, "_load_quantized", lambda threads: wrap(real_q))
+
+
+@pytest.mark.parametrize("precision", minilm.PRECISIONS)
+def test_batches_on_worker_threads_equal_one_thread(
+    monkeypatch: pytest.MonkeyPatch, precision: str
+) -> None:
     import threading
 
     texts = [f"turn {i}: " + "we went hiking near the lake " * (i % 9) for i in range(200)]
-    serial = MiniLMEmbedder(workers=1).embed(texts)
-    real = minilm._load()
+    serial = MiniLMEmbedder(workers=1, precision=precision).embed(texts)
     threads: set[str] = set()
 
     class Watched:
+        def __init__(self, real: Any) -> None:
+            self.real = real
+
         def encode(self, batch: list[str]) -> np.ndarray:
             threads.add(threading.current_thread().name)
-            return real.encode(batch)
+            return self.real.encode(batch)
 
-    monkeypatch.setattr(minilm, "_load", lambda: Watched())
-    parallel = MiniLMEmbedder(workers=3).embed(texts)  # 4 batches over 3 threads
+    _patch_backend(monkeypatch, precision, Watched)
+    parallel = MiniLMEmbedder(workers=3, precision=precision).embed(texts)
     assert np.allclose(serial, parallel, atol=1e-6)
-    assert threads and all(name.startswith("loomctx-minilm") for name in threads)
+    assert len(threads) > 1 and all(name.startswith("loomctx-minilm") for name in threads)
     assert MiniLMEmbedder().workers >= 1
 
 
-def test_a_failing_batch_fails_the_call(monkeypatch: pytest.MonkeyPatch) -> None:
-    texts = [f"turn {i} " + "word " * i for i in range(130)]  # three batches
-    real = minilm._load()
+@pytest.mark.parametrize("precision", minilm.PRECISIONS)
+def test_a_failing_batch_fails_the_call(monkeypatch: pytest.MonkeyPatch, precision: str) -> None:
+    texts = [f"turn {i} " + "word " * i for i in range(130)]  # several batches
 
     class Broken:
+        def __init__(self, real: Any) -> None:
+            self.real = real
+
         def encode(self, batch: list[str]) -> np.ndarray:
             if any("word " * 100 in t for t in batch):
                 raise RuntimeError("batch broke")
-            return real.encode(batch)
+            return self.real.encode(batch)
 
-    monkeypatch.setattr(minilm, "_load", lambda: Broken())
+    _patch_backend(monkeypatch, precision, Broken)
     with pytest.raises(RuntimeError, match="batch broke"):
-        MiniLMEmbedder(workers=2).embed(texts)
+        MiniLMEmbedder(workers=2, precision=precision).embed(texts)
+
+
+def test_the_onnx_graph_in_float32_is_the_numpy_pass() -> None:
+    # The graph written by loomctx.embed._onnx, unquantised, must compute what the numpy pass
+    # computes: a wrong field number, attribute or op shows here as a load error or a difference.
+    import onnxruntime
+
+    model = minilm._load()
+    session = onnxruntime.InferenceSession(minilm.graph_bytes(model, quantize=False),
+                                           providers=["CPUExecutionProvider"])
+    texts = ["hi", "Where did Melanie go camping with her kids?", "a longer line of text " * 12]
+    x, mask, bias = model.inputs(texts)
+    (hidden,) = session.run(["hidden"], {"embedded": x, "bias": bias})
+    assert np.allclose(minilm._pool(hidden, mask), model.encode(texts), atol=1e-5)
+
+
+def test_int8_vectors_are_close_to_float32_and_named_apart() -> None:
+    texts = [
+        "Caroline: I went to a LGBTQ support group yesterday and it was so powerful.",
+        "Melanie: We took the kids camping at the beach last weekend.",
+        "What did Caroline research?", "ok", "Researching adoption agencies, it's a big step!",
+        "The Big Stone Gap is a 2014 American drama film directed by Adriana Trigiani.",
+    ]
+    int8, exact = MiniLMEmbedder(), MiniLMEmbedder(precision="float32")
+    cos = np.sum(int8.embed(texts) * exact.embed(texts), axis=1)
+    assert cos.min() > 0.98, cos
+    assert int8.name != exact.name  # a vector cache never serves one for the other
+    assert int8.precision == "int8" and exact.precision == "float32"
+
+
+def test_an_int8_vector_does_not_depend_on_its_batch() -> None:
+    # Activations are quantised per row: the other texts and the padding they bring do not
+    # change a text's vector.
+    embedder = MiniLMEmbedder(workers=1)
+    texts = ["short", "a much longer sentence about the lake and the kids " * 6, "mid length text"]
+    together = embedder.embed(texts)
+    for i, text in enumerate(texts):
+        assert np.allclose(together[i], embedder.embed([text])[0], atol=1e-6)
+
+
+def test_int8_without_onnxruntime_says_what_to_do(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "onnxruntime", None)  # import fails
+    monkeypatch.setattr(minilm, "_QUANTIZED", {})
+    with pytest.raises(ConfigError, match=r"pip install onnxruntime.*precision='float32'"):
+        MiniLMEmbedder().embed(["hello"])
 
 
 def test_bad_arguments_are_one_clear_error(model: MiniLMEmbedder) -> None:
@@ -92,6 +157,9 @@ def test_bad_arguments_are_one_clear_error(model: MiniLMEmbedder) -> None:
     for workers in (0, -1, 1.5, True):
         with pytest.raises(ConfigError, match="workers"):
             MiniLMEmbedder(workers=workers)  # type: ignore[arg-type]
+    for precision in ("int4", "", None, "INT8"):
+        with pytest.raises(ConfigError, match="precision must be one of int8, float32"):
+            MiniLMEmbedder(precision=precision)  # type: ignore[arg-type]
     with pytest.raises(ConfigError, match="index 1"):
         model.embed(["ok", 3])  # type: ignore[list-item]
 

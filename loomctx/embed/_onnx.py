@@ -1,0 +1,134 @@
+"""A small ONNX model writer: the protobuf encoding of the few messages a graph of ours needs.
+
+onnxruntime runs a model given as ONNX bytes; the ``onnx`` package that usually writes them is
+~17 MB of generated code for a job that takes the protobuf wire format and six message types
+(``onnx.proto``: ModelProto, GraphProto, NodeProto, AttributeProto, TensorProto,
+ValueInfoProto). This module writes exactly those. Field numbers are the ones of onnx.proto;
+``tests/embed/test_minilm.py`` checks a graph written here against the numpy forward pass.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+# TensorProto.DataType
+_DTYPES = {np.dtype(np.float32): 1, np.dtype(np.uint8): 2, np.dtype(np.int8): 3,
+           np.dtype(np.int64): 7}
+FLOAT = 1
+UINT8 = 2
+INT64 = 7
+_FLOAT, _INT, _INTS = 1, 2, 7  # AttributeProto.AttributeType
+
+
+def _varint(value: int) -> bytes:
+    value &= (1 << 64) - 1  # negative int64: two's complement, ten bytes
+    out = bytearray()
+    while True:
+        byte = value & 0x7F
+        value >>= 7
+        if value:
+            out.append(byte | 0x80)
+        else:
+            out.append(byte)
+            return bytes(out)
+
+
+def _key(number: int, wire: int) -> bytes:
+    return _varint(number << 3 | wire)
+
+
+def _int(number: int, value: int) -> bytes:
+    return _key(number, 0) + _varint(value)
+
+
+def _bytes(number: int, value: bytes) -> bytes:
+    return _key(number, 2) + _varint(len(value)) + value
+
+
+def _str(number: int, value: str) -> bytes:
+    return _bytes(number, value.encode("utf-8"))
+
+
+def _attribute(name: str, value: float | int | Sequence[int]) -> bytes:
+    out = _str(1, name)
+    if isinstance(value, float):
+        return out + _key(2, 5) + struct.pack("<f", value) + _int(20, _FLOAT)
+    if isinstance(value, int):
+        return out + _int(3, value) + _int(20, _INT)
+    return out + b"".join(_int(8, v) for v in value) + _int(20, _INTS)
+
+
+def tensor(name: str, array: np.ndarray) -> bytes:
+    """A TensorProto holding ``array`` (float32, uint8, int8 or int64) as raw little-endian data."""
+    data = np.asarray(array)  # (np.ascontiguousarray would make a scalar one-dimensional)
+    dtype = data.dtype.newbyteorder("<") if data.dtype.byteorder == ">" else data.dtype
+    code = _DTYPES.get(np.dtype(dtype))
+    if code is None:
+        raise ValueError(f"no ONNX type for {array.dtype}")
+    out = b"".join(_int(1, d) for d in data.shape)
+    return out + _int(2, code) + _str(8, name) + _bytes(9, data.astype(dtype.newbyteorder("<"),
+                                                                        copy=False).tobytes())
+
+
+def value_info(name: str, elem_type: int, shape: Sequence[int | str]) -> bytes:
+    """A ValueInfoProto: a graph input or output of ``elem_type`` and ``shape`` (a str is a
+    named, free dimension)."""
+    dims = b"".join(_bytes(1, _int(1, d) if isinstance(d, int) else _str(2, d)) for d in shape)
+    tensor_type = _int(1, elem_type) + _bytes(2, dims)
+    return _str(1, name) + _bytes(2, _bytes(1, tensor_type))
+
+
+@dataclass
+class Graph:
+    """Nodes and initialisers appended in order; :meth:`model` is the ModelProto's bytes."""
+
+    nodes: list[bytes] = field(default_factory=list)
+    initializers: list[bytes] = field(default_factory=list)
+    _names: int = 0
+
+    def constant(self, name: str, array: np.ndarray) -> str:
+        self.initializers.append(tensor(name, array))
+        return name
+
+    def node(self, op: str, inputs: Sequence[str], output: str | None = None, *,
+             domain: str = "", **attributes: float | int | Sequence[int]) -> str:
+        """Append ``op`` with one output (named ``output``, or a fresh name); returns it."""
+        name = output or self._fresh(op)
+        self._append(op, inputs, [name], domain, attributes)
+        return name
+
+    def outputs(self, op: str, inputs: Sequence[str], count: int,
+                **attributes: float | int | Sequence[int]) -> list[str]:
+        """Append ``op`` with ``count`` outputs; returns their names."""
+        names = [self._fresh(op) for _ in range(count)]
+        self._append(op, inputs, names, "", attributes)
+        return names
+
+    def _append(self, op: str, inputs: Sequence[str], outputs: Sequence[str], domain: str,
+                attributes: dict[str, float | int | Sequence[int]]) -> None:
+        body = b"".join(_str(1, i) for i in inputs) + b"".join(_str(2, o) for o in outputs)
+        body += _str(4, op)
+        body += b"".join(_bytes(5, _attribute(k, v)) for k, v in attributes.items())
+        if domain:
+            body += _str(7, domain)
+        self.nodes.append(body)
+
+    def _fresh(self, op: str) -> str:
+        self._names += 1
+        return f"{op.lower()}_{self._names}"
+
+    def model(self, inputs: Sequence[bytes], outputs: Sequence[bytes], *,
+              opsets: dict[str, int]) -> bytes:
+        graph = b"".join(_bytes(1, n) for n in self.nodes) + _str(2, "loomctx")
+        graph += b"".join(_bytes(5, t) for t in self.initializers)
+        graph += b"".join(_bytes(11, i) for i in inputs) + b"".join(_bytes(12, o) for o in outputs)
+        model = _int(1, 8) + _str(2, "loomctx") + _bytes(7, graph)  # ir_version 8
+        return model + b"".join(_bytes(8, _str(1, domain) + _int(2, version))
+                                for domain, version in opsets.items())
+
+
+__all__ = ["FLOAT", "INT64", "UINT8", "Graph", "tensor", "value_info"]
