@@ -236,6 +236,10 @@ class _Packing:
             min_fragment: int) -> None:
         """5: the best deferred units, cut into what is left."""
         for _, s, u in sorted(deferred, key=lambda d: (-d[0], d[1])):
+            if s in self.tail and any(it.id in self.ids for it in u.items):
+                # Already in whole through another source (a recalled copy): a cut copy would
+                # replace it (the history unit wins a duplicate) and lose its text.
+                continue
             room = min(self.available - self.res.spent, self.ceiling_left(s))
             # A cut history unit takes at most half the room left, so that what is older can
             # still be summarized into the rest.

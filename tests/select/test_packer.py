@@ -153,6 +153,28 @@ def test_cut_unit_keeps_the_original_and_fits() -> None:
     assert res.spent == 100
 
 
+def test_a_history_message_recalled_whole_is_not_replaced_by_a_cut_copy() -> None:
+    # The tail's oldest message fits only cut; evidence already holds it whole. The history copy
+    # wins a duplicate, so cutting it would swap the whole text for a fragment: it is left out,
+    # and the recalled copy stays (a HotpotQA passage lost this way at 8,192 tokens).
+    def cut(it: ContextItem, target: int) -> ContextItem:
+        return replace(it, content=it.content[:5] + "…", tokens=target)
+
+    recalled = item("m", "ev", 150, score=0.9)
+    newer = item("n", "L1", 40, seq=2)
+    older = item("m", "L1", 150, seq=1)
+    res = pack({"ev": units(recalled), "L1": list(reversed(units(older, newer)))},
+               allocation=alloc(220, {"ev": 150, "L1": 60}), available=220,
+               tail_sources=frozenset({"L1"}), truncate=cut, min_fragment=16)
+    assert [(i.source, i.id) for i in res.included] == [("ev", "m"), ("L1", "n")]
+    assert res.included[0] is recalled and "m" not in res.truncated
+    # without the recalled copy the same tail message is cut, as before
+    alone = pack({"L1": list(reversed(units(older, newer)))},
+                 allocation=alloc(100, {"L1": 60}), available=100,
+                 tail_sources=frozenset({"L1"}), truncate=cut, min_fragment=16)
+    assert "m" in alone.truncated and reason(alone, "m") == "truncated"
+
+
 def test_no_cut_below_min_fragment() -> None:
     def cut(it: ContextItem, target: int) -> ContextItem:
         raise AssertionError("must not be called")
