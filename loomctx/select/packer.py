@@ -236,9 +236,11 @@ class _Packing:
             min_fragment: int) -> None:
         """5: the best deferred units, cut into what is left."""
         for _, s, u in sorted(deferred, key=lambda d: (-d[0], d[1])):
-            if s in self.tail and any(it.id in self.ids for it in u.items):
-                # Already in whole through another source (a recalled copy): a cut copy would
-                # replace it (the history unit wins a duplicate) and lose its text.
+            if s in self.tail and len(u.items) == 1 and u.items[0].id in self.ids \
+                    and u.items[0].id not in self.res.truncated:
+                # A lone message already in whole through another source (a recalled copy):
+                # a cut copy would replace it (the history unit wins a duplicate, which keeps
+                # a tool call's group together) and lose its text.
                 continue
             room = min(self.available - self.res.spent, self.ceiling_left(s))
             # A cut history unit takes at most half the room left, so that what is older can
