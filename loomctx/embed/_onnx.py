@@ -65,13 +65,12 @@ def _attribute(name: str, value: float | int | Sequence[int]) -> bytes:
 def tensor(name: str, array: np.ndarray) -> bytes:
     """A TensorProto holding ``array`` (float32, uint8, int8 or int64) as raw little-endian data."""
     data = np.asarray(array)  # (np.ascontiguousarray would make a scalar one-dimensional)
-    dtype = data.dtype.newbyteorder("<") if data.dtype.byteorder == ">" else data.dtype
-    code = _DTYPES.get(np.dtype(dtype))
+    little = data.dtype.newbyteorder("<")
+    code = _DTYPES.get(little)
     if code is None:
-        raise ValueError(f"no ONNX type for {array.dtype}")
-    out = b"".join(_int(1, d) for d in data.shape)
-    return out + _int(2, code) + _str(8, name) + _bytes(9, data.astype(dtype.newbyteorder("<"),
-                                                                        copy=False).tobytes())
+        raise ValueError(f"no ONNX type for {data.dtype}")
+    raw = data.astype(little, copy=False).tobytes()
+    return b"".join(_int(1, d) for d in data.shape) + _int(2, code) + _str(8, name) + _bytes(9, raw)
 
 
 def value_info(name: str, elem_type: int, shape: Sequence[int | str]) -> bytes:
@@ -94,28 +93,15 @@ class Graph:
         self.initializers.append(tensor(name, array))
         return name
 
-    def node(self, op: str, inputs: Sequence[str], output: str | None = None, *,
-             domain: str = "", **attributes: float | int | Sequence[int]) -> str:
-        """Append ``op`` with one output (named ``output``, or a fresh name); returns it."""
+    def node(self, op: str, inputs: Sequence[str], output: str | None = None,
+             **attributes: float | int | Sequence[int]) -> str:
+        """Append ``op`` (default domain) with one output, named ``output`` or a fresh name;
+        returns the name."""
         name = output or self._fresh(op)
-        self._append(op, inputs, [name], domain, attributes)
-        return name
-
-    def outputs(self, op: str, inputs: Sequence[str], count: int,
-                **attributes: float | int | Sequence[int]) -> list[str]:
-        """Append ``op`` with ``count`` outputs; returns their names."""
-        names = [self._fresh(op) for _ in range(count)]
-        self._append(op, inputs, names, "", attributes)
-        return names
-
-    def _append(self, op: str, inputs: Sequence[str], outputs: Sequence[str], domain: str,
-                attributes: dict[str, float | int | Sequence[int]]) -> None:
-        body = b"".join(_str(1, i) for i in inputs) + b"".join(_str(2, o) for o in outputs)
-        body += _str(4, op)
+        body = b"".join(_str(1, i) for i in inputs) + _str(2, name) + _str(4, op)
         body += b"".join(_bytes(5, _attribute(k, v)) for k, v in attributes.items())
-        if domain:
-            body += _str(7, domain)
         self.nodes.append(body)
+        return name
 
     def _fresh(self, op: str) -> str:
         self._names += 1

@@ -46,10 +46,3 @@ def test_every_attribute_kind_reaches_onnxruntime() -> None:
     assert y.shape == (4, 3)
     assert np.allclose(y, want.T, atol=1e-6)
 
-
-def test_a_node_can_have_several_outputs() -> None:
-    x = np.arange(8, dtype=np.float32).reshape(2, 4)
-    g = _onnx.Graph()
-    left, right = g.outputs("Split", ["x"], 2, axis=1)
-    g.node("Sub", [right, left], "y")
-    assert np.array_equal(_run(g, {"x": x}, ["n", 2]), np.full((2, 2), 2.0, np.float32))
