@@ -7,12 +7,19 @@ cannot read (a language check: most of its letters outside the Latin script) get
 instead, so Chinese matched against Chinese keeps the multilingual model's whole cosine, and an
 English question matched against a Chinese memory gets ``sqrt(w) * cos_a``. Both parts are
 unit-length, so every row is.
+
+A few texts at once (a question being asked) are embedded by the two models at the same time,
+the English one on a thread of its own: both run in onnxruntime, which leaves Python's lock
+free, so a question waits for the slower model rather than for both (~1-2 ms less per new
+question on LoCoMo, ``benchmarks/README.md``). Larger batches (ingest) run one model after the
+other; each spreads its own batches over the cores.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+import threading
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -20,6 +27,8 @@ from loomctx.embed.protocol import Embedder
 from loomctx.errors import ConfigError
 
 _LATIN_SHARE = 0.5
+_AT_ONCE = 8
+"""Batches of at most this many texts embed with both models at the same time."""
 
 
 def latin_share(text: str) -> float:
@@ -54,13 +63,51 @@ class JointEmbedder:
         if not batch:
             return out
         first = self.multilingual.dim
-        out[:, :first] = self.multilingual.embed(batch)
         english = [i for i, text in enumerate(batch) if latin_share(text) >= _LATIN_SHARE]
+        texts = [batch[i] for i in english]
+        if english and len(batch) <= _AT_ONCE:
+            second = _Background(self.english.embed, texts)
+            try:
+                out[:, :first] = self.multilingual.embed(batch)
+            except BaseException:
+                second.join()  # no thread outlives the call; the first error is the one raised
+                raise
+            vectors = second.result()
+        else:
+            out[:, :first] = self.multilingual.embed(batch)
+            vectors = self.english.embed(texts) if english else None
         if english:
             out[english, :first] *= math.sqrt(self.weight)
-            out[english, first:] = self.english.embed([batch[i] for i in english])
+            out[english, first:] = vectors
             out[english, first:] *= math.sqrt(1.0 - self.weight)
         return out
+
+
+class _Background:
+    """``embed(texts)`` on a thread of its own; :meth:`result` waits and returns (or raises)."""
+
+    def __init__(self, embed: Callable[[Sequence[str]], np.ndarray], texts: list[str]) -> None:
+        self._embed, self._texts = embed, texts
+        self._value: np.ndarray | None = None
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, name="loomctx-joint", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        try:
+            self._value = self._embed(self._texts)
+        except BaseException as exc:  # handed to the caller by result()
+            self._error = exc
+
+    def join(self) -> None:
+        self._thread.join()
+
+    def result(self) -> np.ndarray:
+        self.join()
+        if self._error is not None:
+            raise self._error
+        assert self._value is not None
+        return self._value
 
 
 __all__ = ["JointEmbedder", "latin_share"]

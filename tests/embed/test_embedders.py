@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 
 import numpy as np
@@ -16,6 +17,7 @@ from loomctx.embed import (
     UniversalSentenceEncoder,
     default_embedder,
 )
+from loomctx.embed import use as use_module
 from loomctx.errors import ConfigError
 
 TEXTS = ["I love hiking on weekends", "我喜欢周末去爬山", "", "   ", "emoji 🎉 only", "x" * 3000]
@@ -85,6 +87,32 @@ def test_use_rejects_bad_threads_and_non_strings(use: UniversalSentenceEncoder) 
         UniversalSentenceEncoder(threads=0)
     with pytest.raises(ConfigError):
         use.embed(["ok", 3])  # type: ignore[list-item]
+
+
+def test_use_engines_give_the_same_vectors(use: UniversalSentenceEncoder) -> None:
+    """The onnxruntime graph reproduces the package's numpy pass: one text, a batch that spans
+    several ~384-token micro-batches, a text longer than one, empty and Chinese texts."""
+    assert use.engine == "onnxruntime"
+    texts = [*TEXTS, *(f"turn {i}: the deploy failed again" for i in range(120)), "word " * 500]
+    numpy_pass = UniversalSentenceEncoder(threads=1, engine="numpy")
+    graph, reference = use.embed(texts), numpy_pass.embed(texts)
+    assert np.abs(graph - reference).max() < 1e-5
+    assert np.abs(use.embed(texts[:1]) - reference[:1]).max() < 1e-5
+    assert numpy_pass.name == use.name  # a cache serves either
+
+
+@pytest.mark.parametrize("engine", ["torch", "", None, "ONNXRUNTIME"])
+def test_use_rejects_an_unknown_engine(engine: object) -> None:
+    with pytest.raises(ConfigError, match="engine must be one of onnxruntime, numpy"):
+        UniversalSentenceEncoder(engine=engine)  # type: ignore[arg-type]
+
+
+def test_use_without_onnxruntime_says_what_to_do(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "onnxruntime", None)  # import fails
+    monkeypatch.setattr(use_module, "_GRAPHS", {})
+    with pytest.raises(ConfigError, match=r"pip install onnxruntime.*engine='numpy'"):
+        UniversalSentenceEncoder(threads=1).embed(["hello"])
+    assert UniversalSentenceEncoder(threads=1, engine="numpy").embed(["hello"]).shape == (1, 512)
 
 
 def test_hashing_similar_texts_are_closer() -> None:

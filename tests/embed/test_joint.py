@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import math
+import threading
+from collections.abc import Sequence
 
 import numpy as np
 import pytest
@@ -67,3 +69,41 @@ def test_latin_share() -> None:
     assert latin_share("12345 !!") == 1.0  # no letters: nothing to say it is not English
     assert latin_share("我喜欢 hiking") == pytest.approx(6 / 9)
     assert latin_share("Привет") == 0.0
+
+
+class _Recording:
+    """An embedder that records the thread it ran on, and fails when told to."""
+
+    def __init__(self, inner: HashingEmbedder, fail: bool = False) -> None:
+        self.inner, self.fail = inner, fail
+        self.name, self.dim = inner.name, inner.dim
+        self.threads: list[str] = []
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        self.threads.append(threading.current_thread().name)
+        if self.fail:
+            raise RuntimeError(f"{self.name} failed")
+        return self.inner.embed(texts)
+
+
+def test_a_question_embeds_with_both_models_at_once_and_a_batch_one_after_the_other() -> None:
+    a, b = _Recording(A), _Recording(B)
+    joint = JointEmbedder(a, b, weight=0.3)
+    few = ["when did the deploy fail", "我喜欢爬山", "and the timeout?"]
+    many = [f"turn {i} about the deploy" for i in range(40)]
+    assert np.array_equal(joint.embed(few), _joint(0.3).embed(few))
+    assert np.array_equal(joint.embed(many), _joint(0.3).embed(many))
+    main = threading.current_thread().name
+    assert a.threads == [main, main]  # the multilingual model runs on the caller's thread
+    assert b.threads[0] != main and b.threads[1] == main  # the English one beside it, then not
+    assert all(t.name != "loomctx-joint" for t in threading.enumerate())  # none outlives a call
+
+
+@pytest.mark.parametrize("failing", ["multilingual", "english"])
+@pytest.mark.parametrize("count", [1, 40])
+def test_an_error_of_either_model_reaches_the_caller(failing: str, count: int) -> None:
+    a = _Recording(A, fail=failing == "multilingual")
+    b = _Recording(B, fail=failing == "english")
+    with pytest.raises(RuntimeError, match=f"{(a if failing == 'multilingual' else b).name}"):
+        JointEmbedder(a, b).embed(["the deploy failed"] * count)
+    assert all(t.name != "loomctx-joint" for t in threading.enumerate())
