@@ -75,7 +75,8 @@ class JointEmbedder:
             vectors = second.result()
         else:
             out[:, :first] = self.multilingual.embed(batch)
-            vectors = self.english.embed(texts) if english else None
+            vectors = (self.english.embed(texts) if english
+                       else np.zeros((0, self.english.dim), dtype=np.float32))
         if english:
             out[english, :first] *= math.sqrt(self.weight)
             out[english, first:] = vectors
