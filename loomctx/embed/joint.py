@@ -27,8 +27,9 @@ from loomctx.embed.protocol import Embedder
 from loomctx.errors import ConfigError
 
 _LATIN_SHARE = 0.5
-_AT_ONCE = 8
-"""Batches of at most this many texts embed with both models at the same time."""
+AT_ONCE = 8
+"""The default ``at_once``: batches of at most this many texts embed with both models at the
+same time."""
 
 
 def latin_share(text: str) -> float:
@@ -44,12 +45,17 @@ class JointEmbedder:
     """``multilingual`` everywhere, joined by ``english`` on texts mostly in the Latin script.
 
     ``weight`` is the multilingual model's share of the cosine between two Latin-script texts
-    (0 < weight < 1).
+    (0 < weight < 1). A batch of at most ``at_once`` texts is embedded by the two models at the
+    same time, on two threads (0: always one after the other).
     """
 
-    def __init__(self, multilingual: Embedder, english: Embedder, *, weight: float = 0.5) -> None:
+    def __init__(self, multilingual: Embedder, english: Embedder, *, weight: float = 0.5,
+                 at_once: int = AT_ONCE) -> None:
         if not isinstance(weight, (int, float)) or not 0.0 < float(weight) < 1.0:
             raise ConfigError(f"JointEmbedder weight must be between 0 and 1, got {weight!r}")
+        if isinstance(at_once, bool) or not isinstance(at_once, int) or at_once < 0:
+            raise ConfigError(f"JointEmbedder at_once must be an int >= 0, got {at_once!r}")
+        self.at_once = at_once
         self.multilingual = multilingual
         self.english = english
         self.weight = float(weight)
@@ -65,7 +71,7 @@ class JointEmbedder:
         first = self.multilingual.dim
         english = [i for i, text in enumerate(batch) if latin_share(text) >= _LATIN_SHARE]
         texts = [batch[i] for i in english]
-        if english and len(batch) <= _AT_ONCE:
+        if english and len(batch) <= self.at_once:
             second = _Background(self.english.embed, texts)
             try:
                 out[:, :first] = self.multilingual.embed(batch)
@@ -111,4 +117,4 @@ class _Background:
         return self._value
 
 
-__all__ = ["JointEmbedder", "latin_share"]
+__all__ = ["AT_ONCE", "JointEmbedder", "latin_share"]
