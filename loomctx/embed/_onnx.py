@@ -12,8 +12,11 @@ from __future__ import annotations
 import struct
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
+
+from loomctx.errors import ConfigError
 
 # TensorProto.DataType
 _DTYPES = {np.dtype(np.float32): 1, np.dtype(np.uint8): 2, np.dtype(np.int8): 3,
@@ -117,4 +120,20 @@ class Graph:
                                 for domain, version in opsets.items())
 
 
-__all__ = ["FLOAT", "INT64", "UINT8", "Graph", "tensor", "value_info"]
+def session(model: bytes, threads: int | None, *, needed_by: str, instead: str) -> Any:
+    """An onnxruntime CPU session running ``model`` on ``threads`` intra-op threads (None:
+    onnxruntime's own choice). Without onnxruntime, a :class:`ConfigError` says that
+    ``needed_by`` needs it and what to use ``instead``."""
+    try:
+        import onnxruntime
+    except ImportError as exc:
+        raise ConfigError(f"{needed_by} needs onnxruntime: pip install onnxruntime "
+                          f"(or use {instead})") from exc
+    options = onnxruntime.SessionOptions()
+    options.intra_op_num_threads = threads or 0  # 0: onnxruntime's own choice
+    options.inter_op_num_threads = 1
+    options.log_severity_level = 3  # errors only: they are raised, not logged
+    return onnxruntime.InferenceSession(model, options, providers=["CPUExecutionProvider"])
+
+
+__all__ = ["FLOAT", "INT64", "UINT8", "Graph", "session", "tensor", "value_info"]

