@@ -97,7 +97,8 @@ def test_a_question_embeds_with_both_models_at_once_and_a_batch_one_after_the_ot
     assert a.threads == [main, main]  # the multilingual model runs on the caller's thread
     assert b.threads[0] != main and b.threads[1] == main  # the English one beside it, then not
     assert all(t.name != "loomctx-joint" for t in threading.enumerate())  # none outlives a call
-    a.threads.clear(), b.threads.clear()
+    a.threads.clear()
+    b.threads.clear()
     serial = JointEmbedder(a, b, weight=0.3, at_once=0)
     assert np.array_equal(serial.embed(few), _joint(0.3).embed(few))
     assert a.threads == b.threads == [main]
