@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass, field
 from enum import IntEnum
+from functools import lru_cache
 from typing import Any, Literal
 
 Kind = Literal[
@@ -58,8 +59,20 @@ class Tier(IntEnum):
 
 def fingerprint(text: str) -> str:
     """A content fingerprint for dedup and count caching: whitespace-folded, case-kept sha1."""
+    if len(text) <= _MEMO_CHARS:  # a build asks for the same candidates' a few times over
+        return _fingerprint_memo(text)
+    return _fingerprint(text)
+
+
+_MEMO_CHARS = 4096
+
+
+def _fingerprint(text: str) -> str:
     folded = " ".join(text.split())
     return hashlib.sha1(folded.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+_fingerprint_memo = lru_cache(maxsize=1 << 14)(_fingerprint)
 
 
 @dataclass(slots=True)

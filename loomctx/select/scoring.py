@@ -7,6 +7,7 @@ History messages are not scored for relevance: the recent tail is kept by positi
 
 from __future__ import annotations
 
+import heapq
 import math
 from collections import defaultdict
 from collections.abc import Sequence
@@ -105,28 +106,56 @@ def mmr_order(
         return ranked
     # Diversify the head only: MMR is O(k²), and the tail rarely reaches the context.
     remaining, rest = ranked[:MMR_HEAD], ranked[MMR_HEAD:]
-    n = len(remaining)
     sets = [terms[it.id] for it in remaining]
     rel = [lam * it.scores.get("composite", 0.0) for it in remaining]
-    max_sim = [0.0] * n
-    left = list(range(n))
-    order: list[int] = []
-    while left:
-        best = max(left, key=lambda i: (rel[i] - (1 - lam) * max_sim[i], -i))
-        left.remove(best)
-        order.append(best)
-        b = sets[best]
-        if not b:
-            continue
-        for i in left:  # update each candidate's redundancy with the newly chosen one
-            a = sets[i]
-            if a:
-                inter = len(a & b)
+    return [remaining[i] for i in _greedy(rel, sets, 1 - lam)] + rest
+
+
+def _greedy(rel: list[float], sets: list[frozenset[str]], weight: float) -> list[int]:
+    """The MMR order of ``0..n-1``: each step takes the largest ``rel[i] − weight·max_sim[i]``
+    (the lower index on a tie), ``max_sim[i]`` being the largest Jaccard similarity between
+    ``sets[i]`` and a set already taken.
+
+    Each set is a bit mask over the candidates' terms, so an intersection is one ``&`` and a
+    bit count. The keys, ``(−value, i)``, sit in a heap and are brought up to date lazily: a
+    candidate's redundancy only grows, so its key only worsens as others are taken. The top
+    is compared with what was taken since it was last scored; if it still tops the heap it is
+    the step's exact choice (every other key is a bound it cannot beat), else it goes back.
+    The order is the eager loop's (tests compare the two on random cases), in about a third
+    of its time at 64 candidates.
+    """
+    bit: dict[str, int] = {}
+    masks = []
+    for terms in sets:
+        mask = 0
+        for term in terms:
+            mask |= 1 << bit.setdefault(term, len(bit))
+        masks.append(mask)
+    sizes = [len(terms) for terms in sets]
+    heap = [(-r, i) for i, r in enumerate(rel)]
+    heapq.heapify(heap)
+    max_sim = [0.0] * len(rel)
+    seen = [0] * len(rel)  # how many of the taken sets max_sim[i] has been compared with
+    taken: list[int] = []
+    while heap:
+        _, i = heap[0]
+        if seen[i] < len(taken):
+            a, size, best = masks[i], sizes[i], max_sim[i]
+            for j in taken[seen[i]:]:
+                inter = (a & masks[j]).bit_count()
                 if inter:
-                    sim = inter / (len(a) + len(b) - inter)
-                    if sim > max_sim[i]:
-                        max_sim[i] = sim
-    return [remaining[i] for i in order] + rest
+                    sim = inter / (size + sizes[j] - inter)
+                    if sim > best:
+                        best = sim
+            max_sim[i] = best
+            seen[i] = len(taken)
+            key = (-(rel[i] - weight * best), i)
+            if key > heap[0]:  # worse than before: another candidate may now lead
+                heapq.heapreplace(heap, key)
+                continue
+        heapq.heappop(heap)
+        taken.append(i)
+    return taken
 
 
 __all__ = ["SCORED_KINDS", "SelectOptions", "composite", "mmr_order", "recency", "score"]

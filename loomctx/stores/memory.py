@@ -15,6 +15,7 @@ import math
 import threading
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from typing import Any
 from dataclasses import replace
 
 import numpy as np
@@ -197,8 +198,18 @@ class InMemoryStore:
                 keys = list(self._vectors)
                 self._matrix = (keys, np.stack([self._vectors[k] for k in keys]))
             keys, matrix = self._matrix
-            scores = (matrix @ query).tolist()
-            return self._best(zip(keys, scores, strict=True), scope, level, limit)
+            scores = matrix @ query
+            # Best score first, stopping once no record left can enter the top ``limit``: only
+            # those are checked against the scope and compared by id (ties are all kept).
+            values = scores.tolist()
+            passing: list[tuple[MemoryRecord, float]] = []
+            for i in np.argsort(-scores, kind="stable").tolist():
+                if len(passing) >= limit and values[i] < passing[limit - 1][1]:
+                    break
+                record = self._records[keys[i]]
+                if _matches(record, scope, level):
+                    passing.append((record, values[i]))
+            return [Hit(_copy(h.record), h.score) for h in rec.top(passing, limit)]
 
     def _best(
         self, scored: Iterable[tuple[Key, float]], scope: Scope, level: Level | None, limit: int
@@ -268,8 +279,24 @@ def _matches(record: MemoryRecord, scope: Scope, level: str | None) -> bool:
 
 
 def _copy(record: MemoryRecord) -> MemoryRecord:
-    """A record whose dicts the caller may change without touching the store."""
-    return copy.deepcopy(record)
+    """A record whose dicts the caller may change without touching the store (its other
+    fields are immutable)."""
+    out = object.__new__(MemoryRecord)  # the fields as they are, without __init__'s cost
+    out.__dict__.update(record.__dict__, metadata=_copy_data(record.metadata),
+                        message=None if record.message is None else _copy_data(record.message))
+    return out
+
+
+def _copy_data(value: Any) -> Any:
+    """A deep copy of JSON-like data (dicts, lists, scalars) without ``copy.deepcopy``'s
+    bookkeeping; anything else is deep-copied."""
+    if isinstance(value, dict):
+        return {k: _copy_data(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_copy_data(v) for v in value]
+    if value is None or isinstance(value, (str, int, float)):  # bool is an int
+        return value
+    return copy.deepcopy(value)
 
 
 __all__ = ["InMemoryStore"]

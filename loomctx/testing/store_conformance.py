@@ -306,6 +306,27 @@ class StoreConformance(ScopeConformance):
         assert store.search_vector(unit(1), scope=Scope(agent=AGENT, session="s3")) == []
         assert [h.record.id for h in store.search_vector(unit(1), scope=s2, level="L4")] == ["c"]
 
+    @pytest.mark.parametrize("limit", [1, 3, 7, 40])
+    def test_vector_scope_and_limit_match_a_full_scan(self, store: MemoryStore,
+                                                      limit: int) -> None:
+        """Records of three sessions and two levels interleaved by score: every scope's top
+        ``limit`` is a full scan's (the best of other scopes never crowd a scope's out)."""
+        records, vectors = [], []
+        for n in range(36):
+            angle = np.radians(5 * ((n * 7) % 36))  # distinct scores, far from ties
+            records.append(rec(f"m{n:02d}", agent=AGENT, session=("s1", "s2", "s3")[n % 3],
+                               level=("L4", "L2")[n % 5 == 0]))
+            vectors.append(unit(float(np.cos(angle)), float(np.sin(angle))))
+        store.put(records, np.stack(vectors))
+        probe = unit(1, 0.1)
+        score = {r.id: float(v @ probe) for r, v in zip(records, vectors, strict=True)}
+        for scope, level in ((TENANT, None), (Scope(agent=AGENT, session="s2"), None),
+                             (TENANT, "L2"), (Scope(agent=AGENT, session="s1"), "L4")):
+            inside = sorted((r.id for r in records if scope.covers(r) and level in (None, r.level)),
+                            key=lambda i: -score[i])
+            hits = store.search_vector(probe, scope=scope, level=level, limit=limit)
+            assert [h.record.id for h in hits] == inside[:limit], (scope, level)
+
     def test_bad_query_vectors(self, store: MemoryStore) -> None:
         store.put([rec("a")], np.stack([unit(1)]))
         for bad in (np.full(DIM, np.nan), np.zeros(DIM)):

@@ -90,6 +90,42 @@ def test_mmr_demotes_near_duplicates() -> None:
     assert sorted(i.id for i in mmr_order(items, 0.5, terms)) == ["a", "a2", "b"]
 
 
+
+def _eager_mmr(rel: list[float], sets: list[frozenset[str]], weight: float) -> list[int]:
+    """The textbook MMR loop: every step rescans every candidate left."""
+    max_sim = [0.0] * len(rel)
+    left = list(range(len(rel)))
+    order: list[int] = []
+    while left:
+        best = max(left, key=lambda i: (rel[i] - weight * max_sim[i], -i))
+        left.remove(best)
+        order.append(best)
+        for i in left:
+            a, b = sets[i], sets[best]
+            if a and b:
+                sim = len(a & b) / len(a | b)
+                max_sim[i] = max(max_sim[i], sim)
+    return order
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from([0.0, 0.25, 0.5, 0.9, 1.0]),
+                          st.frozensets(st.sampled_from("abcdefgh"), max_size=5)),
+                min_size=3, max_size=40),
+       st.sampled_from([0.0, 0.3, 0.7, 0.95]))
+def test_mmr_order_is_the_eager_loops_order(cands: list[tuple[float, frozenset[str]]],
+                                            lam: float) -> None:
+    """The lazy MMR takes the same item at every step as rescanning all of them, ties
+    (many equal scores and term sets here) included."""
+    items = [ev(f"i{n}", " ".join(sorted(t)), timestamp=None) for n, (_, t) in enumerate(cands)]
+    for it, (c, _) in zip(items, cands, strict=True):
+        it.scores["composite"] = c
+    terms = {it.id: t for it, (_, t) in zip(items, cands, strict=True)}
+    ranked = sorted(items, key=lambda it: (-it.scores["composite"], it.seq))
+    want = _eager_mmr([lam * it.scores["composite"] for it in ranked],
+                      [terms[it.id] for it in ranked], 1 - lam)
+    assert [it.id for it in mmr_order(items, lam, terms)] == [ranked[i].id for i in want]
+
 @pytest.mark.parametrize(
     "kwargs",
     [{"relevance_weight": 1.5}, {"recency_weight": -0.1}, {"min_relevance": 2.0},
