@@ -98,6 +98,20 @@ class StoreConformance(ScopeConformance):
         got.metadata["k"].append(3)  # type: ignore[index]
         assert store.get(["a"], scope=TENANT)[0].metadata == {"k": [1]}
 
+    def test_search_hits_are_copies(self, store: MemoryStore) -> None:
+        """What a search returns may be changed freely: the stored record stays as it was."""
+        store.put([rec("a", "zebra text", metadata={"k": [1], "n": {"x": 1}},
+                       message={"role": "user", "tool_calls": [{"id": "c1"}]})],
+                  np.stack([unit(1)]))
+        for hit in (store.search_vector(unit(1), scope=TENANT)[0],
+                    store.search_lexical("zebra", scope=TENANT)[0]):
+            hit.record.metadata["k"].append(2)  # type: ignore[index]
+            hit.record.metadata["n"]["x"] = 2  # type: ignore[index]
+            hit.record.message["tool_calls"][0]["id"] = "changed"  # type: ignore[index]
+        kept = store.get(["a"], scope=TENANT)[0]
+        assert kept.metadata == {"k": [1], "n": {"x": 1}}
+        assert kept.message == {"role": "user", "tool_calls": [{"id": "c1"}]}
+
     def test_put_same_id_replaces(self, store: MemoryStore) -> None:
         store.put([rec("a", "old apples text")], np.stack([unit(1)]))
         store.put([rec("a", "new pears text", level="L1")], np.stack([unit(0, 1)]))
