@@ -26,4 +26,4 @@ test: install
 
 bench:
 	$(PY) -m pip install -q -e '.[dev,bench]'
-	$(PY) benchmarks/run_all.py
+	$(PY) benchmarks/run_all.py $(if $(LOCOMO),--locomo $(LOCOMO))
