@@ -15,8 +15,8 @@ import math
 import threading
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from typing import Any
 from dataclasses import replace
+from typing import Any
 
 import numpy as np
 

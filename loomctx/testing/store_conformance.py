@@ -30,7 +30,7 @@ from hypothesis import strategies as st
 
 from loomctx.errors import ConfigError, StoreError
 from loomctx.stores._records import REEMBED_BATCH
-from loomctx.stores.protocol import MemoryRecord, MemoryStore, Scope
+from loomctx.stores.protocol import Level, MemoryRecord, MemoryStore, Scope
 from loomctx.testing.store_scope_conformance import ScopeConformance
 
 DIM = 8
@@ -334,8 +334,10 @@ class StoreConformance(ScopeConformance):
         store.put(records, np.stack(vectors))
         probe = unit(1, 0.1)
         score = {r.id: float(v @ probe) for r, v in zip(records, vectors, strict=True)}
-        for scope, level in ((TENANT, None), (Scope(agent=AGENT, session="s2"), None),
-                             (TENANT, "L2"), (Scope(agent=AGENT, session="s1"), "L4")):
+        cases: list[tuple[Scope, Level | None]] = [
+            (TENANT, None), (Scope(agent=AGENT, session="s2"), None), (TENANT, "L2"),
+            (Scope(agent=AGENT, session="s1"), "L4")]
+        for scope, level in cases:
             inside = sorted((r.id for r in records if scope.covers(r) and level in (None, r.level)),
                             key=lambda i: -score[i])
             hits = store.search_vector(probe, scope=scope, level=level, limit=limit)
