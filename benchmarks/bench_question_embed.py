@@ -10,7 +10,10 @@ both builds see the same memory.
 The pairs:
 - ``engine``: USE on onnxruntime (the default) against the package's numpy pass;
 - ``at_once``: USE and MiniLM at the same time, on two threads (the default), against one
-  after the other.
+  after the other;
+- ``two_steps``: at the same time, MiniLM's input work (tokenising, look-ups) done on the
+  caller's thread before the two passes start (the default, ``embed_later``), against all of it
+  on MiniLM's thread, where it competes with USE's input work for Python's lock.
 
     python3 benchmarks/bench_question_embed.py --data PATH/locomo10.json [--rounds 2]
 
@@ -27,6 +30,7 @@ import platform
 import statistics
 import time
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -62,6 +66,7 @@ def main() -> None:
 
     from loomctx.builder import BuildOptions
     from loomctx.embed import JointEmbedder, UniversalSentenceEncoder
+    from loomctx.embed._model import ModelEmbedder
     from loomctx.embed.joint import AT_ONCE
     from loomctx.eval.datasets import iter_dataset
     from loomctx.session import Session
@@ -93,10 +98,20 @@ def main() -> None:
     def at_once(default: bool) -> None:
         joint.at_once = AT_ONCE if default else 0
 
+    english = joint.english
+    assert isinstance(english, ModelEmbedder)
+
+    def two_steps(default: bool) -> None:
+        if default:
+            english.__dict__.pop("embed_later", None)
+        else:  # the base class's form: every step on the thread
+            english.embed_later = partial(ModelEmbedder.embed_later, english)  # type: ignore[method-assign]
+
     rounds: list[dict[str, Any]] = []
     for r in range(args.rounds):
         row = {"engine": _pair(session, questions, now, args.budget, engine, f"e{r}"),
-               "at_once": _pair(session, questions, now, args.budget, at_once, f"a{r}")}
+               "at_once": _pair(session, questions, now, args.budget, at_once, f"a{r}"),
+               "two_steps": _pair(session, questions, now, args.budget, two_steps, f"t{r}")}
         print(f"round {r + 1}: {row}", flush=True)
         rounds.append(row)
     result = {"machine": {"cpus": os.cpu_count(), "python": platform.python_version(),

@@ -8,7 +8,7 @@ with BLAS capped to ``threads``, and returns unit rows.
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -34,10 +34,7 @@ class ModelEmbedder:
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         """Embed ``texts``; rows are float32, L2-normalised, in input order."""
-        batch = list(texts)
-        for i, text in enumerate(batch):
-            if not isinstance(text, str):
-                raise ConfigError(f"embed() takes strings, got {type(text).__name__} at index {i}")
+        batch = _strings(texts)
         out = np.empty((len(batch), self.dim), dtype=np.float32)
         if not batch:
             return out
@@ -45,9 +42,30 @@ class ModelEmbedder:
             self._fill(batch, out)
         return unit_rows(out)
 
+    def embed_later(self, texts: Sequence[str]) -> Callable[[], np.ndarray]:
+        """:meth:`embed` in two steps: the arguments are checked now, and a model that can also
+        do its Python work now (tokenising, look-ups) does; the returned function runs the rest
+        (the forward pass), on any thread, and returns what :meth:`embed` would.
+
+        Why: two models embedding one question on two threads take turns at Python's lock
+        while each prepares its input; the one that prepares first starts its forward pass
+        (which leaves the lock free) sooner. Here everything is left for later.
+        """
+        batch = _strings(texts)
+        return lambda: self.embed(batch)
+
     def _fill(self, batch: list[str], out: np.ndarray) -> None:
         """Write the model's vector of ``batch[i]`` into ``out[i]`` (any length)."""
         raise NotImplementedError
+
+
+def _strings(texts: Sequence[str]) -> list[str]:
+    """``texts`` as a list, every item checked to be a string."""
+    batch = list(texts)
+    for i, text in enumerate(batch):
+        if not isinstance(text, str):
+            raise ConfigError(f"embed() takes strings, got {type(text).__name__} at index {i}")
+    return batch
 
 
 def unit_rows(x: np.ndarray) -> np.ndarray:

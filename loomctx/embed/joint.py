@@ -20,6 +20,7 @@ from __future__ import annotations
 import math
 import threading
 from collections.abc import Callable, Sequence
+from functools import partial
 
 import numpy as np
 
@@ -72,7 +73,12 @@ class JointEmbedder:
         english = [i for i, text in enumerate(batch) if latin_share(text) >= _LATIN_SHARE]
         texts = [batch[i] for i in english]
         if english and len(batch) <= self.at_once:
-            second = _Background(self.english.embed, texts)
+            # the English model's Python work first, here, so that its forward pass (the
+            # longer one) starts before the multilingual model's input work competes for the
+            # lock; an embedder without two steps does all of it on the thread
+            later = getattr(self.english, "embed_later", None)
+            second = _Background(later(texts) if later is not None
+                                 else partial(self.english.embed, texts))
             try:
                 out[:, :first] = self.multilingual.embed(batch)
             except BaseException:
@@ -91,10 +97,10 @@ class JointEmbedder:
 
 
 class _Background:
-    """``embed(texts)`` on a thread of its own; :meth:`result` waits and returns (or raises)."""
+    """``work()`` on a thread of its own; :meth:`result` waits and returns (or raises)."""
 
-    def __init__(self, embed: Callable[[Sequence[str]], np.ndarray], texts: list[str]) -> None:
-        self._embed, self._texts = embed, texts
+    def __init__(self, work: Callable[[], np.ndarray]) -> None:
+        self._work = work
         self._value: np.ndarray | None = None
         self._error: BaseException | None = None
         self._thread = threading.Thread(target=self._run, name="loomctx-joint", daemon=True)
@@ -102,7 +108,7 @@ class _Background:
 
     def _run(self) -> None:
         try:
-            self._value = self._embed(self._texts)
+            self._value = self._work()
         except BaseException as exc:  # handed to the caller by result()
             self._error = exc
 

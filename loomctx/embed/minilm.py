@@ -28,6 +28,7 @@ import json
 import os
 import struct
 import threading
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -35,7 +36,8 @@ from typing import Any
 import numpy as np
 
 from loomctx.embed import _onnx
-from loomctx.embed._model import ModelEmbedder
+from loomctx.embed._blas import limited
+from loomctx.embed._model import ModelEmbedder, _strings, unit_rows
 from loomctx.errors import ConfigError
 
 WEIGHTS_SHA256 = "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db"
@@ -151,7 +153,10 @@ class _Quantized:
             instead="MiniLMEmbedder(precision='float32'), numpy only")
 
     def encode(self, texts: list[str]) -> np.ndarray:
-        x, mask, bias = self.model.inputs(texts)
+        return self.forward(*self.model.inputs(texts))
+
+    def forward(self, x: np.ndarray, mask: np.ndarray, bias: np.ndarray) -> np.ndarray:
+        """The pass over :meth:`_Model.inputs`' arrays (onnxruntime leaves Python's lock free)."""
         (hidden,) = self.session.run(["hidden"], {"embedded": x, "bias": bias})
         return _pool(hidden, mask)
 
@@ -372,6 +377,25 @@ class MiniLMEmbedder(ModelEmbedder):
         self.precision = precision
         self.name = ("all-minilm-l6-v2-int8@53aa5117" if precision == "int8"
                      else "all-minilm-l6-v2@53aa5117")
+
+    def embed_later(self, texts: Sequence[str]) -> Callable[[], np.ndarray]:
+        """:meth:`embed` in two steps (see the base class). In int8, a batch of one forward
+        pass (at most 4 texts: a question) is tokenised and looked up now; the returned
+        function runs the six layers. Each text's vector is the same as :meth:`embed`'s (it
+        does not depend on the other texts of its batch)."""
+        batch = _strings(texts)
+        if self.precision != "int8" or not batch or len(batch) > _BATCH["int8"]:
+            return lambda: self.embed(batch)
+        model = _load_quantized(self.threads)
+        with self._lock:
+            x, mask, bias = model.model.inputs(batch)
+
+        def rest() -> np.ndarray:
+            with self._lock, limited(self.threads):
+                out = model.forward(x, mask, bias)
+            return unit_rows(out)
+
+        return rest
 
     def _fill(self, batch: list[str], out: np.ndarray) -> None:
         model = _load() if self.precision == "float32" else _load_quantized(self.threads)

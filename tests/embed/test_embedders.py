@@ -139,3 +139,11 @@ def test_hashing_rows_are_unit_and_stable(texts: list[str]) -> None:
     assert vecs.shape == (len(texts), 32)
     assert np.allclose(np.linalg.norm(vecs, axis=1), 1.0, atol=1e-5)
     assert np.array_equal(vecs, HashingEmbedder(32).embed(texts))
+
+
+def test_use_in_two_steps_is_embed(use: UniversalSentenceEncoder) -> None:
+    """The base class's two steps leave everything for the second: the same vectors."""
+    rest = use.embed_later(TEXTS)
+    assert np.array_equal(rest(), use.embed(TEXTS))
+    with pytest.raises(ConfigError, match="at index 0"):
+        use.embed_later([None])  # type: ignore[list-item]

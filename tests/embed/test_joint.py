@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 import pytest
@@ -102,6 +102,37 @@ def test_a_question_embeds_with_both_models_at_once_and_a_batch_one_after_the_ot
     serial = JointEmbedder(a, b, weight=0.3, at_once=0)
     assert np.array_equal(serial.embed(few), _joint(0.3).embed(few))
     assert a.threads == b.threads == [main]
+
+
+class _TwoSteps(_Recording):
+    """An embedder with ``embed_later``: records where each of its two steps ran."""
+
+    def __init__(self, inner: HashingEmbedder) -> None:
+        super().__init__(inner)
+        self.steps: list[tuple[str, str]] = []
+
+    def embed_later(self, texts: Sequence[str]) -> Callable[[], np.ndarray]:
+        self.steps.append(("first", threading.current_thread().name))
+
+        def rest() -> np.ndarray:
+            self.steps.append(("rest", threading.current_thread().name))
+            return self.inner.embed(texts)
+
+        return rest
+
+
+def test_the_english_models_first_step_runs_before_the_thread_starts() -> None:
+    b = _TwoSteps(B)
+    joint = JointEmbedder(A, b, weight=0.3)
+    few = ["when did the deploy fail", "and the timeout?"]
+    assert np.array_equal(joint.embed(few), _joint(0.3).embed(few))
+    main = threading.current_thread().name
+    assert b.steps[0] == ("first", main)
+    assert b.steps[1][0] == "rest" and b.steps[1][1] != main
+    assert b.threads == []  # embed itself is not called for a question
+    b.steps.clear()
+    joint.embed([f"turn {i}" for i in range(20)])  # a batch: embed, one model after the other
+    assert b.steps == [] and b.threads == [main]
 
 
 @pytest.mark.parametrize("at_once", [-1, 2.5, True, "8", None])

