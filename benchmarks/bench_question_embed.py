@@ -13,7 +13,10 @@ The pairs:
   after the other;
 - ``two_steps``: at the same time, MiniLM's input work (tokenising, look-ups) done on the
   caller's thread before the two passes start (the default, ``embed_later``), against all of it
-  on MiniLM's thread, where it competes with USE's input work for Python's lock.
+  on MiniLM's thread, where it competes with USE's input work for Python's lock;
+- ``first_step_here``: the question's cache look-up and both models' input work done by the
+  build's own thread before the worker thread starts (the default, ``query_vector_later``),
+  against all of it on the worker, where it competes with the lexical lists for the lock.
 
     python3 benchmarks/bench_question_embed.py --data PATH/locomo10.json [--rounds 2]
 
@@ -107,11 +110,23 @@ def main() -> None:
         else:  # the base class's form: every step on the thread
             english.embed_later = partial(ModelEmbedder.embed_later, english)  # type: ignore[method-assign]
 
+    memory = session.memory
+    own_first_step = memory.query_vector_later
+
+    def first_step_here(default: bool) -> None:
+        if default:
+            memory.query_vector_later = own_first_step  # type: ignore[method-assign]
+        else:  # every step on the worker thread
+            memory.query_vector_later = (  # type: ignore[method-assign]
+                lambda text: partial(memory.query_vector, text))
+
     rounds: list[dict[str, Any]] = []
     for r in range(args.rounds):
         row = {"engine": _pair(session, questions, now, args.budget, engine, f"e{r}"),
                "at_once": _pair(session, questions, now, args.budget, at_once, f"a{r}"),
-               "two_steps": _pair(session, questions, now, args.budget, two_steps, f"t{r}")}
+               "two_steps": _pair(session, questions, now, args.budget, two_steps, f"t{r}"),
+               "first_step_here": _pair(session, questions, now, args.budget, first_step_here,
+                                        f"f{r}")}
         print(f"round {r + 1}: {row}", flush=True)
         rounds.append(row)
     result = {"machine": {"cpus": os.cpu_count(), "python": platform.python_version(),

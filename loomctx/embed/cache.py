@@ -16,12 +16,12 @@ import hashlib
 import logging
 import threading
 from collections import OrderedDict
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Protocol
 
 import numpy as np
 
-from loomctx.embed.protocol import Embedder
+from loomctx.embed.protocol import Embedder, embed_later
 from loomctx.errors import ConfigError, StoreError
 from loomctx.stores.protocol import DEFAULT_TENANT, check_name
 
@@ -71,9 +71,16 @@ class CachedEmbedder:
         self.misses = 0
         self._memo: OrderedDict[str, np.ndarray] = OrderedDict()
         self._lock = threading.Lock()
+        self._inner_lock = threading.Lock()  # look-ups need not wait for a long inner call
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         """Vectors for ``texts`` in order; only never-seen texts reach the inner embedder."""
+        return self.embed_later(texts)()
+
+    def embed_later(self, texts: Sequence[str]) -> Callable[[], np.ndarray]:
+        """:meth:`embed` in two steps: the look-ups (memo, then store) and the inner
+        embedder's own first step (when it has two) now, the rest in the returned function
+        (on any thread)."""
         keys = [text_hash(t) for t in texts]
         with self._lock:
             found: dict[str, np.ndarray] = {}
@@ -93,24 +100,37 @@ class CachedEmbedder:
                     found[key] = vec
                     del missing[key]
                     self._remember(key, vec)
-            if missing:
-                fresh = np.asarray(self.inner.embed(list(missing.values())), dtype=np.float32)
-                if fresh.shape != (len(missing), self.dim):
-                    raise ConfigError(
-                        f"embedder {self.name!r} returned shape {fresh.shape!r} for "
-                        f"{len(missing)} texts; expected ({len(missing)}, {self.dim})"
-                    )
-                computed = dict(zip(missing, fresh, strict=True))
+            self.misses += len(missing)
+            self.hits += len(keys) - len(missing)
+        if not missing:
+            return lambda: self._rows(keys, found)
+        todo = list(missing.values())
+        with self._inner_lock:  # the inner embedder sees one call at a time, as it always did
+            inner_pass = embed_later(self.inner, todo)
+
+        def rest() -> np.ndarray:
+            with self._inner_lock:
+                fresh = np.asarray(inner_pass(), dtype=np.float32)
+            if fresh.shape != (len(missing), self.dim):
+                raise ConfigError(
+                    f"embedder {self.name!r} returned shape {fresh.shape!r} for "
+                    f"{len(missing)} texts; expected ({len(missing)}, {self.dim})"
+                )
+            computed = dict(zip(missing, fresh, strict=True))
+            with self._lock:
                 for key, vec in computed.items():
                     found[key] = vec
                     self._remember(key, vec)
                 self._write_store(computed)
-            self.misses += len(missing)
-            self.hits += len(keys) - len(missing)
-            out = np.empty((len(keys), self.dim), dtype=np.float32)
-            for row, key in enumerate(keys):
-                out[row] = found[key]
-            return out
+            return self._rows(keys, found)
+
+        return rest
+
+    def _rows(self, keys: list[str], found: dict[str, np.ndarray]) -> np.ndarray:
+        out = np.empty((len(keys), self.dim), dtype=np.float32)
+        for row, key in enumerate(keys):
+            out[row] = found[key]
+        return out
 
     def clear(self) -> None:
         """Forget the in-process memo (the store's cache is kept)."""

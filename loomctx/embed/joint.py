@@ -20,11 +20,10 @@ from __future__ import annotations
 import math
 import threading
 from collections.abc import Callable, Sequence
-from functools import partial
 
 import numpy as np
 
-from loomctx.embed.protocol import Embedder
+from loomctx.embed.protocol import Embedder, embed_later
 from loomctx.errors import ConfigError
 
 _LATIN_SHARE = 0.5
@@ -65,34 +64,57 @@ class JointEmbedder:
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         """Embed ``texts``: float32 unit rows of ``multilingual.dim + english.dim``."""
+        return self.embed_later(texts)()
+
+    def embed_later(self, texts: Sequence[str]) -> Callable[[], np.ndarray]:
+        """:meth:`embed` in two steps: each model's input work now (for a model that offers
+        ``embed_later``), the passes in the returned function; for a question, the two passes
+        at once, the English one on a thread of its own.
+
+        Why two steps: the input work is Python (tokenising, look-ups) and holds Python's lock,
+        the passes run in onnxruntime and leave it free. Done first, in one place, the input
+        work no longer takes turns at the lock with the other model's (or with whatever the
+        caller's other threads do), and both passes start at once.
+        """
         batch = list(texts)
-        out = np.zeros((len(batch), self.dim), dtype=np.float32)
         if not batch:
-            return out
-        first = self.multilingual.dim
+            return lambda: np.zeros((0, self.dim), dtype=np.float32)
         english = [i for i, text in enumerate(batch) if latin_share(text) >= _LATIN_SHARE]
         texts = [batch[i] for i in english]
         if english and len(batch) <= self.at_once:
-            # the English model's Python work first, here, so that its forward pass (the
-            # longer one) starts before the multilingual model's input work competes for the
-            # lock; an embedder without two steps does all of it on the thread
-            later = getattr(self.english, "embed_later", None)
-            second = _Background(later(texts) if later is not None
-                                 else partial(self.english.embed, texts))
-            try:
-                out[:, :first] = self.multilingual.embed(batch)
-            except BaseException:
-                second.join()  # no thread outlives the call; the first error is the one raised
-                raise
-            vectors = second.result()
-        else:
-            out[:, :first] = self.multilingual.embed(batch)
-            vectors = (self.english.embed(texts) if english
-                       else np.zeros((0, self.english.dim), dtype=np.float32))
+            english_pass = embed_later(self.english, texts)
+            multilingual_pass = embed_later(self.multilingual, batch)
+
+            def at_once() -> np.ndarray:
+                second = _Background(english_pass)
+                try:
+                    first = multilingual_pass()
+                except BaseException:
+                    second.join()  # no thread outlives the call; the first error is raised
+                    raise
+                return self._joined(len(batch), english, first, second.result())
+
+            return at_once
+
+        def in_turn() -> np.ndarray:
+            first = self.multilingual.embed(batch)
+            second = (self.english.embed(texts) if english
+                      else np.zeros((0, self.english.dim), dtype=np.float32))
+            return self._joined(len(batch), english, first, second)
+
+        return in_turn
+
+    def _joined(self, n: int, english: list[int], first: np.ndarray,
+                second: np.ndarray) -> np.ndarray:
+        """The joint rows: the multilingual part everywhere, scaled and joined by the English
+        part on the rows ``english``."""
+        out = np.zeros((n, self.dim), dtype=np.float32)
+        cut = self.multilingual.dim
+        out[:, :cut] = first
         if english:
-            out[english, :first] *= math.sqrt(self.weight)
-            out[english, first:] = vectors
-            out[english, first:] *= math.sqrt(1.0 - self.weight)
+            out[english, :cut] *= math.sqrt(self.weight)
+            out[english, cut:] = second
+            out[english, cut:] *= math.sqrt(1.0 - self.weight)
         return out
 
 

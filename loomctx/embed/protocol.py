@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Protocol, runtime_checkable
+from collections.abc import Callable, Sequence
+from typing import Protocol, cast, runtime_checkable
 
 import numpy as np
 
@@ -26,4 +26,21 @@ class Embedder(Protocol):
     def embed(self, texts: Sequence[str]) -> np.ndarray: ...
 
 
-__all__ = ["Embedder"]
+def embed_later(embedder: Embedder, texts: Sequence[str]) -> Callable[[], np.ndarray]:
+    """``embedder.embed(texts)`` in two steps: the first now, the rest when the returned function
+    is called (on any thread).
+
+    An embedder may offer ``embed_later(texts)`` (an optional part of the contract): it does its
+    Python work (checks, tokenising, look-ups) in the call and returns a function that runs the
+    model, returning what ``embed`` would. Any other embedder does all of it in the function.
+    A caller that runs the model on a worker thread does the first step on its own, so the two
+    threads do not take turns at Python's lock over it.
+    """
+    later = getattr(embedder, "embed_later", None)
+    if later is not None:
+        return cast("Callable[[], np.ndarray]", later(texts))
+    batch = list(texts)
+    return lambda: embedder.embed(batch)
+
+
+__all__ = ["Embedder", "embed_later"]

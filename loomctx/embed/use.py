@@ -17,13 +17,15 @@ package's own pass.
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable, Sequence
 from itertools import chain
 from typing import Any
 
 import numpy as np
 
 from loomctx.embed import _onnx
-from loomctx.embed._model import ModelEmbedder
+from loomctx.embed._blas import limited
+from loomctx.embed._model import ModelEmbedder, _strings, unit_rows
 from loomctx.errors import ConfigError
 
 _BATCH = 256
@@ -90,6 +92,20 @@ class _Graph:
         return out
 
     def _run(self, group: list[list[int]], n_tokens: int) -> np.ndarray:
+        return self._forward(self._feed(group, n_tokens))
+
+    def prepared(self, texts: list[str]) -> Callable[[], np.ndarray] | None:
+        """The pass over ``texts`` with its input work done now (tokens, look-ups, the
+        window index), when they fit one micro-batch; None when they do not."""
+        group = [self.backend.sp.encode(t, out_type=int, add_bos=True, add_eos=True)
+                 for t in texts]
+        n_tokens = sum(map(len, group))
+        if n_tokens > self.reference._TOKEN_BUDGET and len(group) > 1:
+            return None
+        feed = self._feed(group, n_tokens)
+        return lambda: self._forward(feed)
+
+    def _feed(self, group: list[list[int]], n_tokens: int) -> dict[str, np.ndarray]:
         b, ref = self.backend, self.reference
         lens = np.fromiter(map(len, group), dtype=np.int64, count=len(group))
         flat = np.fromiter(chain.from_iterable(group), dtype=np.int64, count=n_tokens)
@@ -101,10 +117,12 @@ class _Graph:
         embedded += b.lo[chunk, None]
         pool = np.zeros((len(group), n_tokens), dtype=np.float32)
         pool[np.repeat(np.arange(len(group)), lens), np.arange(n_tokens)] = 1.0
-        (z,) = self.session.run(["z"], {
-            "embedded": embedded, "window": b._window_index(starts, lens, n_tokens),
-            "pool": pool, "lengths": lens.astype(np.float32)[:, None]})
-        norms = np.sqrt(np.clip(np.einsum("ij,ij->i", z, z), b.eps, None))
+        return {"embedded": embedded, "window": b._window_index(starts, lens, n_tokens),
+                "pool": pool, "lengths": lens.astype(np.float32)[:, None]}
+
+    def _forward(self, feed: dict[str, np.ndarray]) -> np.ndarray:
+        (z,) = self.session.run(["z"], feed)
+        norms = np.sqrt(np.clip(np.einsum("ij,ij->i", z, z), self.backend.eps, None))
         return z / norms[:, None]
 
 
@@ -198,6 +216,27 @@ class UniversalSentenceEncoder(ModelEmbedder):
             raise ConfigError(f"UniversalSentenceEncoder engine must be one of "
                               f"{', '.join(ENGINES)}, got {engine!r}")
         self.engine = engine
+
+    def embed_later(self, texts: Sequence[str]) -> Callable[[], np.ndarray]:
+        """:meth:`embed` in two steps (see the base class). On onnxruntime, texts that fit one
+        micro-batch (a question) are tokenised and looked up now; the returned function runs
+        the pass. The vectors are :meth:`embed`'s."""
+        batch = _strings(texts)
+        if self.engine != "onnxruntime" or not batch or len(batch) > _BATCH:
+            return lambda: self.embed(batch)
+        graph = _load_graph(self.threads)
+        with self._lock:
+            forward = graph.prepared(batch)
+        if forward is None:
+            return lambda: self.embed(batch)
+        ready = forward
+
+        def rest() -> np.ndarray:
+            with self._lock, limited(self.threads):
+                out = np.asarray(ready(), dtype=np.float32)
+            return unit_rows(out)
+
+        return rest
 
     def _fill(self, batch: list[str], out: np.ndarray) -> None:
         model = _load_graph(self.threads) if self.engine == "onnxruntime" else _load(self.threads)

@@ -18,13 +18,13 @@ from __future__ import annotations
 
 import threading
 from collections import deque
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 
-from loomctx.embed.protocol import Embedder
+from loomctx.embed.protocol import Embedder, embed_later
 from loomctx.errors import ConfigError
 from loomctx.events import EventSink, MessageAdded, NullSink, TierMoved
 from loomctx.items import ContextItem
@@ -250,6 +250,11 @@ class TieredMemory:
 
     def query_vector(self, text: str) -> np.ndarray:
         return self.embedder.embed([text])[0]
+
+    def query_vector_later(self, text: str) -> Callable[[], np.ndarray]:
+        """:meth:`query_vector` in two steps (:func:`~loomctx.embed.protocol.embed_later`)."""
+        rest = embed_later(self.embedder, [text])
+        return lambda: rest()[0]
 
 
 __all__ = ["MemoryOptions", "TieredMemory"]

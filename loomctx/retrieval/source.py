@@ -124,13 +124,15 @@ class UnifiedRetrievalSource:
         # Recall enough to fill the whole build if retrieval wins the leftover (~16 tokens a
         # memory at least), never fewer than recall_limit.
         limit = max(self.recall_limit, min(MAX_RECALL, request.total // 16))
-        # The question's embedding is the slowest step of recall; it and the dense search that
-        # needs it run on one worker thread (one hand-off, not two) while the lexical lists and
-        # the knowledge bases are searched.
-        mem = self.memory
+        # The question's embedding is the slowest step of recall: its Python work (cache look-up,
+        # tokens) is done here, then its model passes and the dense search that needs them run
+        # on one worker thread (one hand-off, not two) while the lexical lists and the knowledge
+        # bases are searched. Done on the worker, that Python work took turns at the lock with
+        # the lexical lists (benchmarks/README.md, eleventh round).
+        embedded = self.memory.query_vector_later(query)
 
         def dense_search() -> tuple[np.ndarray, list[Hit]]:
-            vector = mem.query_vector(query)
+            vector = embedded()
             return vector, store.search_vector(vector, limit=limit, scope=where)
 
         loop = asyncio.get_running_loop()
@@ -142,7 +144,7 @@ class UnifiedRetrievalSource:
 
         async def lexical_recall() -> list[list[Hit]]:
             if self.scope == "session":  # this session's in-process index: no thread needed
-                return [mem.search_lexical(text, limit) for text in texts]
+                return [self.memory.search_lexical(text, limit) for text in texts]
             return list(await asyncio.gather(*(
                 asyncio.to_thread(store.search_lexical, text, limit=limit, scope=where)
                 for text in texts)))

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 import pytest
@@ -131,3 +131,47 @@ def test_each_tenant_reads_only_its_own_store_cache() -> None:
     assert {key[0] for key in store.data} == {"acme", "globex"}
     with pytest.raises(ConfigError, match="tenant"):
         CachedEmbedder(spy, store=store, tenant="")
+
+
+class TwoStepSpy(SpyEmbedder):
+    """A SpyEmbedder with ``embed_later``: records when each of its steps ran."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.steps: list[tuple[str, list[str]]] = []
+
+    def embed_later(self, texts: Sequence[str]) -> Callable[[], np.ndarray]:
+        self.steps.append(("first", list(texts)))
+
+        def rest() -> np.ndarray:
+            self.steps.append(("rest", list(texts)))
+            return self._inner.embed(texts)
+
+        return rest
+
+
+def test_two_steps_look_up_now_and_embed_only_the_misses_later() -> None:
+    store = DictStore()
+    inner = TwoStepSpy()
+    cached = CachedEmbedder(inner, store=store)
+    cached.embed(["seen"])
+    inner.steps.clear()
+    rest = cached.embed_later(["seen", "new one", "seen", "new one"])
+    assert inner.steps == [("first", ["new one"])]  # looked up now, the miss's first step too
+    assert (cached.hits, cached.misses) == (3, 2)  # "seen" twice from the memo, "new one" once
+    rows = rest()
+    assert inner.steps[-1] == ("rest", ["new one"])
+    assert np.array_equal(rows, HashingEmbedder(16).embed(["seen", "new one", "seen", "new one"]))
+    assert len(store.data) == 2  # the new vector reached the store in the second step
+    again = cached.embed_later(["new one"])
+    assert len(inner.steps) == 2  # all cached: no inner step at all
+    assert np.array_equal(again(), rows[1:2])
+
+
+def test_two_steps_of_an_inner_embedder_without_them_defer_its_call() -> None:
+    spy = SpyEmbedder()
+    cached = CachedEmbedder(spy)
+    rest = cached.embed_later(["a", "b"])
+    assert spy.calls == []
+    assert np.array_equal(rest(), cached.embed(["a", "b"]))
+    assert spy.calls == [["a", "b"]]  # the second embed was served by the memo

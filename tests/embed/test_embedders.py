@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Sequence
 
 import numpy as np
 import pytest
@@ -18,6 +19,8 @@ from loomctx.embed import (
     default_embedder,
 )
 from loomctx.embed import use as use_module
+from loomctx.embed.protocol import embed_later
+from loomctx.embed.use import ENGINES
 from loomctx.errors import ConfigError
 
 TEXTS = ["I love hiking on weekends", "我喜欢周末去爬山", "", "   ", "emoji 🎉 only", "x" * 3000]
@@ -141,9 +144,33 @@ def test_hashing_rows_are_unit_and_stable(texts: list[str]) -> None:
     assert np.array_equal(vecs, HashingEmbedder(32).embed(texts))
 
 
-def test_use_in_two_steps_is_embed(use: UniversalSentenceEncoder) -> None:
-    """The base class's two steps leave everything for the second: the same vectors."""
-    rest = use.embed_later(TEXTS)
-    assert np.array_equal(rest(), use.embed(TEXTS))
+@pytest.mark.parametrize("texts", [["What did Caroline say about the support group?"],
+                                   ["a", "我喜欢周末去爬山", ""], TEXTS, ["word " * 300] * 2])
+def test_use_in_two_steps_is_embed(use: UniversalSentenceEncoder, texts: list[str]) -> None:
+    """A question's tokens now, its pass later on another thread: ``embed``'s vectors (texts
+    beyond one micro-batch, or the numpy engine, leave everything for the second step)."""
+    for engine in ENGINES:
+        model = UniversalSentenceEncoder(engine=engine)
+        rest = model.embed_later(texts)
+        box: list[np.ndarray] = []
+        worker = threading.Thread(target=lambda: box.append(rest()))  # noqa: B023
+        worker.start()
+        worker.join()
+        assert np.array_equal(box[0], use.embed(texts) if engine == "onnxruntime"
+                              else model.embed(texts))
     with pytest.raises(ConfigError, match="at index 0"):
         use.embed_later([None])  # type: ignore[list-item]
+
+
+def test_embed_later_defers_all_of_an_embedder_without_two_steps() -> None:
+    calls: list[list[str]] = []
+
+    class OneStep(HashingEmbedder):
+        def embed(self, texts: Sequence[str]) -> np.ndarray:
+            calls.append(list(texts))
+            return super().embed(texts)
+
+    rest = embed_later(OneStep(16), ("a b", "c"))
+    assert calls == []
+    assert np.array_equal(rest(), HashingEmbedder(16).embed(["a b", "c"]))
+    assert calls == [["a b", "c"]]
