@@ -37,6 +37,8 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+from _locomo import first_conversation  # beside this script
+
 _OUT = Path(__file__).parent / "results" / "question_embed.json"
 
 
@@ -67,27 +69,11 @@ def main() -> None:
     if not args.data.is_file():
         raise SystemExit(f"--data: no file at {args.data}; pass LoCoMo's locomo10.json")
 
-    from loomctx.builder import BuildOptions
     from loomctx.embed import JointEmbedder, UniversalSentenceEncoder
     from loomctx.embed._model import ModelEmbedder
     from loomctx.embed.joint import AT_ONCE
-    from loomctx.eval.datasets import iter_dataset
-    from loomctx.session import Session
 
-    questions: list[Any] = []
-    for q in iter_dataset("locomo", args.data):  # the first conversation's questions
-        if questions and q.history is not questions[0].history:
-            break
-        questions.append(q)
-    history = questions[0].history
-    session = Session(model="cl100k_base", options=BuildOptions(model="cl100k_base",
-                                                                format="text"),
-                      clock=lambda: 0.0)
-    session.build_sync("warm up", max_tokens=args.budget)
-    session.add_messages_sync([
-        {"id": t.id, "role": t.role if t.role in ("user", "assistant") else "user",
-         "content": t.content, "timestamp": t.timestamp} for t in history])
-    now = max((t.timestamp for t in history if t.timestamp is not None), default=0.0)
+    session, questions, now = first_conversation(args.data, budget=args.budget)
     joint = session.embedder.inner
     assert isinstance(joint, JointEmbedder) and isinstance(joint.multilingual,
                                                             UniversalSentenceEncoder)

@@ -39,6 +39,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from _locomo import first_conversation  # beside this script
+
 _OUT = Path(__file__).parent / "results" / "recall_steps.json"
 
 
@@ -62,21 +64,13 @@ def _old_search_vector(store: Any, vector: Any, *, scope: Any, limit: int = 20,
         return [Hit(copy.deepcopy(h.record), h.score) for h in rec.top(passing, limit)]
 
 
-def _old_mmr_order(items: Sequence[Any], lam: float, terms: dict[str, frozenset[str]]
-                   ) -> list[Any]:
-    from loomctx.select.scoring import MMR_HEAD
-
-    ranked = sorted(items, key=lambda it: (-it.scores.get("composite", 0.0), it.seq))
-    if lam >= 1.0 or len(ranked) < 3:
-        return ranked
-    remaining, rest = ranked[:MMR_HEAD], ranked[MMR_HEAD:]
-    sets = [terms[it.id] for it in remaining]
-    rel = [lam * it.scores.get("composite", 0.0) for it in remaining]
-    max_sim = [0.0] * len(remaining)
-    left = list(range(len(remaining)))
+def _old_greedy(rel: list[float], sets: list[frozenset[str]], weight: float) -> list[int]:
+    """MMR's steps as they were: every step rescans every candidate left."""
+    max_sim = [0.0] * len(rel)
+    left = list(range(len(rel)))
     order: list[int] = []
     while left:
-        best = max(left, key=lambda i: (rel[i] - (1 - lam) * max_sim[i], -i))
+        best = max(left, key=lambda i: (rel[i] - weight * max_sim[i], -i))
         left.remove(best)
         order.append(best)
         b = sets[best]
@@ -90,7 +84,19 @@ def _old_mmr_order(items: Sequence[Any], lam: float, terms: dict[str, frozenset[
                     sim = inter / (len(a) + len(b) - inter)
                     if sim > max_sim[i]:
                         max_sim[i] = sim
-    return [remaining[i] for i in order] + rest
+    return order
+
+
+def _old_mmr_order(items: Sequence[Any], lam: float, terms: dict[str, frozenset[str]]
+                   ) -> list[Any]:
+    """``mmr_order`` with its steps as they were (the ranking and the head are unchanged)."""
+    import loomctx.select.scoring as scoring
+
+    shipped, scoring._greedy = scoring._greedy, _old_greedy
+    try:
+        return scoring.mmr_order(items, lam, terms)
+    finally:
+        scoring._greedy = shipped
 
 
 def _old_fingerprint(text: str) -> str:
@@ -103,18 +109,18 @@ def _old_forms() -> Iterator[None]:
     """Builds inside this block run the three replaced forms."""
     import loomctx.items as items
     import loomctx.retrieval.reranker as reranker
-    import loomctx.select.rank as rank
+    import loomctx.select.scoring as scoring
     from loomctx.stores.memory import InMemoryStore
 
-    saved = (InMemoryStore.search_vector, rank.mmr_order, items.fingerprint,
+    saved = (InMemoryStore.search_vector, scoring._greedy, items.fingerprint,
              reranker.fingerprint)
     InMemoryStore.search_vector = _old_search_vector  # type: ignore[method-assign]
-    rank.mmr_order = _old_mmr_order
+    scoring._greedy = _old_greedy
     items.fingerprint = reranker.fingerprint = _old_fingerprint
     try:
         yield
     finally:
-        (InMemoryStore.search_vector, rank.mmr_order, items.fingerprint,
+        (InMemoryStore.search_vector, scoring._greedy, items.fingerprint,
          reranker.fingerprint) = saved
 
 
@@ -217,24 +223,8 @@ def main() -> None:
         raise SystemExit(f"--budgets: {args.budgets!r} is not a comma-separated list of "
                          "integers; pass e.g. 512,2048") from None
 
-    from loomctx.builder import BuildOptions
-    from loomctx.eval.datasets import iter_dataset
-    from loomctx.session import Session
 
-    questions: list[Any] = []
-    for q in iter_dataset("locomo", args.data):  # the first conversation's questions
-        if questions and q.history is not questions[0].history:
-            break
-        questions.append(q)
-    history = questions[0].history
-    session = Session(model="cl100k_base", options=BuildOptions(model="cl100k_base",
-                                                                format="text"),
-                      clock=lambda: 0.0)
-    session.build_sync("warm up", max_tokens=512)
-    session.add_messages_sync([
-        {"id": t.id, "role": t.role if t.role in ("user", "assistant") else "user",
-         "content": t.content, "timestamp": t.timestamp} for t in history])
-    now = max((t.timestamp for t in history if t.timestamp is not None), default=0.0)
+    session, questions, now = first_conversation(args.data, budget=512)
 
     rounds: list[dict[str, Any]] = []
     for r in range(args.rounds):
