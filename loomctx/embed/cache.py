@@ -78,13 +78,15 @@ class CachedEmbedder:
         return self.embed_later(texts)()
 
     def embed_later(self, texts: Sequence[str]) -> Callable[[], np.ndarray]:
-        """:meth:`embed` in two steps: the look-ups (memo, then store) and the inner
-        embedder's own first step (when it has two) now, the rest in the returned function
-        (on any thread)."""
+        """:meth:`embed` in two steps: the in-process look-up and the inner embedder's own first
+        step (when it has two) now; the store's look-up (which may be a network round trip) and
+        the inner pass in the returned function, on any thread. Texts the store turns out to
+        hold are taken from it, and the rest embedded in one call, the first step done again
+        (rare: the store holds what this process has not seen since it started)."""
         keys = [text_hash(t) for t in texts]
+        found: dict[str, np.ndarray] = {}
+        missing: dict[str, str] = {}
         with self._lock:
-            found: dict[str, np.ndarray] = {}
-            missing: dict[str, str] = {}
             for key, text in zip(keys, texts, strict=True):
                 if key in found or key in missing:
                     continue
@@ -94,33 +96,33 @@ class CachedEmbedder:
                     found[key] = vec
                 else:
                     missing[key] = text
-            if missing and self.store is not None:
-                stored = self._read_store(list(missing))
-                for key, vec in stored.items():
-                    found[key] = vec
-                    del missing[key]
-                    self._remember(key, vec)
-            self.misses += len(missing)
-            self.hits += len(keys) - len(missing)
-        if not missing:
-            return lambda: self._rows(keys, found)
-        todo = list(missing.values())
+            if not missing:
+                self.hits += len(keys)
+                return lambda: self._rows(keys, found)
         with self._inner_lock:  # the inner embedder sees one call at a time, as it always did
-            inner_pass = embed_later(self.inner, todo)
+            inner_pass = embed_later(self.inner, list(missing.values()))
 
         def rest() -> np.ndarray:
-            with self._inner_lock:
-                fresh = np.asarray(inner_pass(), dtype=np.float32)
-            if fresh.shape != (len(missing), self.dim):
-                raise ConfigError(
-                    f"embedder {self.name!r} returned shape {fresh.shape!r} for "
-                    f"{len(missing)} texts; expected ({len(missing)}, {self.dim})"
-                )
-            computed = dict(zip(missing, fresh, strict=True))
+            stored = self._read_store(list(missing)) if self.store is not None else {}
+            todo = {key: text for key, text in missing.items() if key not in stored}
+            computed: dict[str, np.ndarray] = {}
+            if todo:
+                with self._inner_lock:  # only what neither cache held reaches the inner pass
+                    fresh = np.asarray(inner_pass() if not stored
+                                       else self.inner.embed(list(todo.values())),
+                                       dtype=np.float32)
+                if fresh.shape != (len(todo), self.dim):
+                    raise ConfigError(
+                        f"embedder {self.name!r} returned shape {fresh.shape!r} for "
+                        f"{len(todo)} texts; expected ({len(todo)}, {self.dim})"
+                    )
+                computed = dict(zip(todo, fresh, strict=True))
             with self._lock:
-                for key, vec in computed.items():
+                for key, vec in (*stored.items(), *computed.items()):
                     found[key] = vec
                     self._remember(key, vec)
+                self.misses += len(computed)
+                self.hits += len(keys) - len(computed)
                 self._write_store(computed)
             return self._rows(keys, found)
 

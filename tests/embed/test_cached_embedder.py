@@ -158,9 +158,9 @@ def test_two_steps_look_up_now_and_embed_only_the_misses_later() -> None:
     inner.steps.clear()
     rest = cached.embed_later(["seen", "new one", "seen", "new one"])
     assert inner.steps == [("first", ["new one"])]  # looked up now, the miss's first step too
-    assert (cached.hits, cached.misses) == (3, 2)  # "seen" twice from the memo, "new one" once
     rows = rest()
     assert inner.steps[-1] == ("rest", ["new one"])
+    assert (cached.hits, cached.misses) == (3, 2)  # "seen" twice from the memo, "new one" once
     assert np.array_equal(rows, HashingEmbedder(16).embed(["seen", "new one", "seen", "new one"]))
     assert len(store.data) == 2  # the new vector reached the store in the second step
     again = cached.embed_later(["new one"])
@@ -175,3 +175,20 @@ def test_two_steps_of_an_inner_embedder_without_them_defer_its_call() -> None:
     assert spy.calls == []
     assert np.array_equal(rest(), cached.embed(["a", "b"]))
     assert spy.calls == [["a", "b"]]  # the second embed was served by the memo
+
+
+def test_two_steps_take_what_the_store_holds_in_the_second() -> None:
+    """The store is read in the second step (off the caller's thread): a text it holds is
+    taken from it, and the inner pass does not run."""
+    store = DictStore()
+    CachedEmbedder(SpyEmbedder(), store=store).embed(["kept in the store"])
+    inner = TwoStepSpy()
+    cached = CachedEmbedder(inner, store=store)
+    rest = cached.embed_later(["kept in the store"])
+    assert store.data and inner.steps == [("first", ["kept in the store"])]
+    rows = rest()
+    assert inner.steps == [("first", ["kept in the store"])]  # no pass: the store had it
+    assert np.array_equal(rows, HashingEmbedder(16).embed(["kept in the store"]))
+    assert (cached.hits, cached.misses) == (1, 0)
+    store.fail = True  # a failing store costs its vectors, not the call
+    assert np.array_equal(cached.embed_later(["another"])(), HashingEmbedder(16).embed(["another"]))
