@@ -43,16 +43,32 @@ class ModelEmbedder:
         return unit_rows(out)
 
     def embed_later(self, texts: Sequence[str]) -> Callable[[], np.ndarray]:
-        """:meth:`embed` in two steps: the arguments are checked now, and a model that can also
-        do its Python work now (tokenising, look-ups) does; the returned function runs the rest
-        (the forward pass), on any thread, and returns what :meth:`embed` would.
+        """:meth:`embed` in two steps: the arguments are checked now, and so is the model's
+        Python work (tokenising, look-ups) when :meth:`_prepare` does it; the returned function
+        runs the rest (the forward pass), on any thread, and returns what :meth:`embed` would.
 
         Why: two models embedding one question on two threads take turns at Python's lock
         while each prepares its input; the one that prepares first starts its forward pass
-        (which leaves the lock free) sooner. Here everything is left for later.
+        (which leaves the lock free) sooner.
         """
         batch = _strings(texts)
-        return lambda: self.embed(batch)
+        with self._lock:
+            forward = self._prepare(batch) if batch else None
+        if forward is None:
+            return lambda: self.embed(batch)
+        ready = forward
+
+        def rest() -> np.ndarray:
+            with self._lock, limited(self.threads):
+                out = np.asarray(ready(), dtype=np.float32)
+            return unit_rows(out)
+
+        return rest
+
+    def _prepare(self, batch: list[str]) -> Callable[[], np.ndarray] | None:
+        """The forward pass over ``batch`` with its input work done now, or None to leave all
+        of it for later (the default)."""
+        return None
 
     def _fill(self, batch: list[str], out: np.ndarray) -> None:
         """Write the model's vector of ``batch[i]`` into ``out[i]`` (any length)."""

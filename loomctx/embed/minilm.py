@@ -28,7 +28,7 @@ import json
 import os
 import struct
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -36,8 +36,7 @@ from typing import Any
 import numpy as np
 
 from loomctx.embed import _onnx
-from loomctx.embed._blas import limited
-from loomctx.embed._model import ModelEmbedder, _strings, unit_rows
+from loomctx.embed._model import ModelEmbedder
 from loomctx.errors import ConfigError
 
 WEIGHTS_SHA256 = "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db"
@@ -378,24 +377,15 @@ class MiniLMEmbedder(ModelEmbedder):
         self.name = ("all-minilm-l6-v2-int8@53aa5117" if precision == "int8"
                      else "all-minilm-l6-v2@53aa5117")
 
-    def embed_later(self, texts: Sequence[str]) -> Callable[[], np.ndarray]:
-        """:meth:`embed` in two steps (see the base class). In int8, a batch of one forward
-        pass (at most 4 texts: a question) is tokenised and looked up now; the returned
-        function runs the six layers. Each text's vector is the same as :meth:`embed`'s (it
+    def _prepare(self, batch: list[str]) -> Callable[[], np.ndarray] | None:
+        """In int8, a batch of one forward pass (at most 4 texts: a question) is tokenised and
+        looked up now; the pass runs the six layers. Each text's vector is :meth:`embed`'s (it
         does not depend on the other texts of its batch)."""
-        batch = _strings(texts)
-        if self.precision != "int8" or not batch or len(batch) > _BATCH["int8"]:
-            return lambda: self.embed(batch)
+        if self.precision != "int8" or len(batch) > _BATCH["int8"]:
+            return None
         model = _load_quantized(self.threads)
-        with self._lock:
-            x, mask, bias = model.model.inputs(batch)
-
-        def rest() -> np.ndarray:
-            with self._lock, limited(self.threads):
-                out = model.forward(x, mask, bias)
-            return unit_rows(out)
-
-        return rest
+        x, mask, bias = model.model.inputs(batch)
+        return lambda: model.forward(x, mask, bias)
 
     def _fill(self, batch: list[str], out: np.ndarray) -> None:
         model = _load() if self.precision == "float32" else _load_quantized(self.threads)

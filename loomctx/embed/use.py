@@ -17,15 +17,14 @@ package's own pass.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from itertools import chain
 from typing import Any
 
 import numpy as np
 
 from loomctx.embed import _onnx
-from loomctx.embed._blas import limited
-from loomctx.embed._model import ModelEmbedder, _strings, unit_rows
+from loomctx.embed._model import ModelEmbedder
 from loomctx.errors import ConfigError
 
 _BATCH = 256
@@ -217,26 +216,12 @@ class UniversalSentenceEncoder(ModelEmbedder):
                               f"{', '.join(ENGINES)}, got {engine!r}")
         self.engine = engine
 
-    def embed_later(self, texts: Sequence[str]) -> Callable[[], np.ndarray]:
-        """:meth:`embed` in two steps (see the base class). On onnxruntime, texts that fit one
-        micro-batch (a question) are tokenised and looked up now; the returned function runs
-        the pass. The vectors are :meth:`embed`'s."""
-        batch = _strings(texts)
-        if self.engine != "onnxruntime" or not batch or len(batch) > _BATCH:
-            return lambda: self.embed(batch)
-        graph = _load_graph(self.threads)
-        with self._lock:
-            forward = graph.prepared(batch)
-        if forward is None:
-            return lambda: self.embed(batch)
-        ready = forward
-
-        def rest() -> np.ndarray:
-            with self._lock, limited(self.threads):
-                out = np.asarray(ready(), dtype=np.float32)
-            return unit_rows(out)
-
-        return rest
+    def _prepare(self, batch: list[str]) -> Callable[[], np.ndarray] | None:
+        """On onnxruntime, texts that fit one micro-batch (a question) are tokenised and looked
+        up now; the pass is :meth:`embed`'s."""
+        if self.engine != "onnxruntime" or len(batch) > _BATCH:
+            return None
+        return _load_graph(self.threads).prepared(batch)
 
     def _fill(self, batch: list[str], out: np.ndarray) -> None:
         model = _load_graph(self.threads) if self.engine == "onnxruntime" else _load(self.threads)
