@@ -17,7 +17,7 @@ deleted, so every message stays retrievable by id and by search.
 from __future__ import annotations
 
 import threading
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -33,8 +33,13 @@ from loomctx.sources.history import HistorySource
 from loomctx.stores.migrate import check_embedder
 from loomctx.stores.protocol import DEFAULT_TENANT, Hit, Level, MemoryRecord, MemoryStore, Scope
 from loomctx.text.decoration import index_text
+from loomctx.text.labels import label_terms
 from loomctx.text.lexical import BM25Index
 from loomctx.tokens.protocol import TokenCounter
+
+SPEAKER_SHARE = 0.05
+"""Share of a session's messages a label must carry to count as a speaker's
+(:meth:`TieredMemory.speakers`)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -95,6 +100,7 @@ class TieredMemory:
         self._lex_ids: list[str] = []
         self.records: dict[str, MemoryRecord] = {}
         self._by_seq: dict[int, str] = {}  # a message's position in the session → its id
+        self._labels: Counter[frozenset[str]] = Counter()  # label → messages that carry it
         self._resume()
 
     def _resume(self) -> None:
@@ -123,6 +129,9 @@ class TieredMemory:
             self.records[r.id] = r
             if r.level != "L3":  # summaries are not messages of the conversation
                 self._by_seq[r.seq] = r.id
+                label = label_terms(r.content)
+                if label:
+                    self._labels[label] += 1
 
     def _set_level(self, ids: Sequence[str], level: Level,
                    importance: Mapping[str, float] | None = None) -> None:
@@ -151,6 +160,13 @@ class TieredMemory:
             if other is not None and other.role != r.role:
                 out.append(other)
         return out
+
+    def speakers(self, min_share: float = SPEAKER_SHARE) -> frozenset[str]:
+        """The content terms of this session's speakers: labels (:func:`label_terms`) that at
+        least ``min_share`` of its messages, and at least 3, carry. A title labels one passage
+        or a few, a speaker many of a conversation's lines."""
+        need = max(3.0, min_share * len(self._by_seq))
+        return frozenset(t for label, n in self._labels.items() if n >= need for t in label)
 
     def _window(self, items: Sequence[ContextItem]) -> None:
         """Append items to the L1 window bookkeeping, one entry per unit."""

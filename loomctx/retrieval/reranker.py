@@ -12,14 +12,13 @@ passage) gets a small bonus (``named``). Duplicates (same fingerprint) keep the 
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import lru_cache
 
 from loomctx.errors import ConfigError
 from loomctx.items import fingerprint
 from loomctx.text.decoration import index_text
+from loomctx.text.labels import label_terms
 from loomctx.text.lexical import tokenize
 
 
@@ -115,32 +114,6 @@ def diversity_origin(origin: str) -> str:
     (on HotpotQA dev, ``diversity=0`` gained 0.015 at 512 and 1,024 tokens).
     """
     return "memory" if origin.startswith("memory:") else origin
-
-
-_LABEL = re.compile(r"([^:\n]{1,60}):\s")
-_ASIDE = re.compile(r"\([^)]*\)")
-
-
-def label_terms(text: str) -> frozenset[str]:
-    """The content terms of a text's label: what comes before a leading colon, asides left out.
-
-    A transcript line names its speaker ("Caroline: I went to a support group"), a passage its
-    title ("Kiss and Tell (1945 film): Kiss and Tell is a ..."); an ``[id] (time)`` decoration
-    before it is skipped. Empty when the text has no such label (a colon not followed by a
-    space, as in a URL, is not one).
-    """
-    return _label_terms(text[:_LABEL_SCAN])
-
-
-_LABEL_SCAN = 256  # decoration and a label of at most 60 characters fit; the cache keeps no more
-
-
-@lru_cache(maxsize=1 << 14)
-def _label_terms(text: str) -> frozenset[str]:
-    match = _LABEL.match(index_text(text))
-    if match is None:
-        return frozenset()
-    return frozenset(tokenize(_ASIDE.sub(" ", match.group(1)), drop_stopwords=True))
 
 
 def specificity(q_terms: set[str], docs: Sequence[set[str]]) -> float:

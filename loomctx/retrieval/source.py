@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import math
 import re
 from collections.abc import Sequence
 from typing import Any
@@ -28,6 +29,7 @@ from loomctx.sources.knowledge import KnowledgeSource
 from loomctx.sources.protocol import SourceRequest
 from loomctx.stores.protocol import Hit, MemoryRecord, Scope
 from loomctx.text.decoration import index_text
+from loomctx.text.labels import without_terms
 from loomctx.text.lexical import tokenize
 
 MAX_RECALL = 256
@@ -85,12 +87,16 @@ class UnifiedRetrievalSource:
         name: str = "L4_semantic", recall_limit: int = 20, rewriter: QueryRewriter | None = None,
         reranker: UnifiedReranker | None = None, scope: str = "session",
         time_cues: bool = True, adjacent: int = 16, bridge_terms: int = 8,
+        context: float = 0.2, unnamed_query: bool = True,
     ) -> None:
         if recall_limit < 1:
             raise ConfigError(f"recall_limit must be >= 1, got {recall_limit!r}")
         for option, value in (("adjacent", adjacent), ("bridge_terms", bridge_terms)):
             if not isinstance(value, int) or isinstance(value, bool) or value < 0:
                 raise ConfigError(f"{option} must be an int >= 0, got {value!r}")
+        if not (isinstance(context, int | float) and not isinstance(context, bool)
+                and math.isfinite(context) and context >= 0):
+            raise ConfigError(f"context must be a finite number >= 0, got {context!r}")
         if scope not in ("session", "global"):
             raise ConfigError(f"scope must be 'session' or 'global', got {scope!r}")
         self.name = name
@@ -110,6 +116,18 @@ class UnifiedRetrievalSource:
         """How many names from the best match that the question does not name go into one
         more lexical search (the bridge of a two-hop question); 0 turns it off. Session scope
         only."""
+        self.context = float(context)
+        """Weight of a memory's exchange (the messages right before and after it that another
+        role wrote: what it replied to and the reply, :meth:`TieredMemory.adjacent`) in its
+        similarity to the question: the vector signal is ``(own + context · their mean) /
+        (1 + context)``, so a short reply ("Tomorrow's gonna be an awesome night") is scored
+        with what it answers. Documents added by one role have no exchange and keep their own
+        similarity. 0 turns this off. Session scope only."""
+        self.unnamed_query = unnamed_query
+        """Embed the question without the names of the session's speakers
+        (:meth:`TieredMemory.speakers`): "What are Melanie's hobbies?" is matched by meaning
+        as "What are hobbies?", since every line of Melanie's carries her name as its label and
+        the reranker's ``named`` bonus already prefers them. The lexical lists keep the name."""
         self.failures: dict[str, str] = {}
         """Knowledge base name → the error of its last failed recall (empty when all worked)."""
 
@@ -129,7 +147,8 @@ class UnifiedRetrievalSource:
         # on one worker thread (one hand-off, not two) while the lexical lists and the knowledge
         # bases are searched. Done on the worker, that Python work took turns at the lock with
         # the lexical lists (benchmarks/README.md, eleventh round).
-        embedded = self.memory.query_vector_later(query)
+        embedded = self.memory.query_vector_later(
+            without_terms(query, self.memory.speakers()) if self.unnamed_query else query)
 
         def dense_search() -> tuple[np.ndarray, list[Hit]]:
             vector = embedded()
@@ -191,6 +210,8 @@ class UnifiedRetrievalSource:
             vecs = self.memory.embedder.embed([index_text(c.content) for c in missing])
             for c, v in zip(missing, vecs, strict=True):
                 c.vector = float(v @ qvec)
+        if self.context and self.scope == "session":
+            self._in_context(list(cands.values()), qvec)
         counter = request.counter
         for c in cands.values():
             c.tokens = counter.count(c.content)
@@ -270,6 +291,24 @@ class UnifiedRetrievalSource:
             return []
         return self.memory.search_lexical(f"{query} {' '.join(names[:self.bridge_terms])}",
                                           limit)
+
+    def _in_context(self, cands: list[Candidate], qvec: np.ndarray) -> None:
+        """Blend each memory's similarity with its exchange's (``context``).
+
+        The neighbours' vectors come from the embedder's cache (their messages were embedded
+        when they were added)."""
+        near = {c.id: self.memory.adjacent(c.id) for c in cands
+                if isinstance(c.payload, MemoryRecord) and c.id == c.payload.id}
+        texts = list(dict.fromkeys(index_text(r.content) for rs in near.values() for r in rs))
+        if not texts:
+            return
+        sims = dict(zip(texts, (self.memory.embedder.embed(texts) @ qvec).tolist(), strict=True))
+        w = self.context
+        for c in cands:
+            rs = near.get(c.id)
+            if rs:
+                around = sum(sims[index_text(r.content)] for r in rs) / len(rs)
+                c.vector = (c.vector + w * around) / (1.0 + w)
 
     def _add_hits(self, cands: dict[str, Candidate], kind: str, hits: list[Hit]) -> None:
         own = (self.memory.scope.agent, self.memory.session)

@@ -423,3 +423,74 @@ def test_names_the_question_has_or_that_start_a_sentence_are_no_bridge(
                       total=32)
     assert with_bridge[0].id == "p20"
     assert [(it.id, it.scores) for it in with_bridge] == [(it.id, it.scores) for it in without]
+
+
+def _chat(memory: TieredMemory, lines: Sequence[str]) -> None:
+    """Lines said in turn by Caroline (user) and Melanie (assistant), labelled with their names."""
+    memory.add([{"id": f"c{i}", "role": "user" if i % 2 == 0 else "assistant",
+                 "content": f"{'Caroline' if i % 2 == 0 else 'Melanie'}: {text}",
+                 "timestamp": T0 + i} for i, text in enumerate(lines)],
+               now=T0 + len(lines))
+
+
+def test_speakers_are_labels_that_many_messages_carry(
+        make_memory: Callable[..., TieredMemory], store: InMemoryStore,
+        embedder: HashingEmbedder, counter: TokenCounter) -> None:
+    memory = make_memory(l1_max_tokens=20)
+    _chat(memory, [f"line {i} of our chat" for i in range(40)])
+    memory.add([{"id": "p", "role": "user", "content": "Big Stone Gap (film): a 2014 comedy.",
+                 "timestamp": T0 + 50}], now=T0 + 51)
+    assert memory.speakers() == {"caroline", "melanie"}  # a title labels one passage
+    assert memory.speakers(min_share=0.6) == frozenset()  # each speaker has half the lines
+    # A restarted session counts the same labels from the store.
+    again = TieredMemory(store, embedder, counter, session="s1", agent="agent")
+    assert again.speakers() == {"caroline", "melanie"}
+    # Fewer than 3 messages with a label are no speaker's, whatever their share.
+    few = make_memory(session="s2")
+    _chat(few, ["hello", "hi"])
+    assert few.speakers() == frozenset()
+
+
+def test_the_question_is_embedded_without_the_speakers_names(
+        make_memory: Callable[..., TieredMemory], embedder: HashingEmbedder,
+        collect: Collect, monkeypatch: pytest.MonkeyPatch) -> None:
+    memory = make_memory()
+    _chat(memory, [f"line {i} of our chat" for i in range(10)])
+    seen: list[str] = []
+    real = embedder.embed
+
+    def spy(texts: Sequence[str]) -> object:
+        seen.extend(texts)
+        return real(texts)
+
+    monkeypatch.setattr(embedder, "embed", spy)
+    question = "What are Melanie's hobbies?"
+    items = collect(UnifiedRetrievalSource(memory), question, total=2000)
+    assert items and "What are hobbies?" in seen and question not in seen
+    seen.clear()
+    collect(UnifiedRetrievalSource(memory, unnamed_query=False), question, total=2000)
+    assert question in seen and "What are hobbies?" not in seen
+
+
+def test_a_reply_is_scored_with_the_context_it_was_said_in(
+        make_memory: Callable[..., TieredMemory], collect: Collect) -> None:
+    memory = make_memory(l1_max_tokens=10**6)
+    # The reply (m31) shares no word with the question; the line before it shares them all.
+    _exchange(memory, asked="I took up pottery this spring, on Tuesday nights.",
+              reply="Wow, that sounds wonderful.")
+    question = "Which hobby did they take up this spring?"
+
+    def vector(context: float) -> float:
+        src = UnifiedRetrievalSource(memory, context=context, adjacent=0, recall_limit=64)
+        by_id = {it.id: it for it in collect(src, question, total=2000)}
+        return by_id["m31"].scores["vector"] / by_id["m30"].scores["vector"]
+
+    # Scored alone the reply is nearly unrelated; in its context it takes a share of the match.
+    alone, in_context = vector(0.0), vector(0.6)
+    assert in_context > alone + 0.1
+
+
+def test_context_weight_is_validated(make_memory: Callable[..., TieredMemory]) -> None:
+    for bad in (-0.1, float("nan"), float("inf"), True, "0.6"):
+        with pytest.raises(ConfigError, match="context must be a finite number >= 0"):
+            UnifiedRetrievalSource(make_memory(), context=bad)  # type: ignore[arg-type]
