@@ -295,19 +295,20 @@ class UnifiedRetrievalSource:
     def _in_context(self, cands: list[Candidate], qvec: np.ndarray) -> None:
         """Blend each memory's similarity with its exchange's (``context``).
 
-        The neighbours' vectors come from the embedder's cache (their messages were embedded
-        when they were added)."""
+        A neighbour that is itself a candidate has its similarity already; the others' vectors
+        come from the embedder's cache (their messages were embedded when they were added)."""
         near = {c.id: self.memory.adjacent(c.id) for c in cands
                 if isinstance(c.payload, MemoryRecord) and c.id == c.payload.id}
-        texts = list(dict.fromkeys(index_text(r.content) for rs in near.values() for r in rs))
-        if not texts:
-            return
-        sims = dict(zip(texts, (self.memory.embedder.embed(texts) @ qvec).tolist(), strict=True))
+        sims = {c.id: c.vector for c in cands if c.id in near}  # before any is blended
+        rest = list({r.id: r for rs in near.values() for r in rs if r.id not in sims}.values())
+        if rest:
+            vecs = self.memory.embedder.embed([index_text(r.content) for r in rest])
+            sims.update(zip((r.id for r in rest), (vecs @ qvec).tolist(), strict=True))
         w = self.context
         for c in cands:
             rs = near.get(c.id)
             if rs:
-                around = sum(sims[index_text(r.content)] for r in rs) / len(rs)
+                around = sum(sims[r.id] for r in rs) / len(rs)
                 c.vector = (c.vector + w * around) / (1.0 + w)
 
     def _add_hits(self, cands: dict[str, Candidate], kind: str, hits: list[Hit]) -> None:
