@@ -101,6 +101,7 @@ class TieredMemory:
         self.records: dict[str, MemoryRecord] = {}
         self._by_seq: dict[int, str] = {}  # a message's position in the session → its id
         self._labels: Counter[frozenset[str]] = Counter()  # label → messages that carry it
+        self._speakers: tuple[int, float, frozenset[str]] = (-1, 0.0, frozenset())
         self._resume()
 
     def _resume(self) -> None:
@@ -165,8 +166,12 @@ class TieredMemory:
         """The content terms of this session's speakers: labels (:func:`label_terms`) that at
         least ``min_share`` of its messages, and at least 3, carry. A title labels one passage
         or a few, a speaker many of a conversation's lines."""
-        need = max(3.0, min_share * len(self._by_seq))
-        return frozenset(t for label, n in self._labels.items() if n >= need for t in label)
+        count, share, terms = self._speakers  # asked at every build: counted once per change
+        if count != len(self._by_seq) or share != min_share:
+            need = max(3.0, min_share * len(self._by_seq))
+            terms = frozenset(t for label, n in self._labels.items() if n >= need for t in label)
+            self._speakers = (len(self._by_seq), min_share, terms)
+        return terms
 
     def _window(self, items: Sequence[ContextItem]) -> None:
         """Append items to the L1 window bookkeeping, one entry per unit."""

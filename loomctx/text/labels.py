@@ -37,15 +37,19 @@ def _label_terms(text: str) -> frozenset[str]:
 
 
 def without_terms(text: str, terms: frozenset[str] | set[str]) -> str:
-    """``text`` without the words that carry any of ``terms`` ("Caroline's" for ``caroline``).
+    """``text`` without the capitalised words that carry any of ``terms`` ("Caroline's" for
+    ``caroline``).
 
-    Words are split on white space and kept in order; the text is returned unchanged when no
-    word goes, or when every word would.
+    Only a word written with a capital first letter goes: a name is written so in running text,
+    while the same letters in lower case are a common word ("error" in a question, where
+    ``Error:`` labels many tool messages). Words are split on white space and kept in order;
+    the text is returned unchanged when no word goes, or when every word would.
     """
     if not terms:
         return text
     words = text.split()
-    kept = [w for w in words if terms.isdisjoint(tokenize(w, drop_stopwords=True))]
+    kept = [w for w in words
+            if not w[:1].isupper() or terms.isdisjoint(tokenize(w, drop_stopwords=True))]
     return " ".join(kept) if kept and len(kept) < len(words) else text
 
 

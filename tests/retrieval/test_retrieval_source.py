@@ -449,6 +449,10 @@ def test_speakers_are_labels_that_many_messages_carry(
     few = make_memory(session="s2")
     _chat(few, ["hello", "hi"])
     assert few.speakers() == frozenset()
+    # Counted again once the session grows.
+    few.add([{"id": f"x{i}", "role": "user", "content": f"Nate: more news {i}",
+              "timestamp": T0 + 10 + i} for i in range(3)], now=T0 + 20)
+    assert few.speakers() == {"nate"}
 
 
 def test_the_question_is_embedded_without_the_speakers_names(

@@ -20,6 +20,8 @@ def test_label_terms_is_the_function_the_reranker_uses() -> None:
     ("Melanie?", {"melanie"}, "Melanie?"),  # every word would go: unchanged
     ("Where did Mel go?", set(), "Where did Mel go?"),
     ("Caroline  and\tthe  lake", {"caroline"}, "and the lake"),  # words by white space
+    ("Which error did the build give?", {"error"}, "Which error did the build give?"),
+    ("What did Error say?", {"error"}, "What did say?"),  # capitalised: a name
 ])
 def test_without_terms(text: str, terms: set[str], expected: str) -> None:
     assert without_terms(text, frozenset(terms)) == expected
