@@ -7,7 +7,6 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -21,12 +20,8 @@ BENCH = ROOT / "benchmarks"
 
 
 @pytest.fixture(scope="module")
-def replays() -> Iterator[ModuleType]:
-    sys.path.insert(0, str(BENCH))
-    try:
-        yield importlib.import_module("_replays")
-    finally:
-        sys.path.remove(str(BENCH))
+def replays(bench_path: Path) -> ModuleType:
+    return importlib.import_module("_replays")
 
 
 def _locomo_file(path: Path) -> Path:

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import importlib
-import sys
-from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
 
@@ -14,12 +12,8 @@ BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
 
 
 @pytest.fixture(scope="module")
-def run_all() -> Iterator[ModuleType]:
-    sys.path.insert(0, str(BENCH))
-    try:
-        yield importlib.import_module("run_all")
-    finally:
-        sys.path.remove(str(BENCH))
+def run_all(bench_path: Path) -> ModuleType:
+    return importlib.import_module("run_all")
 
 
 def test_scripts_that_require_data_are_told_apart(run_all: ModuleType) -> None:
