@@ -32,8 +32,9 @@ from loomctx.compress.summarize import ExtractiveSummarizer, Summarizer
 from loomctx.compress.truncate import truncate_item
 from loomctx.errors import BudgetError, ConfigError
 from loomctx.events import BuildCompleted, EventSink, NullSink
-from loomctx.items import ContextItem
+from loomctx.items import ContextItem, fingerprint
 from loomctx.options import BuildOptions
+from loomctx.render.chat import EVIDENCE_HEADER
 from loomctx.render.layout import layout
 from loomctx.render.protocol import Rendered, Renderer
 from loomctx.render.registry import formats, renderer_for
@@ -43,7 +44,7 @@ from loomctx.select.packer import Unit, fill, pack
 from loomctx.select.rank import per_build, rank_units, tail_units
 from loomctx.select.scoring import score
 from loomctx.select.tail import about_the_past, tail_share_scale
-from loomctx.select.window import STABLE_KINDS, TurnWindow, take_input, without_pending
+from loomctx.select.window import NOTE, STABLE_KINDS, TurnWindow, take_input, without_pending
 from loomctx.sources.gather import gather, is_history
 from loomctx.sources.protocol import ContextSource, SourceRequest
 from loomctx.tokens.registry import counter_for_model
@@ -183,6 +184,8 @@ class ContextBuilder:
 
         t = time.perf_counter()
         await self._gather(st, ctx, phase)
+        if st.turn and query:  # the question was the history's last user message: a turn
+            st.allocation = self.budget.allocate(max_tokens, phase=phase)
         st.timings["gather"] = (time.perf_counter() - t) * 1000
 
         t = time.perf_counter()
@@ -206,6 +209,8 @@ class ContextBuilder:
         rendered, st.included = render_within(
             self.renderer, lambda its: layout(its, self.options.output_instructions),
             st.included, alloc.total, st.reasons)
+        if st.turn:
+            self._remember(st)
         reused = reused_prefix(self.renderer, self._last_payload, rendered.payload,
                                rendered.tokens)
         parts = reused_parts(self._last_payload, rendered.payload)
@@ -226,6 +231,24 @@ class ContextBuilder:
         return run_sync(self.build(query, **kwargs), name="build")
 
     # -- stages --------------------------------------------------------------------------
+    def _remember(self, st: BuildState) -> None:
+        """Keep this turn's evidence, as rendered, in place for the next turns: a recall note
+        after the newest history message shown, so the next request repeats it byte for byte
+        (:mod:`loomctx.select.window`)."""
+        lay = layout(st.included, self.options.output_instructions)
+        evidence = [it for it in lay.evidence if it.kind != "custom"]
+        if not evidence or not lay.history or not st.window_start:
+            return
+        source = next(iter(st.window_start))
+        after = lay.history[-1]
+        text = EVIDENCE_HEADER + "\n\n" + "\n\n".join(it.content for it in evidence)
+        note = ContextItem(
+            id=f"recall:{after.id}:{fingerprint(text)[:8]}", source=source, content=text,
+            kind="message", role="system", message={"role": "system", "content": text},
+            seq=after.seq, timestamp=after.timestamp,
+            metadata={NOTE: tuple(it.id for it in evidence)})
+        self.window.remember(source, after.id, note)
+
     def _top_up(self, st: BuildState, ordered: Mapping[str, list[Unit]]) -> None:
         """Spend the framing of sections that stayed empty on the best units still out.
 
@@ -276,7 +299,10 @@ class ContextBuilder:
         st.gathered.update(await gather(
             history, {s.name: self._request(st, s, ctx, phase) for s in history}, timeout))
         if history:
-            ctx = {**ctx, "history": st.gathered[history[0].name].items or []}
+            items = st.gathered[history[0].name].items or []
+            ctx = {**ctx, "history": items}
+            if not st.turn and _asked_last(items, st.question):
+                st.turn = True  # build(question) after adding it: show it once, as a turn
             if st.turn:
                 take_input(st, history[0].name)
         st.gathered.update(await gather(
@@ -301,8 +327,7 @@ class ContextBuilder:
     def _select(self, st: BuildState) -> tuple[dict[str, list[Unit]], list[ContextItem]]:
         """Rank every source into units; in a turn, fix the history window first."""
         opts = self.options.select
-        if (not st.turn and opts.past_recency_weight is not None
-                and about_the_past(st.question)):
+        if opts.past_recency_weight is not None and about_the_past(st.question):
             opts = replace(opts, recency_weight=opts.past_recency_weight)
         ordered: dict[str, list[Unit]] = {}
         window: list[ContextItem] = []
@@ -333,18 +358,29 @@ class ContextBuilder:
             items = without_pending(st, st.candidates.get(src.name, []))
             if st.turn:
                 placed = self.window.place(st, src.name, items, stable, self._cost)
+                if placed is not None and not window:
+                    st.recall_need = self.window.need(st, _shown(placed))
+                    reserve = self.window.reserve(st, st.recall_need)
+                    if reserve > self.options.volatile_share * st.available:
+                        st.recall_reserve = reserve
+                        placed = self.window.place(st, src.name, items, stable, self._cost,
+                                                   reserve) or placed
                 if placed is not None:
                     window.extend(placed)
                     continue
             ordered[src.name], st.unmeasured[src.name] = tail_units(
                 items, st.available, st.question, st.now, opts, self._cost)
         score([it for its in to_rank.values() for it in its], st.question, st.now, opts)
-        shown = {it.id for it in window}
+        shown = _shown(window)
+        for it in window:
+            for member in it.metadata.get(NOTE, ()):
+                st.noted[member] = it
         for name, kept_items in to_rank.items():
             if shown:
                 for it in kept_items:
                     if it.id in shown:
-                        st.reasons[f"{name}\0{it.id}"] = "duplicate"
+                        st.reasons[f"{name}\0{it.id}"] = ("recalled" if it.id in st.noted
+                                                           else "duplicate")
                 kept_items = [it for it in kept_items if it.id not in shown]
             ordered[name] = rank_units(kept_items, st.question, opts, self._cost, st.reasons)
         measured = (i for units in ordered.values() for u in units
@@ -362,7 +398,9 @@ class ContextBuilder:
             await self.window.summary(st, self.summarizer)
             if st.summary is not None:
                 spent += st.summary.tokens or 0
-        pool, pool_limit = (self.window.pool(st, st.candidates, ordered, self._declared)
+        left = st.available - spent - sum(u.cost for q in ordered.values() for u in q
+                                          if u.pinned)
+        pool, pool_limit = (self.window.pool(st, st.candidates, ordered, self._declared, left)
                             if st.turn else (frozenset(), None))
         result = pack(
             ordered, allocation=st.allocation, available=max(0, st.available - spent),
@@ -393,6 +431,22 @@ class ContextBuilder:
         for it in result.included:
             if it.metadata.get("repair") and st.reasons.get(it.id) != "truncated":
                 st.reasons[it.id] = "interrupted_call"
+
+
+def _asked_last(items: Sequence[ContextItem], question: str) -> bool:
+    """Whether ``question`` is the history's last message, from the user (the habit of
+    adding the question and then building for it)."""
+    last = items[-1] if items else None
+    return (last is not None and last.role == "user" and last.kind == "message"
+            and bool(question.strip()) and last.content.strip() == question.strip())
+
+
+def _shown(window: Sequence[ContextItem]) -> set[str]:
+    """Ids a turn's window shows: its messages and the evidence in its recall notes."""
+    shown = {it.id for it in window}
+    for it in window:
+        shown.update(it.metadata.get(NOTE, ()))
+    return shown
 
 
 __all__ = ["FORMATS", "BuildOptions", "BuildResult", "ContextBuilder"]

@@ -50,6 +50,15 @@ class BuildState:
     originals: dict[str, ContextItem] = field(default_factory=dict)
     """Full originals of items that were cut, by id."""
     summary: ContextItem | None = None
+    recall_need: float = 0.0
+    """Turn builds: the share of retrieval's best candidates the history window does not show."""
+    window_room: int = 0
+    """Turn builds: the room of the history window (what it shows is at most this)."""
+    recall_reserve: int = 0
+    """Turn builds: tokens the window gave up for this turn's evidence."""
+    noted: dict[str, ContextItem] = field(default_factory=dict)
+    """Turn builds: evidence id → the recall note of an earlier turn that shows it."""
+    noted_sources: set[str] = field(default_factory=set)
     timings: dict[str, float] = field(default_factory=dict)
 
 

@@ -40,6 +40,10 @@ class BuildOptions:
     volatile_share: float = 0.05
     """Turn builds: most of the budget that per-turn content (retrieved evidence, state) may
     take; it changes every turn, so it is never cached."""
+    recall_share: float = 0.0
+    """Turn builds: most of the budget a turn's new evidence may take from the history window
+    when none of what retrieval found best is in view (scaled down by the share that is); the
+    evidence then stays in place as a recall note, cached from the next request on."""
     summary_share: float = 0.08
     """Turn builds: most of the budget the summary of compacted history may take."""
     tail_full_at: int = 8192
@@ -62,7 +66,7 @@ class BuildOptions:
                 or self.tail_full_at < 0:
             raise ConfigError(f"tail_full_at must be an int >= 0 (tokens; 0: off), got "
                               f"{self.tail_full_at!r}")
-        for name in ("low_water", "volatile_share", "summary_share"):
+        for name in ("low_water", "volatile_share", "summary_share", "recall_share"):
             v = getattr(self, name)
             if not 0.0 <= v < 1.0:
                 raise ConfigError(f"{name} must be in [0, 1), got {v!r}")

@@ -33,6 +33,8 @@ REASONS = {
     "low_relevance": "relevance below min_relevance",
     "overflow": "removed after rendering to stay within the budget",
     "window": "in the append-only history window of a turn build",
+    "recalled": "in the context inside a recall note: evidence an earlier turn recalled, kept "
+                "in place in the history window",
     "compacted": "older than the history window's compaction point; summarized and stored",
     "interrupted_call": "synthetic result for a tool call interrupted before it returned",
     "pending_tool_calls": "the agent is still waiting for these tool calls' results",
@@ -182,6 +184,7 @@ def build_report(st: BuildState, sources: Sequence[ContextSource], rendered: Ren
     reasons = dict(st.reasons)
     failed = reasons.get("summary:history", "")
     ids_in = {it.id for it in st.included}
+    noted = {member: note for member, note in st.noted.items() if note.id in ids_in}
     start = dict(st.window_start)
     unmeasured = dict(st.unmeasured)
 
@@ -195,6 +198,13 @@ def build_report(st: BuildState, sources: Sequence[ContextSource], rendered: Ren
                 live = kept.get((name, it.id))
                 view = live or views.get((name, it.id))
                 reason = reasons.get(f"{name}\0{it.id}") or reasons.get(it.id, "budget")
+                note = noted.get(it.id) if live is None and reason == "recalled" else None
+                if note is not None:  # shown inside an earlier turn's recall note
+                    out.append((it.id, name, it.kind, int(it.tier), True, reason,
+                                view.tokens if view is not None else None,
+                                view.scores.get("composite") if view is not None else None,
+                                position.get(id(kept.get((note.source, note.id)))), summ))
+                    continue
                 if live is None and k < first and reason != "pending_tool_calls":
                     reason = "compacted"
                 elif live is None and k < skip:

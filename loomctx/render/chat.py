@@ -115,6 +115,8 @@ def _to_blocks(item: ContextItem) -> tuple[str, list[dict[str, Any]]]:
     """An OpenAI-style history message as an Anthropic (role, content blocks) pair."""
     msg = item.message or {"role": item.role, "content": item.content}
     role = msg.get("role")
+    if "recall_note" in item.metadata:  # shown as the turn's evidence block was: plain text
+        return "user", [{"type": "text", "text": item.content or EMPTY}]
     text = item.content if role != "assistant" else _plain(msg.get("content"))
     if role == "tool":
         return "user", [{"type": "tool_result", "tool_use_id": msg.get("tool_call_id", ""),

@@ -2,9 +2,12 @@
 
 A turn's input is the history's last user message (shown once, with its parts). The history is
 shown from a compaction point onwards (:mod:`loomctx.compress.history`), so consecutive turns
-only append; per-turn content (evidence, state) shares one small pool at the end, so that the
-prefix a provider caches is most of the request. :class:`TurnWindow` keeps what must be the same
-from turn to turn (compaction points, clipped messages, summaries) for one builder.
+only append. Evidence recalled for a turn is not volatile: it is shown just before the turn's
+input and then stays there, byte-identical, as a *recall note* in the history window until the
+window compacts past it, so the provider caches it from the next request on and a later turn
+recalls only what is new. The room for a turn's new evidence is sized by what retrieval found
+(:meth:`TurnWindow.pool`). :class:`TurnWindow` keeps what must be the same from turn to turn
+(compaction points, clipped messages, summaries, recall notes) for one builder.
 """
 
 from __future__ import annotations
@@ -22,6 +25,14 @@ from loomctx.select.rank import per_build, window_units
 from loomctx.tokens.protocol import TokenCounter
 
 STABLE_KINDS = frozenset({"system", "tool", "skill", "input"})
+NOTE = "recall_note"
+"""Metadata key marking a recall note (its value: the ids of the evidence it shows)."""
+NEEDED = 0.75
+"""Turn builds: the share of retrieval's best candidates out of view from which a question's
+evidence may take the room the window leaves (below it, the volatile share; chosen on the
+LoCoMo development conversation 1 and the cache replays, benchmarks/README.md)."""
+MAX_NOTES = 4096
+"""Recall notes kept per history source (the oldest go first; compaction drops them sooner)."""
 """Kinds that are the same from turn to turn (the cached prefix) or pinned."""
 INPUT_SOURCE = "user_input"
 
@@ -38,6 +49,8 @@ class WindowSettings(Protocol):
     def volatile_share(self) -> float: ...
     @property
     def summary_share(self) -> float: ...
+    @property
+    def recall_share(self) -> float: ...
     @property
     def min_fragment(self) -> int: ...
     @property
@@ -71,6 +84,13 @@ def without_pending(st: BuildState, items: list[ContextItem]) -> list[ContextIte
     return items if k == len(items) else items[:k]
 
 
+def pool_sources(candidates: Mapping[str, Sequence[ContextItem]]) -> frozenset[str]:
+    """Sources whose content changes every turn (evidence, state)."""
+    return frozenset(name for name, items in candidates.items()
+                     if any(it.kind not in STABLE_KINDS and it.kind != "message"
+                            for it in items))
+
+
 class TurnWindow:
     """The history window of one builder's turn builds (state kept across builds)."""
 
@@ -82,6 +102,8 @@ class TurnWindow:
         self.render_cost = render_cost
         self.compactor = Compactor()
         self._clips: dict[tuple[int, int], tuple[object, ContextItem | None]] = {}
+        self._notes: dict[str, dict[str, list[ContextItem]]] = {}
+        """History source → id of the message a note follows → the notes after it."""
 
     def room(self, st: BuildState, stable: int) -> tuple[int, int, int]:
         """Room for the window, the compaction gap, and the size one message is clipped to.
@@ -99,16 +121,50 @@ class TurnWindow:
         return max(0, nominal - inputs), gap, clip
 
     def place(self, st: BuildState, source: str, items: Sequence[ContextItem], stable: int,
-              cost: Cost) -> list[ContextItem] | None:
+              cost: Cost, reserve: int = 0) -> list[ContextItem] | None:
         """The window's items (measured per-build copies), or None when not even the newest
-        unit fits (the build then falls back to the tail packing of a question build)."""
+        unit fits (the build then falls back to the tail packing of a question build).
+
+        ``reserve`` is room this turn's evidence needs beyond the volatile share: the window
+        gives it up by starting at a later compaction point (the points and the gap do not
+        move, so later turns append from there)."""
         room, gap, clip = self.room(st, stable)
-        items = self._clipped(st, items, clip)
+        room = max(0, room - max(0, reserve - int(self.options.volatile_share * st.available)))
+        st.window_room = room
+        items = self._clipped(st, self._with_notes(st, source, list(items)), clip)
         start = self.compactor.window_start(source, items, room, gap, self.measure)
         if start >= len(items) and items:
             return None
         st.window_start[source] = start
         return [it for u in window_units(items[start:], cost) for it in u.items]
+
+    def _with_notes(self, st: BuildState, source: str, items: list[ContextItem],
+                    ) -> list[ContextItem]:
+        """The history with each recall note right after the message it followed when it was
+        made. A note is made at the end of the history, so the list still only grows at its end
+        and the compaction points stay where they were. The notes join the candidates (the
+        report shows them) and their evidence counts as shown."""
+        notes = self._notes.get(source)
+        if not notes:
+            return items
+        out: list[ContextItem] = []
+        for it in items:
+            out.append(it)
+            after = notes.get(it.id)
+            if after:
+                out.extend(after)
+        if len(out) > len(items) and source not in st.noted_sources:
+            # the report's rows and the window's indices must agree (pending calls stay last)
+            st.candidates[source] = [*out, *st.candidates[source][len(items):]]
+            st.noted_sources.add(source)
+        return out
+
+    def remember(self, source: str, after: str, note: ContextItem) -> None:
+        """Keep ``note`` (this turn's evidence as rendered) after the message ``after``."""
+        notes = self._notes.setdefault(source, {})
+        notes.setdefault(after, []).append(note)
+        if sum(len(v) for v in notes.values()) > MAX_NOTES:
+            notes.pop(next(iter(notes)))
 
     def _clipped(self, st: BuildState, items: Sequence[ContextItem], clip: int,
                  ) -> list[ContextItem]:
@@ -116,7 +172,7 @@ class TurnWindow:
         cut is cached), with the original kept in ``originals``."""
         out = []
         for it in items:
-            if it.message is None or self.measure(it) <= clip:
+            if it.message is None or NOTE in it.metadata or self.measure(it) <= clip:
                 out.append(it)
                 continue
             key = (id(it.message), clip)
@@ -133,18 +189,35 @@ class TurnWindow:
                 st.originals[it.id] = it
         return out
 
+    def need(self, st: BuildState, shown: set[str], top: int = 8) -> float:
+        """How much this turn needs evidence from outside the window: the share of each
+        evidence source's best ``top`` candidates that the window does not show (0: what
+        retrieval found is all in view; 1: none of it is)."""
+        hits = [it.id not in shown for name in pool_sources(st.candidates)
+                for it in st.candidates[name][:top]]
+        return sum(hits) / len(hits) if hits else 0.0
+
+    def reserve(self, st: BuildState, need: float) -> int:
+        """Tokens a turn's new evidence may claim from the window (``recall_share`` of the
+        budget scaled by ``need``)."""
+        return int(need * self.options.recall_share * st.available)
+
     def pool(self, st: BuildState, candidates: Mapping[str, Sequence[ContextItem]],
              ordered: Mapping[str, list[Unit]], declared: Mapping[str, float] | None = None,
+             left: int = 0,
              ) -> tuple[frozenset[str], int]:
         """Sources whose content changes every turn (evidence, state) and the tokens they may
-        take together: ``volatile_share`` of the budget, or the shares such sources declare
-        themselves when those are larger (an explicit choice of the caller), stretched to hold
-        the single best unit when it is at most three times that."""
-        pool = frozenset(name for name, items in candidates.items()
-                         if any(it.kind not in STABLE_KINDS and it.kind != "message"
-                                for it in items))
+        take together: ``volatile_share`` of the budget, what the turn's need reserved, the
+        room the window leaves (``left``) scaled by that need, or the shares such sources
+        declare themselves when those are larger (an explicit choice of the caller),
+        stretched to hold the single best unit when it is at most three times that."""
+        pool = pool_sources(candidates)
         own = sum(v for k, v in (declared or {}).items() if k in pool)
         cap = int(max(self.options.volatile_share, min(own, 1.0)) * st.available)
+        if st.recall_need >= NEEDED and ("?" in st.question or "\uff1f" in st.question):
+            # A question whose best matches are mostly out of view: its evidence may take all
+            # the room the window leaves (recall first: the next request may then compact).
+            cap = max(cap, st.recall_reserve, int(st.recall_need * max(0, left)))
         heads = [q[0] for name, q in ordered.items() if name in pool and q]
         if heads:
             best = max(heads, key=lambda u: u.score)
@@ -157,7 +230,8 @@ class TurnWindow:
         for name, start in st.window_start.items():
             if start <= 0:
                 continue
-            items = [it for it in st.candidates[name][:start] if not it.metadata.get("repair")]
+            items = [it for it in st.candidates[name][:start]
+                     if not it.metadata.get("repair") and NOTE not in it.metadata]
             try:
                 summary = await self.compactor.summary(
                     name, items, int(self.options.summary_share * st.available), summarizer,
@@ -172,4 +246,5 @@ class TurnWindow:
             return
 
 
-__all__ = ["INPUT_SOURCE", "STABLE_KINDS", "TurnWindow", "take_input", "without_pending"]
+__all__ = ["INPUT_SOURCE", "NOTE", "STABLE_KINDS", "TurnWindow", "take_input",
+           "without_pending"]
