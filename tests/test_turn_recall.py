@@ -4,6 +4,8 @@ adding the question builds the turn."""
 
 from __future__ import annotations
 
+import itertools
+
 import pytest
 
 from loomctx import BuildOptions, ConfigError, HashingEmbedder, Session, check_request
@@ -46,7 +48,7 @@ def test_a_turns_evidence_stays_in_place_on_the_next_requests(model):
         results.append(s.build_sync(max_tokens=3000))
         s.add_message_sync("assistant", f"Shelf S{i}.")
     appended = 0
-    for prev, cur in zip(results, results[1:]):
+    for prev, cur in itertools.pairwise(results):
         assert cur.tokens <= 3000
         assert check_request(cur.rendered.format, cur.payload) == []
         if model != "gpt-4o" or _summary(prev.payload) != _summary(cur.payload):
