@@ -113,13 +113,13 @@ class ModelResponseError(ModelError):
 
 
 class MissingDependencyError(LoomctxError, ImportError):
-    """An optional feature's package is missing; the message names the extra to install."""
+    """A feature's package is missing; the message names the extra to install (or, for a
+    package every install has, ``extra=None``, the package itself)."""
 
-    def __init__(self, feature: str, extra: str, package: str) -> None:
-        super().__init__(
-            f"{feature} needs the package {package!r}: install it with "
-            f"pip install 'loomctx[{extra}]'"
-        )
+    def __init__(self, feature: str, extra: str | None, package: str) -> None:
+        fix = (f"pip install 'loomctx[{extra}]'" if extra is not None else
+               f"pip install {package} (loomctx depends on it: this install is incomplete)")
+        super().__init__(f"{feature} needs the package {package!r}: install it with {fix}")
         self.extra = extra
         self.package = package
 

@@ -28,7 +28,7 @@ from collections.abc import Callable, Mapping, Sequence
 from enum import Enum
 from typing import Any
 
-from loomctx._sync import run_sync
+from loomctx._sync import run_sync, strict_async
 from loomctx.budget.manager import BudgetManager
 from loomctx.builder import BuildOptions, BuildResult, ContextBuilder
 from loomctx.compress.history import SUMMARY_SCAN
@@ -110,6 +110,7 @@ class Session:
                               if self.state is SessionState.PAUSED else
                               f"session {self.id!r} has ended: start a new Session")
 
+    @strict_async
     async def add_message(
         self, role: str, content: Any = None, *, id: str | None = None,
         timestamp: float | str | None = None, tool_calls: Sequence[Mapping[str, Any]] | None
@@ -128,12 +129,14 @@ class Session:
         return self.add_messages_sync([_message(role, content, id, timestamp, tool_calls,
                                                 tool_call_id, name)])[0]
 
+    @strict_async
     async def add_messages(self, messages: Sequence[Mapping[str, Any]]) -> list[str]:
         """Add many messages at once (one store transaction, one embedding batch); the
         embedding and the store write run in a worker thread, off the event loop."""
         self._check_active()
         return await asyncio.to_thread(self._add, messages)
 
+    @strict_async
     def add_messages_sync(self, messages: Sequence[Mapping[str, Any]]) -> list[str]:
         """The same as :meth:`add_messages`, for synchronous callers."""
         self._check_active()
@@ -149,6 +152,7 @@ class Session:
         return self.memory.add(prepared, now=self.clock())
 
     # -- building --------------------------------------------------------------------------
+    @strict_async
     async def build(self, query: str | None = None, *, max_tokens: int | None = None,
                     phase: str | None = None, now: float | None = None) -> BuildResult:
         """Build the context for the next LLM call.
@@ -177,6 +181,7 @@ class Session:
             raise ConfigError(f"session {self.id!r} has ended: start a new Session")
         self.state = SessionState.ACTIVE
 
+    @strict_async
     async def end(self, *, summary_tokens: int = 300) -> str | None:
         """End the session: write an L3 summary for the agent, move L1/L2 to L4.
 

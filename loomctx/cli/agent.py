@@ -40,9 +40,10 @@ def add_agent_parser(sub: Any) -> None:
 def run_agent(args: argparse.Namespace) -> int:
     from loomctx.agent import Agent
     from loomctx.demo import scenario_for, sql_demo
+    from loomctx.embed.fake import HashingEmbedder
     from loomctx.events import RecordingSink
     from loomctx.models.openai import OpenAIChatModel
-    from loomctx.testing import HashingEmbedder, ScriptedModel
+    from loomctx.models.scripted import ScriptedModel
 
     if not args.question.strip():
         raise ConfigError('the question is empty: pass one, e.g. "Total sales of the last 7 '

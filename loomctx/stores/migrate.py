@@ -13,10 +13,25 @@ The command line does the same: ``loomctx store reembed STORE [--embedder NAME]`
 
 from __future__ import annotations
 
-from loomctx.embed.protocol import Embedder
+from collections.abc import Sequence
+from typing import Any, Protocol
+
 from loomctx.errors import ConfigError
 from loomctx.stores._records import dimension_mismatch
 from loomctx.text.decoration import index_text
+
+
+class Embedder(Protocol):
+    """What re-embedding needs of an :class:`~loomctx.embed.protocol.Embedder`.
+
+    Spelled out here rather than imported: the embedders sit above the stores (their cache
+    persists in one), so a store module importing ``loomctx.embed`` would make a cycle.
+    """
+
+    name: str
+    dim: int
+
+    def embed(self, texts: Sequence[str]) -> Any: ...
 
 
 def check_embedder(store: object, embedder: Embedder) -> None:

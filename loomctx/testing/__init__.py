@@ -21,9 +21,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from loomctx.embed.fake import HashingEmbedder
+from loomctx.models.scripted import ScriptedModel
 from loomctx.testing.fake_script import ContextLength, Delay, HttpError, Malformed, Reply, ToolCall
 from loomctx.testing.fake_server import FakeModelServer, RecordedRequest
-from loomctx.testing.scripted import ScriptedModel
 from loomctx.tokens.protocol import TokenCounter
 
 

@@ -9,21 +9,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Literal
 
+from loomctx.models.scripted import ToolCall
+
 __all__ = ["ContextLength", "Delay", "HttpError", "Malformed", "Reply", "Step", "ToolCall"]
-
-
-@dataclass(frozen=True)
-class ToolCall:
-    """A tool call in a scripted reply."""
-
-    name: str
-    arguments: Mapping[str, Any] | str = field(default_factory=dict)
-    """A mapping, or the exact JSON string OpenAI should send (Anthropic gets it parsed)."""
-    id: str | None = None
-    """Defaults to ``call_<i>_<name>`` (OpenAI) or ``toolu_<i>_<name>`` (Anthropic)."""
 
 
 @dataclass(frozen=True)

@@ -1,10 +1,11 @@
 """Exact counts for any HuggingFace ``tokenizer.json`` (Llama, Qwen, Mistral, ...).
 
 Open-weight models publish their tokenizer as one ``tokenizer.json``; the Rust ``tokenizers``
-package reads it and tokenizes exactly like the model's serving stack. It is an optional extra
-(``pip install 'loomctx[hf]'``) because the bundled quicktok encodings already cover Llama-3 and
-Qwen; this counter is for any other model. Counts never include the special tokens a template
-adds (``add_special_tokens=False``): chat framing is :mod:`loomctx.tokens.chat`'s business.
+package reads it and tokenizes exactly like the model's serving stack. The bundled quicktok
+encodings already cover Llama-3 and Qwen; this counter is for any other model (``tokenizers`` is
+installed with loomctx: the MiniLM embedder reads its vocabulary with it too). Counts never
+include the special tokens a template adds (``add_special_tokens=False``): chat framing is
+:mod:`loomctx.tokens.chat`'s business.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ def _tokenizer_class() -> Any:
     try:
         from tokenizers import Tokenizer
     except ImportError as exc:
-        raise MissingDependencyError("tokenizer.json counting", "hf", "tokenizers") from exc
+        raise MissingDependencyError("tokenizer.json counting", None, "tokenizers") from exc
     return Tokenizer
 
 

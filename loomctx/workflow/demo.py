@@ -3,8 +3,9 @@
 A user attaches a brand brief (a ``material`` note) and asks for a campaign. The concierge
 hands the task over; the orchestrator runs a search and a persona action (round 1), a hitpoint
 action that ``@refs`` their notes (round 2), an ``xhs_post`` writing action that ``@refs`` the
-hitpoint (round 3), then answers. Every model is a :class:`~loomctx.testing.ScriptedModel`, so
-it runs with no network and each role's requests can be read back from its model.
+hitpoint (round 3), then answers. Every model is a
+:class:`~loomctx.models.scripted.ScriptedModel`, so it runs with no network and each role's
+requests can be read back from its model.
 """
 
 from __future__ import annotations
@@ -13,8 +14,8 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from loomctx.models.scripted import ScriptedModel
 from loomctx.stores import MemoryStore, Scope
-from loomctx.testing import ScriptedModel
 from loomctx.workflow.options import TeamOptions
 from loomctx.workflow.team import Team
 
