@@ -29,7 +29,7 @@ from enum import Enum
 from typing import Any
 
 from loomctx._sync import run_sync
-from loomctx.budget.manager import BudgetManager
+from loomctx.budget.manager import AdaptiveBudgetManager, BudgetManager
 from loomctx.builder import BuildOptions, BuildResult, ContextBuilder
 from loomctx.compress.history import SUMMARY_SCAN
 from loomctx.compress.summarize import ExtractiveSummarizer
@@ -102,6 +102,12 @@ class Session:
             built_in.append(SkillSource(skills))
         self.builder = ContextBuilder([*built_in, *sources], options=opts, budget=budget,
                                       events=self.events, session=self.id, tenant=tenant)
+        if budget is None:
+            # The builder's default shares, made phase-aware: a build given a phase (the
+            # Agent passes one every turn) shifts them; without a phase they are unchanged.
+            b = self.builder.budget
+            self.builder.budget = AdaptiveBudgetManager(window=b.window, reserve=b.reserve,
+                                                        ratios=b.ratios, limits=b.limits)
 
     # -- writing ---------------------------------------------------------------------------
     def _check_active(self) -> None:
