@@ -109,6 +109,18 @@ class Session:
             self.builder.budget = AdaptiveBudgetManager(window=b.window, reserve=b.reserve,
                                                         ratios=b.ratios, limits=b.limits)
 
+    def add_source(self, source: ContextSource) -> None:
+        """Add a source to the session's builds from the next build on (a controller adds the
+        session's tasks this way); its name must be new to the session."""
+        if not isinstance(source, ContextSource):
+            raise ConfigError(f"{source!r} is not a ContextSource: give it a name and an async "
+                              "collect(request)")
+        taken = [s.name for s in self.builder.sources]
+        if source.name in taken:
+            raise ConfigError(f"the session already has a source named {source.name!r}: give "
+                              f"the new one another name (taken: {taken!r})")
+        self.builder.sources.append(source)
+
     # -- writing ---------------------------------------------------------------------------
     def _check_active(self) -> None:
         if self.state is not SessionState.ACTIVE:

@@ -22,7 +22,7 @@ from typing import Any
 from loomctx.budget.manager import BudgetManager
 from loomctx.builder import BuildOptions, BuildResult, ContextBuilder
 from loomctx.controller.sources import AgentMemorySource, SessionSource, session_of
-from loomctx.controller.tasks import Task, TaskBoard, TaskStatus
+from loomctx.controller.tasks import TASKS_SOURCE, Task, TaskBoard, TaskSource, TaskStatus
 from loomctx.embed.cache import CachedEmbedder
 from loomctx.embed.default import default_embedder
 from loomctx.embed.protocol import Embedder
@@ -103,6 +103,8 @@ class ContextController:
         if session.id in self.sessions and self.sessions[session.id] is not session:
             raise ConfigError(f"another session with id {session.id!r} is registered: "
                               "give the new one another id")
+        if not any(s.name == TASKS_SOURCE for s in session.builder.sources):
+            session.add_source(TaskSource(self.tasks, session.id))
         self.sessions[session.id] = session
         self.metadata[session.id] = dict(metadata or {})
         return session
@@ -145,7 +147,8 @@ class ContextController:
     def distribute_task(self, task: Task | str, sessions: Iterable[Session | str] | None = None,
                         predicate: Callable[[SessionInfo], bool] | None = None) -> list[str]:
         """Give ``task`` to every session (or to ``sessions``) that has not ended and that
-        ``predicate`` accepts; returns the ids of the sessions that got it, in order."""
+        ``predicate`` accepts; returns the ids of the sessions that got it, in order. Each of
+        them shows it in its next build (:class:`~loomctx.controller.tasks.TaskSource`)."""
         t = task if isinstance(task, Task) else Task(description=task)
         targets = [self._get(s) for s in (self.sessions.values() if sessions is None
                                           else sessions)]
