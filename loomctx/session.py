@@ -2,8 +2,9 @@
 
 A session owns its memory tiers (L1 window, L2 important, L4 archive in the store) and its
 builder. ``add_message`` writes through to the store; ``build`` runs the whole pipeline with the
-history, important memories, unified retrieval, and any system prompt, tools, skills and
-knowledge the session was given. Lifecycle: ACTIVE → PAUSED → ACTIVE … → ENDED.
+history, important memories, unified retrieval, the agent's memory from its other sessions (L3
+summaries and facts, their L4 copies: ``MemoryOptions.agent_memory``), and any system prompt,
+tools, skills and knowledge the session was given. Lifecycle: ACTIVE → PAUSED → ACTIVE … → ENDED.
 
 The turn loop of an agent::
 
@@ -41,6 +42,7 @@ from loomctx.events import EventSink, NullSink, SessionEnded
 from loomctx.items import ContextItem
 from loomctx.memory.importance import ImportanceScorer
 from loomctx.memory.tiers import MemoryOptions, TieredMemory
+from loomctx.retrieval.agent_memory import AgentMemorySource
 from loomctx.retrieval.source import L2ImportantSource, UnifiedRetrievalSource
 from loomctx.sources.knowledge import KnowledgeSource
 from loomctx.sources.protocol import ContextSource
@@ -96,6 +98,12 @@ class Session:
         built_in: list[Any] = [SystemPromptSource(system_prompt), UserInputSource(),
                                self.memory.history, L2ImportantSource(self.memory),
                                UnifiedRetrievalSource(self.memory, knowledge)]
+        mem = self.memory.options
+        if mem.agent_memory and not any(getattr(s, "name", None) == "L3_agent"
+                                        for s in sources):
+            built_in.append(AgentMemorySource(self.store, self.embedder, tenant=tenant,
+                                              agent=agent, l4=mem.agent_memory_l4,
+                                              session=self.id))
         if tools:
             built_in.append(ToolSource(tools))
         if skills:

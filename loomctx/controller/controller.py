@@ -68,12 +68,13 @@ class ContextController:
         self.metadata: dict[str, dict[str, Any]] = {}
         self.tasks = TaskBoard()
         self.agent_memory = AgentMemorySource(store, self.embedder, tenant=tenant, agent=agent)
-        """The agent's L3 memory as a source (every session the controller creates has it)."""
+        """The agent's L3 memory as a source (each Session has its own, by default)."""
 
     # -- sessions --------------------------------------------------------------------------
     def create_session(self, id: str | None = None, *, metadata: Mapping[str, Any] | None = None,
                        **session_options: Any) -> Session:
-        """A new session of this agent on this store, with the agent's L3 memory as a source.
+        """A new session of this agent on this store; like every Session it recalls the
+        agent's L3 memory (``MemoryOptions.agent_memory``), and it shows its tasks.
 
         ``session_options`` go to :class:`Session` (system_prompt, tools, memory, options...);
         ``agent``, ``tenant``, ``store`` and ``embedder`` are the controller's own.
@@ -82,14 +83,12 @@ class ContextController:
         if fixed:
             raise ConfigError(f"{sorted(fixed)!r} are set by the controller: create another "
                               "ContextController for another agent, tenant or store")
-        sources = [*session_options.pop("sources", ()), self.agent_memory]
         if "options" not in session_options:  # BuildOptions carry their own model
             session_options.setdefault("model", self.model)
         if self.events is not None:
             session_options.setdefault("events", self.events)
         session = Session(id or uuid.uuid4().hex[:12], agent=self.agent, tenant=self.tenant,
-                          store=self.store, embedder=self.embedder, sources=sources,
-                          **session_options)
+                          store=self.store, embedder=self.embedder, **session_options)
         return self.register(session, metadata=metadata)
 
     def register(self, session: Session, *, metadata: Mapping[str, Any] | None = None
