@@ -82,6 +82,7 @@ from loomctx.retrieval.dynamic import (
     DynamicOptions,
     RetrievedDocument,
 )
+from loomctx.retrieval.inherited import InheritedSource
 from loomctx.retrieval.reranker import RerankWeights, UnifiedReranker
 from loomctx.retrieval.rewriter import QueryRewriter
 from loomctx.retrieval.source import L2ImportantSource, UnifiedRetrievalSource
@@ -171,6 +172,7 @@ __all__ = [
     "ImportanceScorer",
     "InMemoryStore",
     "InProcessEventBus",
+    "InheritedSource",
     "InputError",
     "InvalidRequestError",
     "ItemReport",
