@@ -32,6 +32,8 @@ from loomctx._sync import run_sync
 from loomctx.agent.calibration import Calibration
 from loomctx.agent.limits import AgentLimits, StopReason
 from loomctx.agent.phases import Phase, infer_phase
+from loomctx.agent.recall import RECALL_TOOL
+from loomctx.agent.recall import recall_tool as make_recall_tool
 from loomctx.agent.registry import ToolLike, ToolOutcome, ToolRegistry
 from loomctx.agent.replies import assistant_message, text_of
 from loomctx.agent.result import AgentResult, TurnRecord
@@ -50,8 +52,10 @@ class Agent:
     """A model, its tools and a session, run turn by turn.
 
     Without ``session`` the agent creates one from ``session_kwargs`` with the tools' schemas
-    and the model's format. With ``session``, it must have been created with the same tools'
-    schemas: ``Session(tools=ToolRegistry(fns).schemas, ...)`` (or ``[tool_schema(f) ...]``).
+    and the model's format. ``phases`` passes each build the phase of its turn;
+    ``recall_tool=True`` offers the model a ``recall`` tool over the session's memory. With
+    ``session``, it must have been created with the same tools' schemas:
+    ``Session(tools=ToolRegistry(fns).schemas, ...)`` (or ``[tool_schema(f) ...]``).
     """
 
     def __init__(
@@ -62,7 +66,12 @@ class Agent:
         recall_tool: bool = False, **session_kwargs: Any,
     ) -> None:
         self.model = model
+        if recall_tool:
+            tools = [*tools, make_recall_tool(lambda: self.session)]
         self.tools = ToolRegistry(tools, timeout=tool_timeout)
+        self.recall_tool = recall_tool
+        """Whether the model is offered ``recall`` (:mod:`loomctx.agent.recall`): a search of
+        the session's memory whose results come back as a tool result."""
         self.limits = limits if limits is not None else AgentLimits()
         for name, v in (("budget", budget), ("output_tokens", output_tokens)):
             if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < 1):
@@ -104,6 +113,10 @@ class Agent:
         known = {t["function"]["name"] for s in session.builder.sources
                  if isinstance(s, ToolSource) for t in s.tools}
         missing = sorted(set(self.tools.tools) - known)
+        if missing == [RECALL_TOOL] and self.recall_tool:
+            raise ConfigError("recall_tool=True but the session does not show the recall tool: "
+                              "create it with Session(tools=[*ToolRegistry(fns).schemas, "
+                              "recall_tool(None).schema], ...) or let the Agent create it")
         if missing:
             raise ConfigError(f"the session does not show the tools {missing!r} to the model: "
                               "create it with Session(tools=ToolRegistry(fns).schemas, ...)")

@@ -12,8 +12,9 @@ and the L4 copies of them. With ``l4="tenant"`` the L4 copies of every agent of 
 (the persisted, tenant-global view other agents may read); another tenant's records never.
 
 An agent keeps one summary per session and a few facts, so the candidates are few: they are
-read from the store on every build (an index look-up by level) and ranked here, lexically and by
-embedding, fused by reciprocal rank. A copy is found through its L3 record (its id is derived
+read from the store at the first build and again at most every ``refresh`` seconds
+(:class:`~loomctx.retrieval._pool.RecordPool`), and ranked here, lexically and by embedding,
+fused by reciprocal rank. A copy is found through its L3 record (its id is derived
 from it, :func:`l4_id`), so a store holding only L4 copies without their L3 originals shows none.
 """
 
@@ -26,15 +27,12 @@ from typing import Literal
 from loomctx.embed.protocol import Embedder
 from loomctx.errors import ConfigError
 from loomctx.items import RAW_RELEVANCE, ContextItem, Tier
+from loomctx.retrieval._pool import REFRESH, RecordPool
 from loomctx.sources.protocol import SourceRequest
 from loomctx.stores.protocol import MemoryRecord, MemoryStore, Scope
-from loomctx.text.decoration import index_text
-from loomctx.text.lexical import BM25Index
 
 AGENT_MEMORY = "L3_agent"
 """The source name of the agent's memory in a session's builds."""
-RRF_K = 60
-"""Reciprocal-rank-fusion constant for merging the lexical and dense lists."""
 MAX_RECORDS = 2000
 """The newest L3 records ranked per build (an agent with more sessions ranks the newest)."""
 
@@ -55,7 +53,7 @@ class AgentMemorySource:
 
     def __init__(self, store: MemoryStore, embedder: Embedder, *, tenant: str, agent: str,
                  name: str = AGENT_MEMORY, limit: int = 10, l4: L4Scope = "agent",
-                 session: str | None = None) -> None:
+                 session: str | None = None, refresh: float = REFRESH) -> None:
         if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
             raise ConfigError(f"limit must be an int >= 1, got {limit!r}")
         if l4 not in ("agent", "tenant", "off"):
@@ -68,6 +66,13 @@ class AgentMemorySource:
         self.l4 = l4
         """Which L4 copies join: this agent's, every agent's of the tenant, or none."""
         self.session = session
+        self._pool = RecordPool(self.pool, embedder, refresh=refresh)
+        """What :meth:`pool` read, reused for ``refresh`` seconds (what another session ends
+        with shows up within that time; a new session reads it at its first build)."""
+
+    def invalidate(self) -> None:
+        """Read the store again at the next recall (after writing L3 records, say)."""
+        self._pool.invalidate()
 
     def pool(self) -> list[MemoryRecord]:
         """Every record this source may recall: the agent's L3, then the L4 copies of L3
@@ -90,25 +95,7 @@ class AgentMemorySource:
 
     def recall(self, query: str, limit: int | None = None) -> list[tuple[MemoryRecord, float]]:
         """The records for ``query``, best first, with their fused score."""
-        if not query.strip():
-            return []
-        records = self.pool()
-        if not records:
-            return []
-        n = limit or self.limit
-        texts = [index_text(r.content) for r in records]
-        index = BM25Index()
-        index.add(texts)
-        lexical = [i for i, score in index.search(query, n) if score > 0]
-        vectors = self.embedder.embed(texts)
-        sims = vectors @ self.embedder.embed([query])[0]
-        dense = sorted(range(len(records)), key=lambda i: (-float(sims[i]), i))[:n]
-        fused: dict[int, float] = {}
-        for ranked in (lexical, dense):
-            for rank, i in enumerate(ranked):
-                fused[i] = fused.get(i, 0.0) + 1.0 / (RRF_K + rank + 1)
-        order = sorted(fused, key=lambda i: (-fused[i], i))[:n]
-        return [(records[i], fused[i]) for i in order]
+        return self._pool.rank(query, limit or self.limit)
 
     async def collect(self, request: SourceRequest) -> Sequence[ContextItem]:
         found = await asyncio.to_thread(self.recall, request.query)
