@@ -3,8 +3,9 @@
 A session owns its memory tiers (L1 window, L2 important, L4 archive in the store) and its
 builder. ``add_message`` writes through to the store; ``build`` runs the whole pipeline with the
 history, important memories, unified retrieval, the agent's memory from its other sessions (L3
-summaries and facts, their L4 copies: ``MemoryOptions.agent_memory``), and any system prompt,
-tools, skills and knowledge the session was given. Lifecycle: ACTIVE → PAUSED → ACTIVE … → ENDED.
+summaries and facts, their L4 copies: ``MemoryOptions.agent_memory``; the shared L2 pool:
+``MemoryOptions.l2_shared``), and any system prompt, tools, skills and knowledge the session
+was given. Lifecycle: ACTIVE → PAUSED → ACTIVE … → ENDED.
 
 The turn loop of an agent::
 
@@ -43,6 +44,7 @@ from loomctx.items import ContextItem
 from loomctx.memory.importance import ImportanceScorer
 from loomctx.memory.tiers import MemoryOptions, TieredMemory
 from loomctx.retrieval.agent_memory import AgentMemorySource
+from loomctx.retrieval.shared import SharedL2Source
 from loomctx.retrieval.source import L2ImportantSource, UnifiedRetrievalSource
 from loomctx.sources.knowledge import KnowledgeSource
 from loomctx.sources.protocol import ContextSource
@@ -99,6 +101,9 @@ class Session:
                                self.memory.history, L2ImportantSource(self.memory),
                                UnifiedRetrievalSource(self.memory, knowledge)]
         mem = self.memory.options
+        if mem.l2_shared:
+            built_in.append(SharedL2Source(self.store, self.embedder, tenant=tenant,
+                                           agent=agent, session=self.id, ttl=mem.l2_shared_ttl))
         if mem.agent_memory and not any(getattr(s, "name", None) == "L3_agent"
                                         for s in sources):
             built_in.append(AgentMemorySource(self.store, self.embedder, tenant=tenant,

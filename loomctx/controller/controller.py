@@ -29,6 +29,7 @@ from loomctx.embed.protocol import Embedder
 from loomctx.errors import ConfigError
 from loomctx.events import EventSink
 from loomctx.report import BuildReport
+from loomctx.retrieval.shared import SharedL2Source
 from loomctx.session import Session, SessionState
 from loomctx.stores.protocol import DEFAULT_TENANT, MemoryRecord, MemoryStore, check_name
 
@@ -127,7 +128,17 @@ class ContextController:
         s = self._get(session)
         summary = await s.end(summary_tokens=summary_tokens)
         self.tasks.cancel_pending(s.id)
+        self._memory_changed()
         return summary
+
+    def _memory_changed(self) -> None:
+        """The agent's memory changed here: its sessions read it again at their next build
+        (without waiting for their sources' refresh)."""
+        self.agent_memory.invalidate()
+        for s in self.sessions.values():
+            for source in s.builder.sources:
+                if isinstance(source, AgentMemorySource | SharedL2Source):
+                    source.invalidate()
 
     # -- tasks -----------------------------------------------------------------------------
     def add_task(self, session: Session | str, task: Task | str, *,
@@ -171,6 +182,7 @@ class ContextController:
         self.store.put([MemoryRecord(id=fid, content=text, level="L3", agent=self.agent,
                                      tenant=self.tenant, timestamp=now, importance=importance,
                                      metadata={"kind": "fact"})], self.embedder.embed([text]))
+        self._memory_changed()
         return fid
 
     def recall(self, query: str, limit: int = 10) -> list[MemoryRecord]:
