@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import json
 
-from conftest import FIXED_NOW
-
 from loomctx import MemoryOptions
 from loomctx.stores.memory import InMemoryStore
 
@@ -59,8 +57,9 @@ def test_it_expires_by_ttl(make_session) -> None:
     _writer(make_session, store)
     other = make_session(id="ops-desk", agent="ops", store=store,
                          memory=MemoryOptions(l2_shared_ttl=TTL))
-    assert _shared(other.build_sync(QUESTION, max_tokens=1200, now=FIXED_NOW + TTL - 1))
-    late = other.build_sync(QUESTION, max_tokens=1200, now=FIXED_NOW + TTL + 1)
+    said = other.clock()  # the fixed clock of the sessions: when the decision was said
+    assert _shared(other.build_sync(QUESTION, max_tokens=1200, now=said + TTL - 1))
+    late = other.build_sync(QUESTION, max_tokens=1200, now=said + TTL + 1)
     assert not _shared(late) and "rail freight" not in _text(late)
 
 
