@@ -58,6 +58,13 @@ class RecordPool:
                 self._at = now
             return self._records
 
+    def fresh_and_empty(self) -> bool:
+        """True when the last read is still fresh and found nothing: a build can skip the
+        pool without a hand-off to a worker thread."""
+        with self._lock:
+            return (self._at is not None and not self._records
+                    and self.timer() - self._at < self.refresh)
+
     def invalidate(self) -> None:
         """Read the store again at the next use."""
         with self._lock:

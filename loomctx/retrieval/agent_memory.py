@@ -98,6 +98,8 @@ class AgentMemorySource:
         return self._pool.rank(query, limit or self.limit)
 
     async def collect(self, request: SourceRequest) -> Sequence[ContextItem]:
+        if not request.query.strip() or self._pool.fresh_and_empty():
+            return []
         found = await asyncio.to_thread(self.recall, request.query)
         return [_item(self.name, r, score) for r, score in found]
 

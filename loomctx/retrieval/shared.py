@@ -74,6 +74,8 @@ class SharedL2Source:
         return [(r, None) for r in live[:self.limit]]
 
     async def collect(self, request: SourceRequest) -> Sequence[ContextItem]:
+        if self._pool.fresh_and_empty():
+            return []
         found = await asyncio.to_thread(self.recall, request.query, request.now)
         return [ContextItem(
             id=f"L2/{r.session}/{r.id}", source=self.name, content=r.content, kind="evidence",
