@@ -25,6 +25,10 @@ RRF_K = 60
 """Reciprocal-rank-fusion constant for merging the lexical and dense lists."""
 REFRESH = 30.0
 """Seconds a read of the store is reused: what other sessions write shows up within it."""
+MIN_SIMILARITY = 0.5
+"""Cosine a record that shares no word with the question needs to be recalled. The builder
+normalises relevance within each source, so the best of a few unrelated summaries would
+otherwise score like the best evidence of the session's own retrieval."""
 
 
 def check_refresh(refresh: float) -> float:
@@ -37,8 +41,11 @@ class RecordPool:
     """Records from ``load``, reloaded when older than ``refresh`` seconds, ranked on demand."""
 
     def __init__(self, load: Callable[[], list[MemoryRecord]], embedder: Embedder, *,
-                 refresh: float = REFRESH, timer: Callable[[], float] = time.monotonic) -> None:
+                 refresh: float = REFRESH, timer: Callable[[], float] = time.monotonic,
+                 min_similarity: float = MIN_SIMILARITY) -> None:
         self.load = load
+        self.min_similarity = min_similarity
+        """Cosine a record without a word of the question needs (:data:`MIN_SIMILARITY`)."""
         self.embedder = embedder
         self.refresh = check_refresh(refresh)
         self.timer = timer
@@ -85,6 +92,8 @@ class RecordPool:
         lexical = [i for i, score in index.search(query, limit) if score > 0]
         sims = vectors @ self.embedder.embed([query])[0]
         dense = sorted(range(len(records)), key=lambda i: (-float(sims[i]), i))[:limit]
+        words = set(lexical)
+        dense = [i for i in dense if i in words or float(sims[i]) >= self.min_similarity]
         return fuse(records, (lexical, dense))[:limit]
 
 
@@ -98,4 +107,4 @@ def fuse(records: Sequence[MemoryRecord], lists: Sequence[Sequence[int]],
     return [(records[i], fused[i]) for i in sorted(fused, key=lambda i: (-fused[i], i))]
 
 
-__all__ = ["REFRESH", "RRF_K", "RecordPool", "check_refresh", "fuse"]
+__all__ = ["MIN_SIMILARITY", "REFRESH", "RRF_K", "RecordPool", "check_refresh", "fuse"]

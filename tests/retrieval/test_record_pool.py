@@ -39,3 +39,13 @@ def test_empty_and_fresh_is_known_without_reading() -> None:
     assert len(reads) == 1
     with pytest.raises(ConfigError, match="refresh"):
         RecordPool(list, HashingEmbedder(), refresh=-1)
+
+
+def test_a_record_sharing_no_word_needs_a_close_embedding() -> None:
+    records = [MemoryRecord(id="a", content="The Rotterdam route ships by rail."),
+               MemoryRecord(id="b", content="Lunch was pasta with a nice tomato sauce.")]
+    pool = RecordPool(lambda: list(records), HashingEmbedder())
+    assert [r.id for r, _ in pool.rank("Rotterdam rail", 5)] == ["a"]
+    assert pool.rank("quarterly invoices", 5) == []
+    everything = RecordPool(lambda: list(records), HashingEmbedder(), min_similarity=-1.0)
+    assert {r.id for r, _ in everything.rank("quarterly invoices", 5)} == {"a", "b"}
