@@ -103,7 +103,8 @@ class Session:
         mem = self.memory.options
         if mem.l2_shared:
             built_in.append(SharedL2Source(self.store, self.embedder, tenant=tenant,
-                                           agent=agent, session=self.id, ttl=mem.l2_shared_ttl))
+                                           agent=agent, session=self.id, ttl=mem.l2_shared_ttl,
+                                           own=lambda: len(self.memory.l2_ids)))
         if mem.agent_memory and not any(getattr(s, "name", None) == "L3_agent"
                                         for s in sources):
             built_in.append(AgentMemorySource(self.store, self.embedder, tenant=tenant,
@@ -124,7 +125,8 @@ class Session:
 
     def add_source(self, source: ContextSource) -> None:
         """Add a source to the session's builds from the next build on (a controller adds the
-        session's tasks this way); its name must be new to the session."""
+        session's tasks this way); its name must be new to the session. A ``share`` it
+        declares is not applied: the shares are fixed when the session is made."""
         if not isinstance(source, ContextSource):
             raise ConfigError(f"{source!r} is not a ContextSource: give it a name and an async "
                               "collect(request)")

@@ -79,6 +79,10 @@ class AgentMemorySource:
         records (this agent's, or the tenant's with ``l4="tenant"``) that are not already
         there as originals."""
         tenant = Scope(tenant=self.scope.tenant)
+        # A count by level is an index look-up; the ordered scan may walk the whole scope.
+        if self.store.count(scope=self.scope if self.l4 != "tenant" else tenant,
+                            level="L3") == 0:
+            return []
         own = [r for r in self.store.scan(scope=self.scope, level="L3")
                if self.session is None or r.session != self.session][-MAX_RECORDS:]
         if self.l4 == "off":

@@ -17,7 +17,7 @@ agent's or tenant's L2 is never read. The options are ``MemoryOptions.l2_shared`
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from loomctx.embed.protocol import Embedder
 from loomctx.errors import ConfigError
@@ -35,7 +35,7 @@ class SharedL2Source:
 
     def __init__(self, store: MemoryStore, embedder: Embedder, *, tenant: str, agent: str,
                  session: str, ttl: float | None, name: str = SHARED_L2, limit: int = 10,
-                 refresh: float = REFRESH) -> None:
+                 refresh: float = REFRESH, own: Callable[[], int] | None = None) -> None:
         if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
             raise ConfigError(f"limit must be an int >= 1, got {limit!r}")
         if ttl is not None and (isinstance(ttl, bool) or not isinstance(ttl, int | float)
@@ -48,9 +48,15 @@ class SharedL2Source:
         """Seconds a memory stays in the pool after it was said (None: until it leaves L2)."""
         self.limit = limit
         self.store = store
+        self.own = own
+        """How many L2 memories this session holds (its ``TieredMemory.l2_ids``): when the
+        agent holds no more, no other session has any and the store is not scanned."""
         self._pool = RecordPool(self._load, embedder, refresh=refresh)
 
     def _load(self) -> list[MemoryRecord]:
+        # A count by level is an index look-up; the ordered scan may walk the whole scope.
+        if self.store.count(scope=self.scope, level="L2") <= (self.own() if self.own else 0):
+            return []
         return [r for r in self.store.scan(scope=self.scope, level="L2")
                 if r.session != self.session]
 
