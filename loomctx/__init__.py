@@ -95,6 +95,7 @@ if TYPE_CHECKING:
         DynamicOptions,
         RetrievedDocument,
     )
+    from loomctx.retrieval.inherited import InheritedSource
     from loomctx.retrieval.reranker import RerankWeights, UnifiedReranker
     from loomctx.retrieval.rewriter import QueryRewriter
     from loomctx.retrieval.source import L2ImportantSource, UnifiedRetrievalSource
@@ -170,6 +171,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     "loomctx.retrieval.rewriter": ("QueryRewriter",),
     "loomctx.retrieval.source": ("L2ImportantSource", "UnifiedRetrievalSource"),
     "loomctx.retrieval.task": ("TaskContextSource",),
+    "loomctx.retrieval.inherited": ("InheritedSource",),
     "loomctx.select.scoring": ("SelectOptions",),
     "loomctx.session": ("Session", "SessionState"),
     "loomctx.sources.agent_output": ("AgentOutput", "AgentOutputSource"),
@@ -270,6 +272,7 @@ __all__ = [
     "ImportanceScorer",
     "InMemoryStore",
     "InProcessEventBus",
+    "InheritedSource",
     "InputError",
     "InvalidRequestError",
     "ItemReport",

@@ -2,8 +2,10 @@
 
 A session owns its memory tiers (L1 window, L2 important, L4 archive in the store) and its
 builder. ``add_message`` writes through to the store; ``build`` runs the whole pipeline with the
-history, important memories, unified retrieval, and any system prompt, tools, skills and
-knowledge the session was given. Lifecycle: ACTIVE → PAUSED → ACTIVE … → ENDED.
+history, important memories, unified retrieval, the agent's memory from its other sessions (L3
+summaries and facts, their L4 copies: ``MemoryOptions.agent_memory``; the shared L2 pool:
+``MemoryOptions.l2_shared``), and any system prompt, tools, skills and knowledge the session
+was given. Lifecycle: ACTIVE → PAUSED → ACTIVE … → ENDED.
 
 The turn loop of an agent::
 
@@ -29,7 +31,7 @@ from enum import Enum
 from typing import Any
 
 from loomctx._sync import run_sync, strict_async
-from loomctx.budget.manager import BudgetManager
+from loomctx.budget.manager import AdaptiveBudgetManager, BudgetManager
 from loomctx.builder import BuildOptions, BuildResult, ContextBuilder
 from loomctx.compress.history import SUMMARY_SCAN
 from loomctx.compress.summarize import ExtractiveSummarizer
@@ -41,6 +43,8 @@ from loomctx.events import EventSink, NullSink, SessionEnded
 from loomctx.items import ContextItem
 from loomctx.memory.importance import ImportanceScorer
 from loomctx.memory.tiers import MemoryOptions, TieredMemory
+from loomctx.retrieval.agent_memory import AgentMemorySource
+from loomctx.retrieval.shared import SharedL2Source
 from loomctx.retrieval.source import L2ImportantSource, UnifiedRetrievalSource
 from loomctx.sources.knowledge import KnowledgeSource
 from loomctx.sources.protocol import ContextSource
@@ -96,12 +100,41 @@ class Session:
         built_in: list[Any] = [SystemPromptSource(system_prompt), UserInputSource(),
                                self.memory.history, L2ImportantSource(self.memory),
                                UnifiedRetrievalSource(self.memory, knowledge)]
+        mem = self.memory.options
+        if mem.l2_shared:
+            built_in.append(SharedL2Source(self.store, self.embedder, tenant=tenant,
+                                           agent=agent, session=self.id, ttl=mem.l2_shared_ttl,
+                                           own=lambda: len(self.memory.l2_ids)))
+        if mem.agent_memory and not any(getattr(s, "name", None) == "L3_agent"
+                                        for s in sources):
+            built_in.append(AgentMemorySource(self.store, self.embedder, tenant=tenant,
+                                              agent=agent, l4=mem.agent_memory_l4,
+                                              session=self.id))
         if tools:
             built_in.append(ToolSource(tools))
         if skills:
             built_in.append(SkillSource(skills))
         self.builder = ContextBuilder([*built_in, *sources], options=opts, budget=budget,
                                       events=self.events, session=self.id, tenant=tenant)
+        if budget is None:
+            # The builder's default shares, made phase-aware: a build given a phase (the
+            # Agent passes one every turn) shifts them; without a phase they are unchanged.
+            b = self.builder.budget
+            self.builder.budget = AdaptiveBudgetManager(window=b.window, reserve=b.reserve,
+                                                        ratios=b.ratios, limits=b.limits)
+
+    def add_source(self, source: ContextSource) -> None:
+        """Add a source to the session's builds from the next build on (a controller adds the
+        session's tasks this way); its name must be new to the session. A ``share`` it
+        declares is not applied: the shares are fixed when the session is made."""
+        if not isinstance(source, ContextSource):
+            raise ConfigError(f"{source!r} is not a ContextSource: give it a name and an async "
+                              "collect(request)")
+        taken = [s.name for s in self.builder.sources]
+        if source.name in taken:
+            raise ConfigError(f"the session already has a source named {source.name!r}: give "
+                              f"the new one another name (taken: {taken!r})")
+        self.builder.sources.append(source)
 
     # -- writing ---------------------------------------------------------------------------
     def _check_active(self) -> None:

@@ -12,5 +12,6 @@ def test_all_is_sorted_and_importable():
 def test_core_names_are_exported():
     for name in ("ContextBuilder", "Session", "BudgetManager", "counter_for_model",
                  "SQLiteStore", "ContextAssembler", "BuildReport", "default_embedder", "Scope",
-                 "EventSink", "RecordingSink", "InvalidRequestError", "register_format"):
+                 "EventSink", "RecordingSink", "InvalidRequestError", "register_format",
+                 "InheritedSource"):
         assert name in loomctx.__all__

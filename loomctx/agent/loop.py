@@ -31,6 +31,9 @@ from typing import Any, Literal
 from loomctx._sync import run_sync
 from loomctx.agent.calibration import Calibration
 from loomctx.agent.limits import AgentLimits, StopReason
+from loomctx.agent.phases import Phase, infer_phase
+from loomctx.agent.recall import RECALL_TOOL
+from loomctx.agent.recall import recall_tool as make_recall_tool
 from loomctx.agent.registry import ToolLike, ToolOutcome, ToolRegistry
 from loomctx.agent.replies import assistant_message, text_of
 from loomctx.agent.result import AgentResult, TurnRecord
@@ -49,18 +52,26 @@ class Agent:
     """A model, its tools and a session, run turn by turn.
 
     Without ``session`` the agent creates one from ``session_kwargs`` with the tools' schemas
-    and the model's format. With ``session``, it must have been created with the same tools'
-    schemas: ``Session(tools=ToolRegistry(fns).schemas, ...)`` (or ``[tool_schema(f) ...]``).
+    and the model's format. ``phases`` passes each build the phase of its turn;
+    ``recall_tool=True`` offers the model a ``recall`` tool over the session's memory. With
+    ``session``, it must have been created with the same tools' schemas:
+    ``Session(tools=ToolRegistry(fns).schemas, ...)`` (or ``[tool_schema(f) ...]``).
     """
 
     def __init__(
         self, model: ChatModel, *, tools: Sequence[ToolLike] = (), session: Session | None = None,
         limits: AgentLimits | None = None, budget: int | None = None,
         output_tokens: int | None = None, tool_timeout: float = 30.0,
-        timer: Callable[[], float] = time.monotonic, **session_kwargs: Any,
+        timer: Callable[[], float] = time.monotonic, phases: bool = True,
+        recall_tool: bool = False, **session_kwargs: Any,
     ) -> None:
         self.model = model
+        if recall_tool:
+            tools = [*tools, make_recall_tool(lambda: self.session)]
         self.tools = ToolRegistry(tools, timeout=tool_timeout)
+        self.recall_tool = recall_tool
+        """Whether the model is offered ``recall`` (:mod:`loomctx.agent.recall`): a search of
+        the session's memory whose results come back as a tool result."""
         self.limits = limits if limits is not None else AgentLimits()
         for name, v in (("budget", budget), ("output_tokens", output_tokens)):
             if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < 1):
@@ -72,6 +83,10 @@ class Agent:
         """``max_tokens`` of each model call, and the output reserve of a compaction."""
         self.timer = timer
         """Seconds for ``max_wall_time`` (monotonic; a test may pass a fake)."""
+        self.phases = phases
+        """Pass each build the phase of its turn (:func:`~loomctx.agent.phases.infer_phase`),
+        so an adaptive budget (a Session's default) shifts the sources' shares; False builds
+        without a phase."""
         self.session = session if session is not None else self._new_session(session_kwargs)
         if session is not None:
             if session_kwargs:
@@ -98,6 +113,10 @@ class Agent:
         known = {t["function"]["name"] for s in session.builder.sources
                  if isinstance(s, ToolSource) for t in s.tools}
         missing = sorted(set(self.tools.tools) - known)
+        if missing == [RECALL_TOOL] and self.recall_tool:
+            raise ConfigError("recall_tool=True but the session does not show the recall tool: "
+                              "create it with Session(tools=[*ToolRegistry(fns).schemas, "
+                              "recall_tool(None).schema], ...) or let the Agent create it")
         if missing:
             raise ConfigError(f"the session does not show the tools {missing!r} to the model: "
                               "create it with Session(tools=ToolRegistry(fns).schemas, ...)")
@@ -124,9 +143,10 @@ class Agent:
                 return done(stop)
             turn = len(turns)
             s.events.emit(TurnStarted(tenant=s.tenant, session=s.id, turn=turn, at=s.clock()))
+            phase = self._phase(turn)
             try:
                 built, reply, refused, note = await asyncio.wait_for(
-                    self._call(turn), self.limits.remaining(elapsed))
+                    self._call(turn, phase), self.limits.remaining(elapsed))
             except asyncio.TimeoutError:
                 if self.limits.max_wall_time is None:
                     raise  # not the wall time: something inside timed out
@@ -143,7 +163,8 @@ class Agent:
                 cached_tokens=usage.cached_tokens, predicted_tokens=built.tokens,
                 predicted_reusable_tokens=built.report.reused_prefix_tokens,
                 tool_calls=len(calls), finish_reason=reply.finish_reason, at=s.clock()))
-            record = TurnRecord(turn=turn, budget=built.report.budget, tokens=built.tokens,
+            record = TurnRecord(turn=turn, phase=phase, budget=built.report.budget,
+                                tokens=built.tokens,
                                 reused_prefix_tokens=built.report.reused_prefix_tokens,
                                 usage=usage, finish_reason=reply.finish_reason,
                                 refused_budget=refused, compaction=note)
@@ -168,9 +189,10 @@ class Agent:
 
     # -- steps -----------------------------------------------------------------------------
     async def _build(self, turn: int, budget: int | None,
-                     reason: Literal["turn", "context_length"]) -> BuildResult:
+                     reason: Literal["turn", "context_length"], phase: Phase | None,
+                     ) -> BuildResult:
         s = self.session
-        built = await s.build(max_tokens=budget)
+        built = await s.build(max_tokens=budget, phase=phase)
         s.events.emit(ContextRebuilt(
             tenant=s.tenant, session=s.id, turn=turn, budget=built.report.budget,
             tokens=built.tokens, reused_prefix_tokens=built.report.reused_prefix_tokens,
@@ -178,10 +200,18 @@ class Agent:
             report=built.report, at=s.clock()))
         return built
 
-    async def _call(self, turn: int) -> tuple[BuildResult, ModelResponse, int | None, str | None]:
+    def _phase(self, turn: int) -> Phase | None:
+        if not self.phases:
+            return None
+        items = self.session.memory.history.items
+        return infer_phase(turn, items[-1].role if items else None,
+                           max_turns=self.limits.max_turns)
+
+    async def _call(self, turn: int, phase: Phase | None,
+                    ) -> tuple[BuildResult, ModelResponse, int | None, str | None]:
         """Build and call the model; on a context-length refusal, rebuild smaller and retry
         once. Returns the build sent, the reply, the refused budget and a note, if any."""
-        built = await self._build(turn, self.budget, "turn")
+        built = await self._build(turn, self.budget, "turn", phase)
         try:
             reply = await self.model.complete(built.payload, max_tokens=self.output_tokens)
             return built, reply, None, None
@@ -190,7 +220,7 @@ class Agent:
         refused = built.report.budget
         smaller, how = self._smaller(refused, exc)
         self.budget = smaller
-        built = await self._build(turn, smaller, "context_length")
+        built = await self._build(turn, smaller, "context_length", phase)
         note = (f"the provider refused {refused} tokens as too long ({exc}); rebuilt with "
                 f"{how}: {smaller} tokens, and retried")
         try:

@@ -22,6 +22,8 @@ class TurnRecord:
 
     turn: int
     """0 for the first model call of the run."""
+    phase: str | None = None
+    """The task phase its build was given (early / middle / late), or None."""
     budget: int
     """The token budget of the build that was sent."""
     tokens: int

@@ -32,12 +32,15 @@ MAX_TOKENS = 1_000_000_000
 """Largest window or max_tokens accepted (far past any model; keeps the arithmetic exact)."""
 
 PHASES = ("early", "middle", "late")
-# Which sources a phase favours (the seeds: early → retrieval, middle → recent, late → important).
 PHASE_BOOST: Mapping[str, tuple[str, ...]] = {
     "early": ("RAG_knowledge", "L4_semantic"),
-    "middle": ("L1_recent",),
-    "late": ("L2_important",),
+    "middle": ("L1_recent", "tools"),
+    "late": ("L2_important", "agent_output"),
 }
+"""Which sources a phase favours (seed 000's AdaptiveBudgetManager, as the agent loop sees a
+task): early, the first calls, gather the task's background (knowledge and recalled memory);
+middle, tool results coming in, keep the recent exchange and the tool definitions; late, many
+steps in, keep what proved important and what the agent already produced."""
 
 
 @dataclass(frozen=True, kw_only=True)

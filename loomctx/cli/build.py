@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from loomctx._jsonl import clean_text, json_lines, loads, read_text
-from loomctx.budget.manager import DEFAULT_RESERVE, BudgetManager
+from loomctx.budget.manager import DEFAULT_RESERVE, PHASES, AdaptiveBudgetManager, BudgetManager
 from loomctx.builder import BuildOptions, BuildResult, ContextBuilder
 from loomctx.errors import ConfigError, InputError
 from loomctx.render.registry import formats
@@ -88,7 +88,10 @@ def add_build_parser(sub: Any) -> None:
                         "self-contained page: budget bar, items, request, timings)")
     p.add_argument("--report-out", type=Path, metavar="PATH",
                    help="write the output to PATH instead of stdout")
-    p.add_argument("--phase", choices=("early", "middle", "late"))
+    p.add_argument("--phase", choices=PHASES,
+                   help="task phase: shifts the sources' shares (early: knowledge and recall, "
+                        "middle: recent messages and tools, late: important memory and the "
+                        "agent's output); the report shows each source's allocation")
     p.set_defaults(func=run_build)
 
 
@@ -133,11 +136,20 @@ def builder_from_args(args: argparse.Namespace,
         sources.append(KnowledgeSource.from_folder(args.knowledge))
     options = BuildOptions(model=args.model, format=args.format,
                            fallback_encoding=args.fallback_encoding)
-    budget = None
+    return ContextBuilder(sources, options=options, budget=_budget(args)), query, context
+
+
+def _budget(args: argparse.Namespace) -> BudgetManager | None:
+    """The budget manager: the builder's default, an adaptive one when ``--phase`` is given
+    (the default ratios, shifted by the phase), with ``--window`` and ``--reserve`` when given."""
+    reserve = DEFAULT_RESERVE if args.reserve is None else args.reserve
+    if args.phase is not None:
+        window = args.window if args.window is not None else counter_for_model(
+            args.model, fallback=args.fallback_encoding).context_window
+        return AdaptiveBudgetManager(window=window, reserve=reserve)
     if args.window is not None:
-        reserve = DEFAULT_RESERVE if args.reserve is None else args.reserve
-        budget = BudgetManager(window=args.window, reserve=reserve)
-    return ContextBuilder(sources, options=options, budget=budget), query, context
+        return BudgetManager(window=args.window, reserve=reserve)
+    return None
 
 
 def _check_window(args: argparse.Namespace) -> None:

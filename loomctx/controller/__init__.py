@@ -4,7 +4,7 @@ and its persistence to L4 through the event bus."""
 from loomctx.controller.controller import ContextController, SessionInfo, tokens_by_session
 from loomctx.controller.persist import L4Persister
 from loomctx.controller.sources import AgentMemorySource, SessionSource, session_of
-from loomctx.controller.tasks import Task, TaskBoard, TaskStatus
+from loomctx.controller.tasks import Task, TaskBoard, TaskSource, TaskStatus
 
 __all__ = [
     "AgentMemorySource",
@@ -14,6 +14,7 @@ __all__ = [
     "SessionSource",
     "Task",
     "TaskBoard",
+    "TaskSource",
     "TaskStatus",
     "session_of",
     "tokens_by_session",

@@ -22,13 +22,14 @@ from typing import Any
 from loomctx.budget.manager import BudgetManager
 from loomctx.builder import BuildOptions, BuildResult, ContextBuilder
 from loomctx.controller.sources import AgentMemorySource, SessionSource, session_of
-from loomctx.controller.tasks import Task, TaskBoard, TaskStatus
+from loomctx.controller.tasks import TASKS_SOURCE, Task, TaskBoard, TaskSource, TaskStatus
 from loomctx.embed.cache import CachedEmbedder
 from loomctx.embed.default import default_embedder
 from loomctx.embed.protocol import Embedder
 from loomctx.errors import ConfigError
 from loomctx.events import EventSink
 from loomctx.report import BuildReport
+from loomctx.retrieval.shared import SharedL2Source
 from loomctx.session import Session, SessionState
 from loomctx.stores.protocol import DEFAULT_TENANT, MemoryRecord, MemoryStore, check_name
 
@@ -68,12 +69,13 @@ class ContextController:
         self.metadata: dict[str, dict[str, Any]] = {}
         self.tasks = TaskBoard()
         self.agent_memory = AgentMemorySource(store, self.embedder, tenant=tenant, agent=agent)
-        """The agent's L3 memory as a source (every session the controller creates has it)."""
+        """The agent's L3 memory as a source (each Session has its own, by default)."""
 
     # -- sessions --------------------------------------------------------------------------
     def create_session(self, id: str | None = None, *, metadata: Mapping[str, Any] | None = None,
                        **session_options: Any) -> Session:
-        """A new session of this agent on this store, with the agent's L3 memory as a source.
+        """A new session of this agent on this store; like every Session it recalls the
+        agent's L3 memory (``MemoryOptions.agent_memory``), and it shows its tasks.
 
         ``session_options`` go to :class:`Session` (system_prompt, tools, memory, options...);
         ``agent``, ``tenant``, ``store`` and ``embedder`` are the controller's own.
@@ -82,14 +84,12 @@ class ContextController:
         if fixed:
             raise ConfigError(f"{sorted(fixed)!r} are set by the controller: create another "
                               "ContextController for another agent, tenant or store")
-        sources = [*session_options.pop("sources", ()), self.agent_memory]
         if "options" not in session_options:  # BuildOptions carry their own model
             session_options.setdefault("model", self.model)
         if self.events is not None:
             session_options.setdefault("events", self.events)
         session = Session(id or uuid.uuid4().hex[:12], agent=self.agent, tenant=self.tenant,
-                          store=self.store, embedder=self.embedder, sources=sources,
-                          **session_options)
+                          store=self.store, embedder=self.embedder, **session_options)
         return self.register(session, metadata=metadata)
 
     def register(self, session: Session, *, metadata: Mapping[str, Any] | None = None
@@ -103,6 +103,8 @@ class ContextController:
         if session.id in self.sessions and self.sessions[session.id] is not session:
             raise ConfigError(f"another session with id {session.id!r} is registered: "
                               "give the new one another id")
+        if not any(s.name == TASKS_SOURCE for s in session.builder.sources):
+            session.add_source(TaskSource(self.tasks, session.id))
         self.sessions[session.id] = session
         self.metadata[session.id] = dict(metadata or {})
         return session
@@ -126,7 +128,17 @@ class ContextController:
         s = self._get(session)
         summary = await s.end(summary_tokens=summary_tokens)
         self.tasks.cancel_pending(s.id)
+        self._memory_changed()
         return summary
+
+    def _memory_changed(self) -> None:
+        """The agent's memory changed here: its sessions read it again at their next build
+        (without waiting for their sources' refresh)."""
+        self.agent_memory.invalidate()
+        for s in self.sessions.values():
+            for source in s.builder.sources:
+                if isinstance(source, AgentMemorySource | SharedL2Source):
+                    source.invalidate()
 
     # -- tasks -----------------------------------------------------------------------------
     def add_task(self, session: Session | str, task: Task | str, *,
@@ -145,7 +157,8 @@ class ContextController:
     def distribute_task(self, task: Task | str, sessions: Iterable[Session | str] | None = None,
                         predicate: Callable[[SessionInfo], bool] | None = None) -> list[str]:
         """Give ``task`` to every session (or to ``sessions``) that has not ended and that
-        ``predicate`` accepts; returns the ids of the sessions that got it, in order."""
+        ``predicate`` accepts; returns the ids of the sessions that got it, in order. Each of
+        them shows it in its next build (:class:`~loomctx.controller.tasks.TaskSource`)."""
         t = task if isinstance(task, Task) else Task(description=task)
         targets = [self._get(s) for s in (self.sessions.values() if sessions is None
                                           else sessions)]
@@ -169,6 +182,7 @@ class ContextController:
         self.store.put([MemoryRecord(id=fid, content=text, level="L3", agent=self.agent,
                                      tenant=self.tenant, timestamp=now, importance=importance,
                                      metadata={"kind": "fact"})], self.embedder.embed([text]))
+        self._memory_changed()
         return fid
 
     def recall(self, query: str, limit: int = 10) -> list[MemoryRecord]:

@@ -24,17 +24,13 @@ from loomctx.bus.protocol import Envelope, EventBus
 from loomctx.embed.protocol import Embedder
 from loomctx.errors import ConfigError
 from loomctx.events import SessionEnded
+from loomctx.retrieval.agent_memory import l4_id
 from loomctx.stores.protocol import MemoryRecord, MemoryStore, Scope
 
 log = logging.getLogger(__name__)
 
 L4_GROUP = "loomctx-l4-persister"
 """The consumer group persisters join: one of them handles each session end."""
-
-
-def l4_id(record: MemoryRecord) -> str:
-    """The id of the L4 copy of an agent-level L3 record (stable, so rewrites replace)."""
-    return f"l3:{record.agent}:{record.session or '-'}:{record.id}"
 
 
 class L4Persister:

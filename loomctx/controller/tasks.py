@@ -4,17 +4,29 @@ A task is a unit of work handed to a session (by the caller or by
 :meth:`~loomctx.controller.ContextController.distribute_task`). The controller keeps the tasks
 keyed by session id, beside the Session's own lifecycle (ACTIVE / PAUSED / ENDED), so a session
 stays the everyday entry point and knows nothing about the controller above it.
+
+A task reaches the session's context through :class:`TaskSource`, which the controller adds to
+every session it creates or registers: the session's next build shows its pending tasks in the
+instructions (pinned, oldest first), and a completed or cancelled task leaves it. The text only
+changes when the list does, so between hand-outs it stays in the provider's cached prefix.
 """
 
 from __future__ import annotations
 
 import uuid
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from enum import Enum
 from typing import Any
 
 from loomctx.errors import ConfigError
+from loomctx.items import ContextItem, Tier
+from loomctx.sources.protocol import SourceRequest
+
+TASKS_SOURCE = "tasks"
+"""The name of the source that shows a session's pending tasks in its builds."""
+MAX_SHOWN = 8
+"""Pending tasks one build shows by default (the oldest; the rest are counted in a line)."""
 
 
 class TaskStatus(str, Enum):
@@ -81,4 +93,32 @@ class TaskBoard:
         return len(pending)
 
 
-__all__ = ["Task", "TaskBoard", "TaskStatus"]
+class TaskSource:
+    """A session's pending tasks as one pinned instruction item (``tasks:pending``).
+
+    Pinned because a task handed out must be seen: at most ``max_shown`` of them (the oldest)
+    are written out, so a flood of tasks cannot take the whole budget; the others are counted.
+    """
+
+    def __init__(self, board: TaskBoard, session: str, *, name: str = TASKS_SOURCE,
+                 max_shown: int = MAX_SHOWN) -> None:
+        if isinstance(max_shown, bool) or not isinstance(max_shown, int) or max_shown < 1:
+            raise ConfigError(f"max_shown must be an int >= 1, got {max_shown!r}")
+        self.name = name
+        self.board = board
+        self.session = session
+        self.max_shown = max_shown
+
+    async def collect(self, request: SourceRequest) -> Sequence[ContextItem]:
+        pending = self.board.of(self.session, TaskStatus.PENDING)
+        if not pending:
+            return []
+        lines = [f"- [{t.id}] {t.description.strip()}" for t in pending[:self.max_shown]]
+        if len(pending) > self.max_shown:
+            lines.append(f"- ({len(pending) - self.max_shown} more pending tasks)")
+        return [ContextItem(id="tasks:pending", source=self.name, kind="system",
+                            content="### Your tasks\n" + "\n".join(lines), tier=Tier.P0,
+                            priority=1.0, metadata={"tasks": [t.id for t in pending]})]
+
+
+__all__ = ["MAX_SHOWN", "TASKS_SOURCE", "Task", "TaskBoard", "TaskSource", "TaskStatus"]

@@ -20,7 +20,7 @@ import threading
 from collections import Counter, deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
@@ -54,6 +54,21 @@ class MemoryOptions:
     """L2 capacity; the least important overflow goes to L4."""
     l2_ttl: float | None = None
     """Seconds an L2 item stays before it moves to L4 (None: no expiry)."""
+    l2_shared: bool = True
+    """Offer this session's L2 to the agent's other sessions and see theirs: the seed's L2 is
+    distributed across an agent's sessions (source ``L2_shared``, scope tenant + agent;
+    :class:`~loomctx.retrieval.shared.SharedL2Source`)."""
+    l2_shared_ttl: float | None = 6 * 3600.0
+    """Seconds another session's L2 memory stays visible in the shared pool after it was
+    said (the seed's medium term, hours); None: until its session moves it out of L2."""
+    agent_memory: bool = True
+    """Recall the agent's memory from its other sessions in this session's builds: the
+    summaries earlier sessions wrote when they ended and the agent's facts (L3), with their
+    L4 copies (:class:`~loomctx.retrieval.agent_memory.AgentMemorySource`, source
+    ``L3_agent``)."""
+    agent_memory_l4: Literal["agent", "tenant", "off"] = "agent"
+    """Which persisted L4 copies of L3 records that recall reads: this agent's, every agent's
+    of the tenant (the tenant-global view), or none. Another tenant's never."""
 
     def __post_init__(self) -> None:
         if self.l1_max_tokens < 1:
@@ -65,6 +80,12 @@ class MemoryOptions:
             raise ConfigError(f"l2_max_items must be >= 0, got {self.l2_max_items!r}")
         if self.l2_ttl is not None and self.l2_ttl <= 0:
             raise ConfigError(f"l2_ttl must be > 0 seconds or None, got {self.l2_ttl!r}")
+        if self.l2_shared_ttl is not None and not self.l2_shared_ttl > 0:
+            raise ConfigError(f"l2_shared_ttl must be > 0 seconds or None, got "
+                              f"{self.l2_shared_ttl!r}")
+        if self.agent_memory_l4 not in ("agent", "tenant", "off"):
+            raise ConfigError(f"agent_memory_l4 must be 'agent', 'tenant' or 'off', got "
+                              f"{self.agent_memory_l4!r}")
 
 
 class TieredMemory:

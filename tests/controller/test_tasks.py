@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 
 import pytest
 
@@ -83,3 +84,51 @@ def test_bad_tasks_and_unknown_sessions_are_refused(controller: ContextControlle
         controller.add_task("ghost", "work")
     with pytest.raises(ConfigError, match="set by the controller"):
         controller.create_session("x", agent="other")
+
+
+def _rendered(session, query: str | None = None) -> str:
+    result = session.build_sync(query, max_tokens=800)
+    return json.dumps(result.payload, ensure_ascii=False)
+
+
+def test_a_distributed_task_reaches_each_target_sessions_next_build(
+        controller: ContextController) -> None:
+    for sid in ("eu", "us", "eu2"):
+        controller.sessions[sid].add_message_sync("user", "Good morning, anything new?")
+    got = controller.distribute_task(Task(description="Count the pallets in bay 4", id="p4"),
+                                     predicate=lambda s: s.metadata["region"] == "eu")
+    assert got == ["eu", "eu2"]
+    for sid in ("eu", "eu2"):
+        text = _rendered(controller.sessions[sid])  # a turn build, as the agent loop makes
+        assert "Count the pallets in bay 4" in text and "[p4]" in text
+        report = controller.sessions[sid].build_sync("What is there to do?", max_tokens=800)
+        row = next(r for r in report.report.items if r.id == "tasks:pending")
+        assert row.included and row.source == "tasks"
+    assert "Count the pallets" not in _rendered(controller.sessions["us"])
+    # Done, it leaves the context.
+    controller.complete_task("eu", "p4")
+    assert "Count the pallets" not in _rendered(controller.sessions["eu"])
+    assert "Count the pallets" in _rendered(controller.sessions["eu2"])
+
+
+def test_a_registered_session_shows_its_tasks_too(embedder) -> None:
+    from loomctx import Session
+
+    store = InMemoryStore()
+    c = ContextController("ops", store=store, embedder=embedder)
+    own = Session("mine", agent="ops", store=store, embedder=c.embedder)
+    c.register(own)
+    c.register(own)  # registering again adds no second source
+    own.add_message_sync("user", "Hello")
+    c.add_task(own, "Call the Hamburg depot")
+    assert "Call the Hamburg depot" in _rendered(own)
+    assert sum(s.name == "tasks" for s in own.builder.sources) == 1
+
+
+def test_many_tasks_are_capped_in_the_context(controller: ContextController) -> None:
+    for i in range(12):
+        controller.add_task("us", Task(description=f"Job number {i}", id=f"j{i}"))
+    controller.sessions["us"].add_message_sync("user", "What next?")
+    text = _rendered(controller.sessions["us"])
+    assert "Job number 7" in text and "Job number 8" not in text
+    assert "4 more pending tasks" in text
