@@ -74,6 +74,12 @@ def add_eval_parser(subparsers: argparse._SubParsersAction) -> argparse.Argument
         "English), USE alone, MiniLM alone, or the fast hashing fake",
     )
     parser.add_argument(
+        "--embed-cache",
+        metavar="PATH",
+        help="a SQLite file that keeps every embedding across runs (created when missing): a "
+        "second run over the same data embeds only the questions it has not seen",
+    )
+    parser.add_argument(
         "--pad-tokens",
         type=int,
         default=16000,
@@ -122,11 +128,20 @@ def add_eval_parser(subparsers: argparse._SubParsersAction) -> argparse.Argument
     return parser
 
 
-def _embedder(choice: str) -> Embedder | None:
-    """The embedder ``--embedder`` names (None: each system's default)."""
+def _embedder(choice: str, cache: str | None) -> Embedder | None:
+    """The embedder ``--embedder`` names (None: each system's default), memoised in the SQLite
+    file ``--embed-cache`` names when given (vectors are keyed by model name and text)."""
     from loomctx.embed.default import named_embedder
 
-    return None if choice == "default" else named_embedder(choice)
+    if cache is None:
+        return None if choice == "default" else named_embedder(choice)
+    from loomctx.embed.cache import CachedEmbedder
+    from loomctx.stores.sqlite import SQLiteStore
+
+    path = Path(cache)
+    if path.exists() and not path.is_file():
+        raise ConfigError(f"--embed-cache {cache!r} is not a file; name a SQLite file to use")
+    return CachedEmbedder(named_embedder(choice), store=SQLiteStore(path))
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -152,7 +167,7 @@ def _run(args: argparse.Namespace) -> int:
     names = None
     if args.systems is not None:
         names = [n.strip() for n in args.systems.split(",") if n.strip()]
-    embedder = _embedder(args.embedder)
+    embedder = _embedder(args.embedder, args.embed_cache)
     systems = build_systems(names, embedder=embedder)
     options: dict[str, int] = {}
     if args.dataset == "hotpotqa":

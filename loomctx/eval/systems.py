@@ -43,10 +43,11 @@ def _shared_default() -> Embedder:
 
 
 def _loomctx(embedder: Embedder | None = None) -> EvalSystem:
-    """loomctx's session-based system (default embedder when None)."""
+    """loomctx's session-based system (the process's shared default embedder when None, so a
+    turn that loomctx and the dense baselines both index is embedded once, not twice)."""
     from loomctx.eval.loomctx_system import LoomctxSystem  # lazy: see the module docstring
 
-    return LoomctxSystem(embedder)
+    return LoomctxSystem(embedder if embedder is not None else _shared_default())
 
 
 SYSTEMS: dict[str, Callable[[], EvalSystem]] = {

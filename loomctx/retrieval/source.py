@@ -87,7 +87,7 @@ class UnifiedRetrievalSource:
         name: str = "L4_semantic", recall_limit: int = 20, rewriter: QueryRewriter | None = None,
         reranker: UnifiedReranker | None = None, scope: str = "session",
         time_cues: bool = True, adjacent: int = 16, bridge_terms: int = 8,
-        context: float = 0.2, unnamed_query: bool = True,
+        context: float = 0.2, unnamed_query: bool = True, own_words: int | None = 96,
     ) -> None:
         if recall_limit < 1:
             raise ConfigError(f"recall_limit must be >= 1, got {recall_limit!r}")
@@ -99,6 +99,9 @@ class UnifiedRetrievalSource:
             raise ConfigError(f"context must be a finite number >= 0, got {context!r}")
         if scope not in ("session", "global"):
             raise ConfigError(f"scope must be 'session' or 'global', got {scope!r}")
+        if own_words is not None and (not isinstance(own_words, int)
+                                      or isinstance(own_words, bool) or own_words < 1):
+            raise ConfigError(f"own_words must be an int >= 1 or None, got {own_words!r}")
         self.name = name
         self.memory = memory
         self.knowledge = list(knowledge)
@@ -128,6 +131,15 @@ class UnifiedRetrievalSource:
         (:meth:`TieredMemory.speakers`): "What are Melanie's hobbies?" is matched by meaning
         as "What are hobbies?", since every line of Melanie's carries her name as its label and
         the reranker's ``named`` bonus already prefers them. The lexical lists keep the name."""
+        self.own_words = own_words
+        """Tokens from which a message is judged on its own words alone: it neither inherits its
+        neighbour's credit (``adjacent``) nor has its similarity blended with its exchange
+        (``context``). Both levers exist for short turns ("Tomorrow's gonna be an awesome
+        night"), whose few words cannot match a question; a long message (an assistant's
+        800-token answer) is found by its own words when it holds the answer, and when it
+        does not, the inherited credit ranked it above the short message that did and its
+        length then took the room of several such messages. None: every message, whatever
+        its length, inherits and blends."""
         self.failures: dict[str, str] = {}
         """Knowledge base name → the error of its last failed recall (empty when all worked)."""
 
@@ -265,9 +277,13 @@ class UnifiedRetrievalSource:
         out = []
         for match in matches[:self.adjacent]:
             for r in self.memory.adjacent(match.id):
-                if _asks((match if r.seq > match.seq else r).content):  # a question, answered
-                    out.append((r, match.id))
+                if _asks((match if r.seq > match.seq else r).content) and self._short(r.content):
+                    out.append((r, match.id))  # a question, answered
         return out
+
+    def _short(self, text: str) -> bool:
+        """Whether a message is short enough to be judged with its exchange (``own_words``)."""
+        return self.own_words is None or self.memory.counter.count(text) < self.own_words
 
     def _bridge(self, query: str, matches: list[MemoryRecord], limit: int) -> list[Hit]:
         """One more list: the question searched again with the names its best match adds.
@@ -298,8 +314,10 @@ class UnifiedRetrievalSource:
         A neighbour that is itself a candidate has its similarity already; the others' vectors
         come from the embedder's cache (their messages were embedded when they were added)."""
         near = {c.id: self.memory.adjacent(c.id) for c in cands
+                if isinstance(c.payload, MemoryRecord) and c.id == c.payload.id
+                and self._short(c.content)}
+        sims = {c.id: c.vector for c in cands  # before any is blended
                 if isinstance(c.payload, MemoryRecord) and c.id == c.payload.id}
-        sims = {c.id: c.vector for c in cands if c.id in near}  # before any is blended
         rest = list({r.id: r for rs in near.values() for r in rs if r.id not in sims}.values())
         if rest:
             vecs = self.memory.embedder.embed([index_text(r.content) for r in rest])

@@ -186,3 +186,34 @@ def test_turns_reach_the_multilingual_generator(capsys: pytest.CaptureFixture[st
     assert "evidence recall: multilingual (2 questions" in capsys.readouterr().out
     assert main([*common, "--turns", "0"]) == 2
     assert "--turns 0 must be a positive" in capsys.readouterr().err
+
+
+def test_embed_cache_keeps_the_vectors_for_the_next_run(
+    data: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from loomctx.embed.cache import text_hash
+    from loomctx.embed.fake import HashingEmbedder
+    from loomctx.stores.sqlite import SQLiteStore
+
+    cache = tmp_path / "vectors.sqlite"
+    args = ["generic", "--data", str(data), "--budgets", "64", "--json",
+            "--systems", "loomctx,dense", "--embedder", "hashing", "--embed-cache", str(cache)]
+    assert main(args) == 0
+    first = json.loads(capsys.readouterr().out)["results"]
+    store = SQLiteStore(cache)
+    hashes = [text_hash(turn["content"]) for turn in HISTORY]
+    kept = store.cached_vectors(HashingEmbedder().name, hashes, tenant="default")
+    store.close()
+    assert set(kept) == set(hashes)
+    assert main(args) == 0
+    second = json.loads(capsys.readouterr().out)["results"]
+    assert [r["recall"] for r in second] == [r["recall"] for r in first]
+
+
+def test_embed_cache_that_is_a_folder_exits_2(
+    data: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = main(["generic", "--data", str(data), "--systems", "dense", "--embedder", "hashing",
+                 "--embed-cache", str(tmp_path)])
+    assert code == 2
+    assert "--embed-cache" in capsys.readouterr().err

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import json
 from datetime import datetime, timezone
 from pathlib import Path
@@ -282,3 +283,23 @@ def test_generic_large_inline_history(tmp_path: Path) -> None:
     assert [q.gold for q in questions] == [("m0",), ("m1",), ("m2",)]
     assert len(questions[2].history) == 500
     assert questions[0].history is questions[2].history
+
+
+def test_generic_reads_a_gzipped_file(tmp_path: Path) -> None:
+    record = {"id": "q", "question": "Where do I live?", "history": _HISTORY, "gold": ["m1"]}
+    path = tmp_path / "data.jsonl.gz"
+    with gzip.open(path, "wt", encoding="utf-8") as fh:
+        fh.write(json.dumps(record) + "\n\n" + json.dumps({**record, "id": "q2"}) + "\n")
+    questions = list(load_generic(path))
+    assert [q.id for q in questions] == ["q", "q2"]
+    assert questions[0].history[0].content == "I live in Oslo"
+    assert questions[1].history is questions[0].history
+
+
+def test_generic_corrupt_gzip_is_an_input_error(tmp_path: Path) -> None:
+    """A ``.gz`` name over bytes that are not gzip: one InputError at the file, no traceback."""
+    path = tmp_path / "data.jsonl.gz"
+    path.write_bytes(b"not gzip data\n")
+    with pytest.raises(InputError, match="cannot read") as info:
+        list(load_generic(path))
+    assert info.value.where == str(path)

@@ -498,3 +498,43 @@ def test_context_weight_is_validated(make_memory: Callable[..., TieredMemory]) -
     for bad in (-0.1, float("nan"), float("inf"), True, "0.6"):
         with pytest.raises(ConfigError, match="context must be a finite number >= 0"):
             UnifiedRetrievalSource(make_memory(), context=bad)  # type: ignore[arg-type]
+
+
+LONG_REPLY = "Pottery, on Tuesday nights. " + " ".join(
+    f"Clay number {i} was shaped, glazed and fired in the kiln." for i in range(12))
+
+
+def test_a_long_reply_is_judged_on_its_own_words(
+        make_memory: Callable[..., TieredMemory], collect: Collect) -> None:
+    """A long answer inherits no credit from the question it follows; a short one does."""
+    memory = make_memory(l1_max_tokens=10**6)
+    _exchange(memory, reply=LONG_REPLY)
+    assert memory.counter.count(LONG_REPLY) >= 96
+    judged = collect(UnifiedRetrievalSource(memory, recall_limit=3), QUESTION, total=32)
+    inherits = collect(UnifiedRetrievalSource(memory, recall_limit=3, own_words=None),
+                       QUESTION, total=32)
+    assert "m31" in [it.id for it in inherits]
+    assert "m31" not in [it.id for it in judged]
+    short = collect(UnifiedRetrievalSource(memory, recall_limit=3, own_words=10**6), QUESTION,
+                    total=32)
+    assert "m31" in [it.id for it in short]
+
+
+def test_a_long_message_is_not_blended_with_its_exchange(
+        make_memory: Callable[..., TieredMemory], collect: Collect) -> None:
+    memory = make_memory(l1_max_tokens=10**6)
+    _exchange(memory, asked="I took up pottery this spring, on Tuesday nights.",
+              reply="Wow, that sounds wonderful. " + LONG_REPLY[28:])
+
+    def vector(own_words: int | None) -> float:
+        src = UnifiedRetrievalSource(memory, context=0.6, adjacent=0, recall_limit=64,
+                                     own_words=own_words)
+        return {it.id: it for it in collect(src, QUESTION, total=2000)}["m31"].scores["vector"]
+
+    assert vector(96) < vector(None)
+
+
+@pytest.mark.parametrize("bad", [0, -1, True, 2.5, "96"])
+def test_own_words_is_validated(make_memory: Callable[..., TieredMemory], bad: object) -> None:
+    with pytest.raises(ConfigError, match="own_words must be an int >= 1 or None"):
+        UnifiedRetrievalSource(make_memory(), own_words=bad)  # type: ignore[arg-type]
