@@ -39,6 +39,9 @@ def add_serve_parser(sub: Any) -> None:
                         "is unloaded past it; its memory stays in the store)")
     p.add_argument("--max-messages", type=int, default=100_000,
                    help="most messages per request")
+    p.add_argument("--upstream-timeout", type=float, default=300.0, metavar="SECONDS",
+                   help="longest an upstream call may take: a JSON answer in whole, a stream "
+                        "to its first bytes and between two chunks (past it: 504; default 300)")
     p.add_argument("--embedder", choices=("default", "hashing"), default="default",
                    help="hashing: the dependency-free fake (no meaning, fast to start)")
     p.set_defaults(func=run_serve)
@@ -64,7 +67,7 @@ def options_from(args: argparse.Namespace) -> Any:
         budget=args.budget, store=args.store, embedder=embedder,
         events=open_bus(args.bus) if args.bus else None,
         max_body_bytes=int(args.max_body_mb * 1024 * 1024), max_messages=args.max_messages,
-        max_sessions=args.max_sessions)
+        max_sessions=args.max_sessions, timeout=args.upstream_timeout)
 
 
 def _check_port(host: str, port: int) -> None:

@@ -99,17 +99,29 @@ _ANTHROPIC_TOO_LONG = re.compile(r"prompt is too long: (\d+) tokens > (\d+)")
 _ANTHROPIC_SUM = re.compile(r"exceed context limit: (\d+) \+ (\d+) > (\d+)")
 
 
+def preview(value: Any, limit: int = 200) -> str:
+    """``str(value)`` cut to ``limit`` characters, for an error message about a reply (a reply
+    nested too deep to print shows as such instead of raising)."""
+    try:
+        text = value if isinstance(value, str) else str(value)
+    except (RecursionError, ValueError):
+        return "<nested too deep to show>"
+    return text[:limit]
+
+
 def _error_fields(body: Any) -> tuple[str, str]:
     """(message, code-or-type) from either provider's error body, or from plain text."""
     if isinstance(body, Mapping):
         err = body.get("error", body)
         if isinstance(err, Mapping):
-            message = str(err.get("message") or json.dumps(dict(err)))
-            return message, str(err.get("code") or err.get("type") or "")
+            message = err.get("message")
+            code = err.get("code") or err.get("type") or ""
+            return (message if isinstance(message, str) and message else preview(dict(err), 300),
+                    code if isinstance(code, str) else preview(code, 40))
         if isinstance(err, str):
             return err, ""
-        return json.dumps(dict(body))[:300], ""
-    return str(body or ""), ""
+        return preview(dict(body), 300), ""
+    return preview(body or "", 2000), ""
 
 
 def context_length(body: Any) -> tuple[int | None, int | None] | None:
@@ -178,6 +190,9 @@ def read_json(text: str, provider: str) -> Any:
         raise ModelResponseError(
             f"{provider} sent a reply that is not JSON ({exc.msg}): {one_line(text, 120)!r}"
         ) from exc
+    except RecursionError as exc:
+        raise ModelResponseError(f"{provider} sent a reply nested too deep to read: "
+                                 f"{one_line(text, 120)!r}") from exc
 
 
 class Transport:
@@ -282,8 +297,8 @@ def _describe(exc: Exception) -> str:
 def _body(text: str) -> Any:
     try:
         return json.loads(text)
-    except json.JSONDecodeError:
-        return text
+    except (ValueError, RecursionError):
+        return text[:2000]
 
 
 async def _sse(resp: httpx.Response) -> AsyncIterator[tuple[str, str]]:
@@ -308,4 +323,4 @@ async def _sse(resp: httpx.Response) -> AsyncIterator[tuple[str, str]]:
 
 
 __all__ = ["DEFAULT_BACKOFF", "Backoff", "Sleep", "Transport", "context_length",
-           "parse_retry_after", "raise_for", "raise_sdk_error", "read_json"]
+           "parse_retry_after", "preview", "raise_for", "raise_sdk_error", "read_json"]

@@ -22,6 +22,7 @@ from loomctx.models._http import (
     Backoff,
     Sleep,
     Transport,
+    preview,
     raise_for,
     raise_sdk_error,
 )
@@ -97,22 +98,28 @@ class AnthropicChatModel:
         yield StreamEvent(kind="done", response=acc.response())
 
 
+def _count(value: Any) -> int | None:
+    """A token count as reported (None when absent or not a non-negative int)."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 \
+        else None
+
+
 def _usage(raw: Any, base: Usage | None = None) -> Usage:
     """Usage from a ``usage`` object; fields it lacks keep ``base``'s (stream deltas)."""
     base = base or Usage()
     if not isinstance(raw, Mapping):
         return base
-    fresh = raw.get("input_tokens")
-    read = raw.get("cache_read_input_tokens")
-    written = raw.get("cache_creation_input_tokens")
+    fresh = _count(raw.get("input_tokens"))
+    read = _count(raw.get("cache_read_input_tokens"))
+    written = _count(raw.get("cache_creation_input_tokens"))
     if fresh is None and read is None and written is None:
         prompt, cached = base.prompt_tokens, base.cached_tokens
     else:
-        prompt = int(fresh or 0) + int(read or 0) + int(written or 0)
-        cached = int(read or 0)
-    output = raw.get("output_tokens")
+        prompt = (fresh or 0) + (read or 0) + (written or 0)
+        cached = read or 0
+    output = _count(raw.get("output_tokens"))
     return Usage(prompt_tokens=prompt, cached_tokens=cached,
-                 completion_tokens=int(output) if output is not None else base.completion_tokens)
+                 completion_tokens=output if output is not None else base.completion_tokens)
 
 
 def _message(texts: list[str], calls: list[dict[str, Any]]) -> dict[str, Any]:
@@ -123,29 +130,43 @@ def _message(texts: list[str], calls: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def _call(block: Mapping[str, Any], arguments: str) -> dict[str, Any]:
-    return {"id": block["id"], "type": "function",
-            "function": {"name": block["name"], "arguments": arguments}}
+    ident, name = block.get("id"), block.get("name")
+    if not isinstance(ident, str) or not isinstance(name, str):
+        raise ModelResponseError(f"{_PROVIDER} sent a tool_use block without a string id and "
+                                 f"name: {preview(block, 120)!r}")
+    return {"id": ident, "type": "function", "function": {"name": name, "arguments": arguments}}
+
+
+def _stop(value: Any) -> str | None:
+    """Anthropic's stop reason in OpenAI's words (None when there is no readable one)."""
+    return STOP_REASONS.get(value, value) if isinstance(value, str) else None
 
 
 def parse_message(raw: Any) -> ModelResponse:
-    """A Messages response body → :class:`ModelResponse` in the OpenAI shape."""
-    try:
-        texts = [b["text"] for b in raw["content"] if b.get("type") == "text"]
-        calls = [_call(b, json.dumps(b.get("input") or {}))
-                 for b in raw["content"] if b.get("type") == "tool_use"]
-        stop = raw.get("stop_reason")
-    except (KeyError, TypeError, AttributeError) as exc:
-        raise ModelResponseError(f"{_PROVIDER} reply has no readable content blocks "
-                                 f"({type(exc).__name__}: {exc}): {str(raw)[:200]!r}") from exc
+    """A Messages response body → :class:`ModelResponse` in the OpenAI shape.
+
+    A body without a list of content blocks, or with a block that is not an object, a text
+    that is not a string or a tool use without its id and name, is a
+    :class:`ModelResponseError` naming it."""
+    blocks = raw.get("content") if isinstance(raw, Mapping) else None
+    if not isinstance(blocks, list) or not all(isinstance(b, Mapping) for b in blocks):
+        raise ModelResponseError(f"{_PROVIDER} reply has no readable content blocks: "
+                                 f"{preview(raw, 200)!r}")
+    texts = [b.get("text") for b in blocks if b.get("type") == "text"]
+    if not all(isinstance(t, str) for t in texts):
+        raise ModelResponseError(f"{_PROVIDER} sent a text block whose text is not a string: "
+                                 f"{preview(raw, 200)!r}")
+    calls = [_call(b, json.dumps(b.get("input") or {}))
+             for b in blocks if b.get("type") == "tool_use"]
     return ModelResponse(message=_message(texts, calls), usage=_usage(raw.get("usage")),
-                         finish_reason=STOP_REASONS.get(stop, stop), raw=raw)
+                         finish_reason=_stop(raw.get("stop_reason")), raw=raw)
 
 
 async def _sse_events(events: AsyncIterator[tuple[str, str]]) -> AsyncIterator[Any]:
     async for name, data in events:
         try:
             event = json.loads(data)
-        except json.JSONDecodeError as exc:
+        except (ValueError, RecursionError) as exc:
             raise ModelResponseError(f"{_PROVIDER} streamed a {name!r} event that is not "
                                      f"JSON: {data[:120]!r}") from exc
         yield event
@@ -174,27 +195,42 @@ class _Accumulator:
         self.events.append(event)
         if not isinstance(event, Mapping):
             raise ModelResponseError(f"{_PROVIDER} streamed an event that is not an object: "
-                                     f"{str(event)[:120]!r}")
+                                     f"{preview(event, 120)!r}")
         kind = event.get("type")
         if kind == "error":
             raise_for(_PROVIDER, None, event, key_env=_KEY_ENV)
         if kind == "message_start":
-            self.usage = _usage((event.get("message") or {}).get("usage"))
+            message = event.get("message")
+            self.usage = _usage(message.get("usage") if isinstance(message, Mapping) else None)
         elif kind == "content_block_start":
-            index = event["index"]
-            self.blocks[index] = dict(event["content_block"])
-            self.parts[index] = [self.blocks[index].get("text", "")]
-            return self.parts[index][0], self.blocks[index].get("type") == "tool_use"
+            index, block = event.get("index"), event.get("content_block")
+            if not isinstance(index, int) or isinstance(index, bool) or \
+                    not isinstance(block, Mapping):
+                raise ModelResponseError(f"{_PROVIDER} streamed an unreadable "
+                                         f"content_block_start: {preview(event, 120)!r}")
+            self.blocks[index] = dict(block)
+            text = block.get("text", "")
+            self.parts[index] = [text if isinstance(text, str) else ""]
+            return self.parts[index][0], block.get("type") == "tool_use"
         elif kind == "content_block_delta":
-            delta = event.get("delta") or {}
+            index, delta = event.get("index"), event.get("delta") or {}
+            if not isinstance(index, int) or isinstance(index, bool) or \
+                    not isinstance(delta, Mapping):
+                raise ModelResponseError(f"{_PROVIDER} streamed an unreadable "
+                                         f"content_block_delta: {preview(event, 120)!r}")
             piece = delta.get("text") if delta.get("type") == "text_delta" else (
                 delta.get("partial_json") if delta.get("type") == "input_json_delta" else None)
+            if piece is not None and not isinstance(piece, str):
+                raise ModelResponseError(f"{_PROVIDER} streamed a delta that is not text: "
+                                         f"{preview(event, 120)!r}")
             if piece:
-                self.parts.setdefault(event["index"], []).append(piece)
+                self.parts.setdefault(index, []).append(piece)
                 if delta["type"] == "text_delta":
                     return piece, False
         elif kind == "message_delta":
-            self.stop = (event.get("delta") or {}).get("stop_reason") or self.stop
+            delta = event.get("delta")
+            stop = delta.get("stop_reason") if isinstance(delta, Mapping) else None
+            self.stop = (stop if isinstance(stop, str) else None) or self.stop
             self.usage = _usage(event.get("usage"), self.usage)
         return "", False
 
@@ -209,12 +245,12 @@ class _Accumulator:
                 try:
                     arguments = json.loads(joined) if joined.strip() else (block.get("input")
                                                                            or {})
-                except json.JSONDecodeError as exc:
+                except (ValueError, RecursionError) as exc:
                     raise ModelResponseError(f"{_PROVIDER} streamed tool input that is not "
                                              f"JSON: {joined[:120]!r}") from exc
                 calls.append(_call(block, json.dumps(arguments)))
         return ModelResponse(message=_message(texts, calls), usage=self.usage,
-                             finish_reason=STOP_REASONS.get(self.stop or "", self.stop),
+                             finish_reason=_stop(self.stop),
                              raw={"events": self.events})
 
 

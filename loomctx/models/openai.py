@@ -26,6 +26,7 @@ from loomctx.models._http import (
     Backoff,
     Sleep,
     Transport,
+    preview,
     raise_for,
     raise_sdk_error,
 )
@@ -110,7 +111,7 @@ async def _sse_chunks(events: AsyncIterator[tuple[str, str]]) -> AsyncIterator[A
             continue
         try:
             chunk = json.loads(data)
-        except json.JSONDecodeError as exc:
+        except (ValueError, RecursionError) as exc:
             raise ModelResponseError(f"{_PROVIDER} streamed a chunk that is not JSON: "
                                      f"{data[:120]!r}") from exc
         if isinstance(chunk, dict) and "error" in chunk:
@@ -118,13 +119,19 @@ async def _sse_chunks(events: AsyncIterator[tuple[str, str]]) -> AsyncIterator[A
         yield chunk
 
 
+def _count(value: Any) -> int:
+    """A token count as reported; anything but a non-negative int (a list, a string) is 0."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
+
+
 def _usage(raw: Any) -> Usage:
     if not isinstance(raw, Mapping):
         return Usage()
-    details = raw.get("prompt_tokens_details") or {}
-    return Usage(prompt_tokens=int(raw.get("prompt_tokens") or 0),
-                 completion_tokens=int(raw.get("completion_tokens") or 0),
-                 cached_tokens=int(details.get("cached_tokens") or 0))
+    details = raw.get("prompt_tokens_details")
+    cached = details.get("cached_tokens") if isinstance(details, Mapping) else None
+    return Usage(prompt_tokens=_count(raw.get("prompt_tokens")),
+                 completion_tokens=_count(raw.get("completion_tokens")),
+                 cached_tokens=_count(cached))
 
 
 def _message(content: str | None, tool_calls: list[dict[str, Any]]) -> dict[str, Any]:
@@ -134,21 +141,59 @@ def _message(content: str | None, tool_calls: list[dict[str, Any]]) -> dict[str,
     return message
 
 
+def _text(value: Any, what: str) -> str | None:
+    """Message content as text: a string, None, or a list of text parts (joined)."""
+    if value is None or isinstance(value, str):
+        return value
+    if isinstance(value, list) and all(isinstance(p, Mapping) and isinstance(p.get("text"), str)
+                                       for p in value):
+        return "".join(p["text"] for p in value)
+    raise ModelResponseError(f"{_PROVIDER} sent {what} that is not text: {preview(value, 120)!r}")
+
+
+def _string(value: Any, what: str) -> str:
+    if not isinstance(value, str):
+        raise ModelResponseError(f"{_PROVIDER} sent a {what} that is not a string: "
+                                 f"{preview(value, 120)!r}")
+    return value
+
+
+def _reason(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def _tool_call(raw: Any) -> dict[str, Any]:
+    fn = raw.get("function") if isinstance(raw, Mapping) else None
+    if not isinstance(fn, Mapping):
+        raise ModelResponseError(f"{_PROVIDER} sent a tool call without a function object: "
+                                 f"{preview(raw, 120)!r}")
+    arguments = fn.get("arguments")
+    return {"id": _string(raw.get("id"), "tool call id"),
+            "type": raw.get("type") if isinstance(raw.get("type"), str) else "function",
+            "function": {"name": _string(fn.get("name"), "tool name"),
+                         "arguments": "" if arguments is None else
+                         _string(arguments, "tool call's arguments")}}
+
+
 def parse_completion(raw: Any) -> ModelResponse:
-    """A Chat Completions response body → :class:`ModelResponse` (tool calls unchanged)."""
-    try:
-        choice = raw["choices"][0]
-        msg = choice["message"]
-        calls = [{"id": c["id"], "type": c.get("type", "function"),
-                  "function": {"name": c["function"]["name"],
-                               "arguments": c["function"].get("arguments") or ""}}
-                 for c in msg.get("tool_calls") or []]
-        content = msg.get("content")
-    except (KeyError, IndexError, TypeError) as exc:
-        raise ModelResponseError(f"{_PROVIDER} reply has no readable choices[0].message "
-                                 f"({type(exc).__name__}: {exc}): {str(raw)[:200]!r}") from exc
-    return ModelResponse(message=_message(content, calls), usage=_usage(raw.get("usage")),
-                         finish_reason=choice.get("finish_reason"), raw=raw)
+    """A Chat Completions response body → :class:`ModelResponse` (tool calls unchanged).
+
+    Anything else (no ``choices[0].message`` object, content that is not text, a tool call
+    without its id, name or argument string) is a :class:`ModelResponseError` naming it."""
+    choices = raw.get("choices") if isinstance(raw, Mapping) else None
+    choice = choices[0] if isinstance(choices, list) and choices else None
+    msg = choice.get("message") if isinstance(choice, Mapping) else None
+    if not isinstance(choice, Mapping) or not isinstance(msg, Mapping):
+        raise ModelResponseError(f"{_PROVIDER} reply has no readable choices[0].message: "
+                                 f"{preview(raw, 200)!r}")
+    calls = msg.get("tool_calls") or []
+    if not isinstance(calls, list):
+        raise ModelResponseError(f"{_PROVIDER} sent tool_calls that are not a list: "
+                                 f"{preview(calls, 120)!r}")
+    return ModelResponse(message=_message(_text(msg.get("content"), "content"),
+                                          [_tool_call(c) for c in calls]),
+                         usage=_usage(raw.get("usage")),
+                         finish_reason=_reason(choice.get("finish_reason")), raw=raw)
 
 
 class _Accumulator:
@@ -165,27 +210,48 @@ class _Accumulator:
         self.chunks.append(chunk)
         if not isinstance(chunk, Mapping):
             raise ModelResponseError(f"{_PROVIDER} streamed a chunk that is not an object: "
-                                     f"{str(chunk)[:120]!r}")
+                                     f"{preview(chunk, 120)!r}")
         if chunk.get("usage"):
             self.usage = _usage(chunk["usage"])
         text, new_call = "", False
-        for choice in chunk.get("choices") or []:
-            delta = choice.get("delta") or {}
-            if delta.get("content"):
-                text += delta["content"]
-            for tc in delta.get("tool_calls") or []:
+        choices = chunk.get("choices") or []
+        if not isinstance(choices, list):
+            raise ModelResponseError(f"{_PROVIDER} streamed choices that are not a list: "
+                                     f"{preview(choices, 120)!r}")
+        for choice in choices:
+            delta = choice.get("delta") if isinstance(choice, Mapping) else None
+            if not isinstance(choice, Mapping) or not isinstance(delta, Mapping | None):
+                raise ModelResponseError(f"{_PROVIDER} streamed a choice without a delta "
+                                         f"object: {preview(choice, 120)!r}")
+            delta = delta or {}
+            piece = _text(delta.get("content"), "a content delta")
+            if piece:
+                text += piece
+            calls = delta.get("tool_calls") or []
+            if not isinstance(calls, list):
+                raise ModelResponseError(f"{_PROVIDER} streamed tool_calls that are not a "
+                                         f"list: {preview(calls, 120)!r}")
+            for tc in calls:
+                fn = tc.get("function") if isinstance(tc, Mapping) else None
+                if not isinstance(tc, Mapping) or not isinstance(fn, Mapping | None):
+                    raise ModelResponseError(f"{_PROVIDER} streamed an unreadable tool call "
+                                             f"delta: {preview(tc, 120)!r}")
                 index = tc.get("index", len(self.calls))
+                if not isinstance(index, int) or isinstance(index, bool):
+                    raise ModelResponseError(f"{_PROVIDER} streamed a tool call index that is "
+                                             f"not an int: {index!r}")
                 call = self.calls.get(index)
                 if call is None:
                     call = self.calls[index] = {"id": "", "type": "function",
                                                 "function": {"name": "", "arguments": ""}}
                     new_call = True
-                call["id"] = tc.get("id") or call["id"]
-                fn = tc.get("function") or {}
-                call["function"]["name"] += fn.get("name") or ""
-                call["function"]["arguments"] += fn.get("arguments") or ""
+                fn = fn or {}
+                call["id"] = _string(tc.get("id") or call["id"], "tool call id")
+                call["function"]["name"] += _string(fn.get("name") or "", "tool name")
+                call["function"]["arguments"] += _string(fn.get("arguments") or "",
+                                                         "tool call's arguments")
             if choice.get("finish_reason"):
-                self.finish = choice["finish_reason"]
+                self.finish = _reason(choice["finish_reason"])
         self.text.append(text)
         return text, new_call
 

@@ -10,8 +10,9 @@ from typing import Any, Literal
 
 from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import HTMLResponse, StreamingResponse
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from loomctx.service.checks import check_value
 from loomctx.service.conversations import Conversation
 from loomctx.service.core import Service
 from loomctx.service.tenants import tenant_of
@@ -38,10 +39,22 @@ def conversation(service: Service, tenant_name: str, session_id: str) -> Convers
     return conv
 
 
-class NewSession(BaseModel):
-    """A session to create."""
+class Checked(BaseModel):
+    """A request body whose every string is valid Unicode and whose nesting is bounded (see
+    :func:`~loomctx.service.checks.check_value`): what it carries can be stored and listed."""
 
     model_config = ConfigDict(extra="forbid")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _boundary(cls, data: Any) -> Any:
+        check_value(data, "body")
+        return data
+
+
+class NewSession(Checked):
+    """A session to create."""
+
     id: str | None = Field(None, min_length=1, max_length=128, description="None: generated")
     model: str = Field("gpt-4o", min_length=1, description="counts tokens and sets the window")
     format: Literal["openai", "anthropic"] = "openai"
@@ -50,17 +63,15 @@ class NewSession(BaseModel):
                                         description="OpenAI-shaped definitions, all pinned")
 
 
-class NewMessages(BaseModel):
+class NewMessages(Checked):
     """Messages to add, OpenAI-shaped (role, content, tool_calls, tool_call_id, name)."""
 
-    model_config = ConfigDict(extra="forbid")
     messages: list[dict[str, Any]] = Field(min_length=1)
 
 
-class BuildRequest(BaseModel):
+class BuildRequest(Checked):
     """A build of the session's context."""
 
-    model_config = ConfigDict(extra="forbid")
     max_tokens: int | None = Field(None, ge=16, description="prompt budget; None: the window "
                                    "minus the output reserve")
     query: str | None = Field(None, description="None: a turn (the last user message is the "
@@ -168,4 +179,4 @@ def page_router() -> APIRouter:
     return r
 
 
-__all__ = ["PREFIX", "conversation", "page_router", "router", "tenant"]
+__all__ = ["PREFIX", "Checked", "conversation", "page_router", "router", "tenant"]

@@ -17,6 +17,7 @@ import httpx
 from fastapi import Depends, FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from starlette.exceptions import HTTPException
+from starlette.requests import ClientDisconnect
 from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -128,7 +129,7 @@ def create_app(options: ServiceOptions, *, pages: Pages | None = None,
     # Specific kinds are answered by the exception middleware; plain ``Exception`` (a bug)
     # reaches the server-error middleware, which answers and then logs the trace.
     for kind in (Exception, HTTPException, RequestValidationError, Unauthorized,
-                 ServiceError, LoomctxError, ValueError):
+                 ServiceError, LoomctxError, ValueError, ClientDisconnect):
         app.add_exception_handler(kind, on_error)
 
     @app.get("/health", tags=["service"])

@@ -20,6 +20,7 @@ from loomctx.embed.protocol import Embedder
 from loomctx.errors import InputError
 from loomctx.events import Event, EventSink
 from loomctx.options import BuildOptions
+from loomctx.service.checks import check_session_id, check_value
 from loomctx.service.conversations import (
     BuildRecord,
     Conversation,
@@ -32,7 +33,6 @@ from loomctx.service.conversations import (
 from loomctx.service.options import DEFAULT_WINDOW, FALLBACK_ENCODING, ServiceOptions
 from loomctx.session import Session, SessionState
 from loomctx.sources.static import SystemPromptSource
-from loomctx.stores.protocol import check_name
 from loomctx.stores.urls import open_store
 from loomctx.tokens.registry import counter_for_model
 
@@ -69,18 +69,18 @@ class Service:
 
     # -- sessions ---------------------------------------------------------------------------
     def open(self, tenant: str, fmt: str, model: str, *, session_id: str | None = None,
-             system: str | None = None) -> Conversation:
-        """A new session for ``tenant`` building ``fmt`` requests for ``model``."""
+             system: str | None = None, register: bool = True) -> Conversation:
+        """A new session for ``tenant`` building ``fmt`` requests for ``model``; with
+        ``register`` false it is not the tenant's until :meth:`adopt` (a request refused
+        before then leaves no session behind)."""
         if session_id is not None:
-            check_name(session_id, "session id", optional=False)
-            if len(session_id) > 128:
-                raise InputError(f"session id is {len(session_id)} characters: use at most 128",
-                                 where="session")
+            check_session_id(session_id)
             if self.tenants.session(tenant, session_id) is not None:
                 raise InputError(f"session {session_id!r} exists already", where="session")
         name = self.options.model or model
         if not isinstance(name, str) or not name.strip():
             raise InputError(f"model must be a non-empty string, got {name!r}", where="model")
+        check_value([name, system], "model")
         options = BuildOptions(model=name, format=fmt, fallback_encoding=FALLBACK_ENCODING)
         known = counter_for_model(name, fallback=FALLBACK_ENCODING).context_window
         window = self.options.window or known or DEFAULT_WINDOW
@@ -93,9 +93,14 @@ class Service:
         prompt.text = system or ""
         conv = Conversation(session=session, format=fmt, tools=tools, system=prompt,
                             seed=seed(system))
+        if register:
+            self.adopt(tenant, conv)
+        return conv
+
+    def adopt(self, tenant: str, conv: Conversation) -> None:
+        """Make a session :meth:`open` made unregistered the tenant's."""
         self.tenants.add_session(tenant, conv)
         self.tenants.index(tenant, conv, None)
-        return conv
 
     def window(self, conv: Conversation) -> int:
         w = conv.session.builder.budget.window
@@ -103,9 +108,10 @@ class Service:
 
     def route(self, tenant: str, fmt: str, model: str, system: str | None,
               messages: Sequence[Mapping[str, Any]], session_id: str | None,
-              ) -> tuple[Conversation, list[Mapping[str, Any]], str | None]:
-        """The session a proxy request belongs to, its messages not stored yet, and the head
-        that slice was computed against (None in session-header mode, where all are new).
+              ) -> tuple[Conversation, list[Mapping[str, Any]], str | None, bool]:
+        """The session a proxy request belongs to, its messages not stored yet, the head that
+        slice was computed against (None in session-header mode, where all are new), and
+        whether the session is new (not the tenant's until :meth:`adopt`).
 
         With a session id (the ``X-Loomctx-Session`` header) every message is new and the
         session is created on first use. Without, the request is the whole conversation: the
@@ -115,22 +121,34 @@ class Service:
         if session_id is not None:
             conv = self.tenants.session(tenant, session_id)
             if conv is None:
-                conv = self.open(tenant, fmt, model, session_id=session_id, system=system)
-            elif conv.format != fmt:
+                return (self.open(tenant, fmt, model, session_id=session_id, system=system,
+                                  register=False), list(messages), None, True)
+            if conv.format != fmt:
                 raise InputError(f"session {session_id!r} builds {conv.format} requests: "
                                  f"use its endpoint, or another session id", where="session")
-            if system is not None:
-                conv.system.text = system
-            return conv, list(messages), None
+            return conv, list(messages), None, False
         chained = hashes(seed(system), messages)
         found = self.tenants.find(tenant, chained)
         if found is not None and found[0].format == fmt and \
                 found[0].session.state is not SessionState.ENDED:
             conv, n = found
-            return conv, list(messages[n:]), conv.head
-        conv = self.open(tenant, fmt, model, system=system)
+            return conv, list(messages[n:]), conv.head, False
+        conv = self.open(tenant, fmt, model, system=system, register=False)
         conv.anonymous = True
-        return conv, list(messages), conv.head
+        return conv, list(messages), conv.head, True
+
+    @staticmethod
+    def unseen(conv: Conversation, new: Sequence[Mapping[str, Any]],
+               ) -> list[Mapping[str, Any]]:
+        """``new`` less a resend: when the session's stored messages already end with exactly
+        ``new`` and no reply followed them (the last one is not the assistant's), the request
+        is a client's retry of a turn that failed (a 429, a 5xx, a timeout), not the user
+        saying it all again; nothing of it is stored twice."""
+        k = len(new)
+        if not k or len(conv.chain) < k or new[-1].get("role") == "assistant":
+            return list(new)
+        start = conv.chain[-k - 1] if len(conv.chain) > k else conv.seed
+        return [] if hashes(start, new) == conv.chain[-k:] else list(new)
 
     async def store_messages(self, tenant: str, conv: Conversation,
                              messages: Sequence[Mapping[str, Any]]) -> None:

@@ -12,9 +12,9 @@ from dataclasses import asdict
 from typing import Any
 
 from fastapi import APIRouter, Depends, Request
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
-from loomctx.service.api import PREFIX, conversation, tenant
+from loomctx.service.api import PREFIX, Checked, conversation, tenant
 from loomctx.service.core import Service
 from loomctx.service.web import ServiceError
 from loomctx.stores.protocol import Scope
@@ -23,19 +23,17 @@ from loomctx.workspace.notes import WorkSpace
 AGENT = "workspace"
 
 
-class NewNote(BaseModel):
+class NewNote(Checked):
     """A note to add; its id is the type plus the next number of that type."""
 
-    model_config = ConfigDict(extra="forbid")
     type: str = Field(min_length=1, max_length=64, pattern=r"^[a-zA-Z_]+$")
     content: str
     source: str = ""
 
 
-class Expand(BaseModel):
+class Expand(Checked):
     """Text whose ``@refs`` to expand with the notes' whole content."""
 
-    model_config = ConfigDict(extra="forbid")
     text: str
 
 

@@ -64,8 +64,10 @@ class ServiceOptions:
     max_sessions: int = 10_000
     """Sessions kept loaded per tenant; past it the least recently used idle one is unloaded
     (its memory stays in the store)."""
-    timeout: float = 600.0
-    """Seconds to wait for the upstream (streams: between two chunks)."""
+    timeout: float = 300.0
+    """Seconds an upstream call may take (``serve --upstream-timeout``): a JSON answer in
+    whole, a stream until its first bytes and then between two chunks. Past it the client
+    gets a 504 (a stream: an error event) and the session's next request can go."""
 
     def __post_init__(self) -> None:
         parts = urlsplit(self.upstream) if isinstance(self.upstream, str) else None
@@ -81,8 +83,10 @@ class ServiceOptions:
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, int) or v < 1:
                 raise ConfigError(f"{name} must be an int >= 1, got {v!r}")
-        if not self.timeout > 0:
-            raise ConfigError(f"timeout must be > 0 seconds, got {self.timeout!r}")
+        if isinstance(self.timeout, bool) or not isinstance(self.timeout, int | float) \
+                or not 0 < self.timeout < float("inf"):
+            raise ConfigError(f"timeout (serve --upstream-timeout) must be a finite number of "
+                              f"seconds > 0, got {self.timeout!r}")
         for key, tenant in self.keys.items():
             if not isinstance(key, str) or len(key) < 8 or not isinstance(tenant, str) \
                     or not tenant:

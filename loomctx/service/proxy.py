@@ -17,10 +17,11 @@ reaches the client.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import math
-from collections.abc import AsyncIterator, Mapping
-from typing import Any
+from collections.abc import AsyncIterator, Awaitable, Mapping
+from typing import Any, TypeVar
 
 import httpx
 from starlette.requests import Request
@@ -30,11 +31,13 @@ from loomctx.agent.loop import STEP_DOWN
 from loomctx.errors import InputError
 from loomctx.events import ModelCalled
 from loomctx.models._http import context_length
+from loomctx.service.checks import check_session_id, read_upstream
 from loomctx.service.conversations import BuildRecord, Conversation, Usage
 from loomctx.service.convert import anthropic_system, from_anthropic, split_openai
 from loomctx.service.core import MIN_BUDGET, Service
+from loomctx.service.relay import Events, error_event, is_last, usage_only
 from loomctx.service.replies import Format, ReplyReader, read_body
-from loomctx.service.web import ServiceError, json_body, one_line
+from loomctx.service.web import ClientGone, ServiceError, json_body, log, one_line
 
 PATHS: Mapping[Format, str] = {"openai": "/v1/chat/completions", "anthropic": "/v1/messages"}
 _DROP = frozenset({"content-length", "content-encoding", "transfer-encoding", "connection",
@@ -92,16 +95,43 @@ def _asks_usage(fmt: Format, body: Mapping[str, Any]) -> bool | None:
     return bool(options and options.get("include_usage"))
 
 
-def _usage_only(event: bytes) -> bool:
-    """An OpenAI stream event that carries only the usage (``choices`` empty)."""
-    if not event.startswith(b"data: {"):
-        return False
-    try:
-        data = json.loads(event[6:])
-    except ValueError:
-        return False
-    return isinstance(data, dict) and data.get("choices") == [] and "usage" in data
+def _session_id(request: Request) -> str | None:
+    """The session the request names (header, else query), checked before anything else."""
+    value = (request.headers.get("x-loomctx-session")
+             or request.query_params.get("loomctx_session"))
+    return None if value is None else check_session_id(value)
 
+
+async def _read(resp: httpx.Response) -> bytes:
+    """An upstream response's whole body (the response closed after it, or on failure)."""
+    try:
+        return await resp.aread()
+    finally:
+        await resp.aclose()
+
+
+async def _hung_up(request: Request) -> None:
+    """Returns when the client disconnects (its body has been read: nothing else comes)."""
+    while (await request.receive())["type"] != "http.disconnect":
+        pass
+
+
+_PASSED = frozenset({502, 503, 504, 529})
+"""Upstream 5xx statuses passed on as they are (retryable and meaningful to SDKs); any other
+5xx becomes a 502: the proxy's own 500 means a bug in the proxy, nothing else."""
+
+
+def _error_status(status: int, content: bytes, url: str) -> int:
+    """The status an upstream error goes back with; a body that is not a JSON object (an HTML
+    page, text, JSON nested too deep) is no provider's error: a 502 saying what came."""
+    if not isinstance(read_upstream(content), dict):
+        shown = content[:120].decode("utf-8", "replace")
+        raise ServiceError(502, f"the upstream {url!r} answered HTTP {status} with a body that "
+                                f"is not a JSON error: {shown!r}")
+    return status if status < 500 or status in _PASSED else 502
+
+
+_T = TypeVar("_T")
 
 UNDERCOUNT_SLACK = 1.02
 """Measured prompts up to 2 % over the build's count are framing noise, not a miscount."""
@@ -141,6 +171,8 @@ class Proxy:
     async def handle(self, fmt: Format, request: Request, tenant: str) -> Response:
         opts = self.service.options
         body = await json_body(request, opts.max_body_bytes)
+        # Everything a request can be refused for is checked before it is stored or sent.
+        session_id = _session_id(request)
         messages = body.get("messages")
         if not isinstance(messages, list) or not messages:
             raise InputError("messages must be a non-empty list", where="messages")
@@ -153,12 +185,10 @@ class Proxy:
             system, conversation = anthropic_system(body.get("system")), from_anthropic(messages)
         asked_out = _output_tokens(fmt, body)
         asked = _int_header(request, "x-loomctx-budget", "loomctx_budget")
-        session_id = (request.headers.get("x-loomctx-session")
-                      or request.query_params.get("loomctx_session"))
         tools = _tools(fmt, body)
         for _ in range(_ROUTE_TRIES):
-            conv, new, seen = self.service.route(tenant, fmt, str(body.get("model") or ""),
-                                                 system, conversation, session_id)
+            conv, new, seen, fresh = self.service.route(
+                tenant, fmt, str(body.get("model") or ""), system, conversation, session_id)
             await conv.lock.acquire()
             if seen is None or conv.head == seen:
                 break
@@ -169,14 +199,20 @@ class Proxy:
         release = True
         try:
             conv.tools.set(tools)
-            await self.service.store_messages(tenant, conv, new)
             out = self.service.reserve(conv, asked_out)
             budget = self.service.budget(conv, out, asked)
             if conv.cap is not None:
                 budget = min(budget, conv.cap)
+            if fresh:  # nothing refused it: the session is the tenant's from here on
+                self.service.adopt(tenant, conv)
+            elif system is not None and seen is None:
+                conv.system.text = system
+            if seen is None:
+                new = self.service.unseen(conv, new)
+            await self.service.store_messages(tenant, conv, new)
             record = await self.service.build(tenant, conv, budget)
             resp = await self._send(fmt, request, body, record)
-            refusal = await self._refusal(resp)
+            refusal = await self._refusal(request, resp)
             if refusal is not None:
                 self._measure(conv, record, refusal[1], out)
                 smaller = self._smaller(record.report.budget, refusal, out, conv.undercount)
@@ -191,14 +227,25 @@ class Proxy:
                 relay = self._relay(fmt, tenant, conv, record, resp, body,
                                     strip_usage=_asks_usage(fmt, body) is False)
                 return StreamingResponse(relay, status_code=resp.status_code, headers=headers)
-            content = await resp.aread()
-            await resp.aclose()
-            if resp.status_code < 400:
-                await self._remember(fmt, tenant, conv, record, read_body(fmt, content), body)
+            content = await self._upstream(request, _read(resp))
+            if resp.status_code >= 400:
+                return Response(content, status_code=_error_status(resp.status_code, content,
+                                                                   self._url(fmt)),
+                                headers=headers)
+            reply, why = read_body(fmt, content)
+            if reply is None:
+                record.reply_stored, record.note = False, one_line(f"unreadable reply: {why}")
+                raise ServiceError(502, f"the upstream {self._url(fmt)!r} answered "
+                                        f"{resp.status_code} with a reply that cannot be read "
+                                        f"({why}); nothing of it was stored")
+            await self._remember(fmt, tenant, conv, record, reply, body)
             return Response(content, status_code=resp.status_code, headers=headers)
         finally:
             if release:
                 conv.lock.release()
+
+    def _url(self, fmt: Format) -> str:
+        return self.service.options.upstream_base + PATHS[fmt]
 
     async def _send(self, fmt: Format, request: Request, body: Mapping[str, Any],
                     record: BuildRecord) -> httpx.Response:
@@ -207,26 +254,53 @@ class Proxy:
         if _asks_usage(fmt, body) is False:  # ask for the usage; _relay hides it again
             payload["stream_options"] = {**(body.get("stream_options") or {}),
                                          "include_usage": True}
-        url = self.service.options.upstream_base + PATHS[fmt]
+        url = self._url(fmt)
         upstream = httpx.Request("POST", url, headers=self._headers(fmt, request),
-                                 content=json.dumps({**body, **payload}).encode())
+                                 content=json.dumps({**body, **payload},
+                                                    allow_nan=False).encode())
         try:
-            return await self.client.send(upstream, stream=True)
+            return await self._upstream(request, self.client.send(upstream, stream=True))
+        except httpx.TimeoutException as exc:
+            raise ServiceError(504, f"the upstream {url!r} did not answer in time "
+                                    f"({type(exc).__name__}; serve --upstream-timeout)") from exc
         except httpx.HTTPError as exc:
             raise ServiceError(502, f"the upstream {url!r} could not be reached: "
                                     f"{type(exc).__name__}: {exc}") from exc
 
-    @staticmethod
-    async def _refusal(resp: httpx.Response) -> tuple[int | None, int | None] | None:
+    async def _upstream(self, request: Request, call: Awaitable[_T]) -> _T:
+        """``call`` (a step of an upstream call), cancelled when the client hangs up or when
+        the upstream timeout passes: a session's lock is never held for a client that left
+        or an upstream that hangs."""
+        task = asyncio.ensure_future(call)
+        gone = asyncio.ensure_future(_hung_up(request))
+        timeout = self.service.options.timeout
+        try:
+            done, _ = await asyncio.wait({task, gone}, timeout=timeout,
+                                         return_when=asyncio.FIRST_COMPLETED)
+        except BaseException:
+            task.cancel()
+            raise
+        finally:
+            gone.cancel()
+        if task in done:
+            return task.result()
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError, httpx.HTTPError):
+            await task
+        if gone in done:
+            raise ClientGone(f"the client hung up while {self.service.options.upstream_base!r} "
+                             "was answering: the upstream call was cancelled")
+        raise ServiceError(504, f"the upstream {self.service.options.upstream_base!r} did not "
+                                f"answer within {timeout:g} s (serve --upstream-timeout)")
+
+    async def _refusal(self, request: Request,
+                       resp: httpx.Response) -> tuple[int | None, int | None] | None:
         """The upstream's (limit, requested) when it refused the request as too long."""
         if resp.status_code != 400:
             return None
-        await resp.aread()
-        await resp.aclose()
-        try:
-            return context_length(json.loads(resp.content))
-        except ValueError:
-            return None
+        content = await self._upstream(request, _read(resp))
+        parsed = read_upstream(content)
+        return None if parsed is None else context_length(parsed)
 
     @staticmethod
     def _measure(conv: Conversation, record: BuildRecord, prompt: int | None,
@@ -258,45 +332,72 @@ class Proxy:
     async def _relay(self, fmt: Format, tenant: str, conv: Conversation, record: BuildRecord,
                      resp: httpx.Response, body: Mapping[str, Any], *, strip_usage: bool,
                      ) -> AsyncIterator[bytes]:
-        """The upstream's bytes as they come; with ``strip_usage``, whole events, less the
-        usage chunk the client did not ask for."""
-        reader = ReplyReader(fmt)
-        pending = b""
-        complete = False
+        """The upstream's events as they come (with ``strip_usage``, less the usage chunk the
+        client did not ask for); the last one once the reply is stored; an error event when
+        the upstream breaks off."""
+        reader, events = ReplyReader(fmt), Events()
+        held: list[bytes] = []
+        """The reply's last event and what follows it: sent once the reply is stored."""
+        stored: asyncio.Task[None] | None = None
         try:
-            async for chunk in resp.aiter_bytes():
-                reader.feed(chunk)
-                if not strip_usage:
-                    yield chunk
-                    continue
-                *events, pending = (pending + chunk).split(b"\n\n")
-                out = b"".join(e + b"\n\n" for e in events if not _usage_only(e))
-                if out:
-                    yield out
-            complete = True
-            if pending and not _usage_only(pending):
-                yield pending
+            broke: httpx.HTTPError | None = None
+            try:
+                async for chunk in resp.aiter_bytes():
+                    reader.feed(chunk)
+                    out: list[bytes] = []
+                    for event in events.push(chunk):
+                        if strip_usage and usage_only(event):
+                            continue
+                        (held if held or is_last(fmt, event) else out).append(event)
+                    if out:
+                        yield b"".join(out)
+            except httpx.HTTPError as exc:
+                broke = exc
+            if broke is not None and not held:
+                why = (f"the upstream stream broke off: {type(broke).__name__}: {broke}"
+                       if not isinstance(broke, httpx.TimeoutException) else
+                       "the upstream sent nothing for longer than the upstream timeout "
+                       "(serve --upstream-timeout)")
+                log.warning("session %s: %s; the reply was not stored", conv.session.id,
+                            one_line(why))
+                yield error_event(fmt, one_line(why), "timeout_error" if isinstance(
+                    broke, httpx.TimeoutException) else "api_error")
+                return
+            rest = events.rest()
+            if rest and not (strip_usage and usage_only(rest)):
+                held.append(rest)
+            # Stored before the last event goes out: a client that has its whole reply can
+            # count on the session holding it. A task of its own, so a client that hangs up
+            # now cannot cut the storing off halfway.
+            stored = asyncio.create_task(self._remember(fmt, tenant, conv, record,
+                                                        reader.result(), body))
+            with contextlib.suppress(Exception):  # _finish logs it and notes it on the build
+                await asyncio.shield(stored)
+            if held:
+                yield b"".join(held)
         finally:
-            # A client that closes the stream at its last byte cancels this generator: storing
-            # the reply here could be cut off halfway (the session holding a reply its
-            # fingerprints do not know, so the client's next request would add it twice).
-            # A task of its own stores it and only then unlocks the session.
-            task = asyncio.create_task(self._finish(fmt, tenant, conv, record, resp,
-                                                    reader if complete else None, body))
+            task = asyncio.create_task(self._finish(conv, record, resp, stored))
             self._finishing.add(task)
             task.add_done_callback(self._finishing.discard)
 
-    async def _finish(self, fmt: Format, tenant: str, conv: Conversation, record: BuildRecord,
-                      resp: httpx.Response, reader: ReplyReader | None,
-                      body: Mapping[str, Any]) -> None:
-        """After a stream: close the upstream, store the whole reply, unlock the session."""
+    @staticmethod
+    async def _finish(conv: Conversation, record: BuildRecord, resp: httpx.Response,
+                      stored: asyncio.Task[None] | None) -> None:
+        """After a stream: close the upstream, wait for the reply's storing, unlock."""
         try:
             await resp.aclose()
-            if reader is not None:
-                await self._remember(fmt, tenant, conv, record, reader.result(), body)
-            else:
+            if stored is None:
                 record.reply_stored = False
-                record.note = "the stream ended before the reply was complete: not stored"
+                record.note = record.note or ("the stream ended before the reply was "
+                                              "complete: not stored")
+                return
+            try:
+                await stored
+            except Exception as exc:  # the store failed: said on the build and in the log
+                record.reply_stored = False
+                record.note = one_line(f"the reply could not be stored: "
+                                       f"{type(exc).__name__}: {exc}")
+                log.warning("session %s: %s", conv.session.id, record.note)
         finally:
             conv.lock.release()
 
@@ -305,6 +406,7 @@ class Proxy:
         """Store the reply in the session and its usage in the build's record."""
         if reply is None:
             record.reply_stored = False
+            record.note = record.note or "the reply could not be read: not stored"
             return
         u = reply.usage
         record.usage = Usage(prompt_tokens=u.prompt_tokens, cached_tokens=u.cached_tokens,

@@ -3,7 +3,8 @@
 The proxy streams the upstream's bytes to the client as they arrive and feeds the same bytes to
 a :class:`ReplyReader`; at the end the reader holds the assistant message (OpenAI shape, tool
 calls with their ids) and the usage the upstream reported. A reply the reader cannot make sense
-of is still passed on; only the session's memory misses it (and the build says so).
+of in a stream is still passed on (only the session's memory misses it, and the build says so);
+a JSON answer that cannot be read is the upstream's fault, answered with a 502.
 """
 
 from __future__ import annotations
@@ -17,17 +18,20 @@ from loomctx.models.anthropic import parse_message
 from loomctx.models.openai import _Accumulator as _OpenAIStream
 from loomctx.models.openai import parse_completion
 from loomctx.models.protocol import ModelResponse
+from loomctx.service.checks import read_upstream
 
 Format = Literal["openai", "anthropic"]
 
 
-def read_body(fmt: Format, body: bytes) -> ModelResponse | None:
-    """The reply of a JSON (non-streamed) answer, or None when it is not one."""
+def read_body(fmt: Format, body: bytes) -> tuple[ModelResponse | None, str]:
+    """The reply of a JSON (non-streamed) answer, or None and why it is not one."""
+    raw = read_upstream(body)
+    if raw is None:
+        return None, f"not JSON: {body[:80].decode('utf-8', 'replace')!r}"
     try:
-        raw = json.loads(body)
-        return parse_completion(raw) if fmt == "openai" else parse_message(raw)
-    except (ValueError, ModelError):
-        return None
+        return (parse_completion(raw) if fmt == "openai" else parse_message(raw)), ""
+    except ModelError as exc:
+        return None, str(exc)[:300]
 
 
 class ReplyReader:
@@ -59,7 +63,7 @@ class ReplyReader:
             return
         try:
             self._acc.add(json.loads(data))
-        except (ValueError, ModelError, KeyError, TypeError) as exc:
+        except (ValueError, RecursionError, ModelError) as exc:
             self.error = f"{type(exc).__name__}: {exc}"[:300]
 
     def result(self) -> ModelResponse | None:

@@ -8,14 +8,14 @@ no trace; the trace goes to the log.
 
 from __future__ import annotations
 
-import json
 import logging
 from typing import Any
 
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse
 
 from loomctx.errors import BudgetError, ConfigError, ModelError
+from loomctx.service.checks import loads
 
 log = logging.getLogger("loomctx.service")
 
@@ -28,6 +28,14 @@ class ServiceError(Exception):
         self.status = status
 
 
+class ClientGone(ServiceError):
+    """The client hung up (mid-upload, or while the upstream was answering): logged as one
+    line, and answered with 499 for the record (nobody reads it)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(499, message)
+
+
 def one_line(text: str, limit: int = 400) -> str:
     text = " ".join(str(text).split())
     return text if len(text) <= limit else text[: limit - 1] + "…"
@@ -35,7 +43,8 @@ def one_line(text: str, limit: int = 400) -> str:
 
 _TYPES = {400: "invalid_request_error", 401: "authentication_error", 404: "not_found_error",
           409: "invalid_request_error", 413: "request_too_large", 422: "invalid_request_error",
-          502: "api_error", 500: "api_error"}
+          499: "invalid_request_error", 502: "api_error", 504: "timeout_error",
+          500: "api_error"}
 
 
 def error_response(request: Request, status: int, message: str) -> JSONResponse:
@@ -51,6 +60,11 @@ def error_response(request: Request, status: int, message: str) -> JSONResponse:
 
 def status_of(exc: Exception) -> tuple[int, str]:
     """The status and message for an exception a route raised."""
+    if isinstance(exc, ClientDisconnect):
+        exc = ClientGone("the client hung up before its request was read")
+    if isinstance(exc, ClientGone):
+        log.warning("%s", one_line(str(exc)))
+        return exc.status, str(exc)
     if isinstance(exc, ServiceError):
         return exc.status, str(exc)
     if isinstance(exc, BudgetError):
@@ -64,24 +78,25 @@ def status_of(exc: Exception) -> tuple[int, str]:
 
 
 async def json_body(request: Request, limit: int) -> dict[str, Any]:
-    """The request's JSON object, refusing bodies over ``limit`` bytes before reading them."""
+    """The request's JSON object, refusing bodies over ``limit`` bytes before reading them,
+    and JSON the upstream could not take (see :func:`loomctx.service.checks.loads`)."""
     declared = request.headers.get("content-length")
     if declared is not None and declared.isdigit() and int(declared) > limit:
         raise ServiceError(413, f"the body is {declared} bytes; the limit is {limit}")
     chunks, size = [], 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > limit:
-            raise ServiceError(413, f"the body exceeds the limit of {limit} bytes")
-        chunks.append(chunk)
-    raw = b"".join(chunks)
     try:
-        body = json.loads(raw)
-    except (ValueError, RecursionError) as exc:
-        raise ServiceError(400, f"the body is not valid JSON: {exc}") from None
+        async for chunk in request.stream():
+            size += len(chunk)
+            if size > limit:
+                raise ServiceError(413, f"the body exceeds the limit of {limit} bytes")
+            chunks.append(chunk)
+    except ClientDisconnect:
+        raise ClientGone(f"the client hung up after {size} bytes of its request body on "
+                         f"{request.url.path}") from None
+    body = loads(b"".join(chunks))
     if not isinstance(body, dict):
         raise ServiceError(400, f"the body must be a JSON object, got {type(body).__name__}")
     return body
 
 
-__all__ = ["ServiceError", "error_response", "json_body", "one_line", "status_of"]
+__all__ = ["ClientGone", "ServiceError", "error_response", "json_body", "one_line", "status_of"]

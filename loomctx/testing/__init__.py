@@ -8,7 +8,8 @@
   whose numbers must be computable by hand.
 - :class:`FakeModelServer`: a loopback HTTP server speaking the OpenAI and Anthropic wire
   formats (JSON and SSE) that replays a script of steps (:class:`Reply` with :class:`ToolCall`,
-  :class:`HttpError`, :class:`ContextLength`, :class:`Malformed`, :class:`Delay`) and records
+  :class:`HttpError`, :class:`ContextLength`, :class:`Malformed`, :class:`Raw`, :class:`Delay`)
+  and records
   every request.
 - ``loomctx.testing.store_conformance``: the contract suite every ``MemoryStore`` passes (needs
   pytest and hypothesis, so it is not imported here).
@@ -22,7 +23,15 @@ from collections.abc import Sequence
 
 from loomctx.embed.fake import HashingEmbedder
 from loomctx.models.scripted import ScriptedModel
-from loomctx.testing.fake_script import ContextLength, Delay, HttpError, Malformed, Reply, ToolCall
+from loomctx.testing.fake_script import (
+    ContextLength,
+    Delay,
+    HttpError,
+    Malformed,
+    Raw,
+    Reply,
+    ToolCall,
+)
 from loomctx.testing.fake_server import FakeModelServer, RecordedRequest
 from loomctx.tokens.protocol import TokenCounter
 
@@ -75,5 +84,5 @@ class WordCounter:
 
 
 __all__ = ["ContextLength", "Delay", "FakeModelServer", "HashingEmbedder", "HttpError",
-           "Malformed", "RecordedRequest", "Reply", "ScriptedModel", "ToolCall", "WordCounter",
-           "check_truncate"]
+           "Malformed", "Raw", "RecordedRequest", "Reply", "ScriptedModel", "ToolCall",
+           "WordCounter", "check_truncate"]

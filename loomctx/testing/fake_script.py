@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from loomctx.models.scripted import ToolCall
 
-__all__ = ["ContextLength", "Delay", "HttpError", "Malformed", "Reply", "Step", "ToolCall"]
+__all__ = ["ContextLength", "Delay", "HttpError", "Malformed", "Raw", "Reply", "Step",
+           "ToolCall"]
 
 
 @dataclass(frozen=True)
@@ -62,14 +63,28 @@ class Malformed:
 
 
 @dataclass(frozen=True)
+class Raw:
+    """An answer given byte for byte, for the upstreams that answer oddly: any status, headers
+    and body, or ``chunks`` sent as a stream (``pause`` seconds apart); with ``cut`` the
+    connection closes before the body its ``content-length`` announced is complete."""
+
+    status: int = 200
+    body: bytes | str = b""
+    chunks: Sequence[bytes | str] = ()
+    headers: Mapping[str, str] = field(default_factory=dict)
+    cut: bool = False
+    pause: float = 0.0
+
+
+@dataclass(frozen=True)
 class Delay:
     """Wait ``seconds`` before answering with ``then`` (for client timeouts)."""
 
     seconds: float
-    then: Reply | HttpError | ContextLength | Malformed | str | None = None
+    then: Reply | HttpError | ContextLength | Malformed | Raw | str | None = None
 
 
-Step = Reply | HttpError | ContextLength | Malformed | Delay
+Step = Reply | HttpError | ContextLength | Malformed | Raw | Delay
 """One scripted answer (a plain ``str`` in a script means ``Reply(text=...)``)."""
 
 Format = Literal["openai", "anthropic"]
@@ -96,6 +111,12 @@ class Rendered:
     body: bytes = b""
     chunks: Sequence[bytes] = ()
     delay: float = 0.0
+    cut: bool = False
+    pause: float = 0.0
+
+
+def _bytes(data: bytes | str) -> bytes:
+    return data.encode("utf-8", "surrogatepass") if isinstance(data, str) else data
 
 
 def render(step: Step | str, fmt: Format, *, model: str, stream: bool,
@@ -106,8 +127,10 @@ def render(step: Step | str, fmt: Format, *, model: str, stream: bool,
     if isinstance(step, Delay):
         later = render(step.then if step.then is not None else Reply(text="late"), fmt,
                        model=model, stream=stream, include_usage=include_usage)
-        return Rendered(later.status, later.headers, later.body, later.chunks,
-                        later.delay + step.seconds)
+        return replace(later, delay=later.delay + step.seconds)
+    if isinstance(step, Raw):
+        return Rendered(step.status, dict(step.headers), _bytes(step.body),
+                        [_bytes(c) for c in step.chunks], cut=step.cut, pause=step.pause)
     if isinstance(step, Malformed):
         if stream:
             return Rendered(200, {}, chunks=[f"data: {step.body}\n\n".encode()])

@@ -46,7 +46,8 @@ class FakeModelServer:
     """A scripted OpenAI/Anthropic server on ``127.0.0.1`` in a background thread.
 
     ``script`` holds the steps (:class:`~loomctx.testing.Reply`, ``HttpError``,
-    ``ContextLength``, ``Malformed``, ``Delay``, or a plain string for a text reply), consumed
+    ``ContextLength``, ``Malformed``, ``Raw``, ``Delay``, or a plain string for a text reply),
+    consumed
     one per request; :meth:`add` appends more. When the script runs out the server answers 400
     "script exhausted", which clients do not retry, so a test that calls once too often fails
     loudly. Use it as a context manager, or :meth:`start` and :meth:`close`.
@@ -155,20 +156,40 @@ def _handler(server: FakeModelServer) -> type[BaseHTTPRequestHandler]:
                          include_usage=include_usage)
             if out.delay:
                 time.sleep(out.delay)
-            self._send(out.status, out.headers, out.body, chunks=out.chunks)
+            if out.cut:
+                self._cut(out.status, out.headers, out.body + b"".join(out.chunks))
+                return
+            self._send(out.status, out.headers, out.body, chunks=out.chunks, pause=out.pause)
+
+        def _cut(self, status: int, headers: Mapping[str, str], sent: bytes) -> None:
+            """Announce more than is sent, then close: a connection lost mid-body."""
+            try:
+                self.send_response(status)
+                for name, value in headers.items():
+                    self.send_header(name, value)
+                self.send_header("content-length", str(len(sent) + 1000))
+                self.end_headers()
+                self.wfile.write(sent)
+                self.wfile.flush()
+            except (BrokenPipeError, ConnectionResetError):
+                pass
+            self.close_connection = True
 
         def _send(self, status: int, headers: Mapping[str, str], body: bytes,
-                  chunks: Sequence[bytes] = ()) -> None:
+                  chunks: Sequence[bytes] = (), pause: float = 0.0) -> None:
             try:
                 self.send_response(status)
                 for name, value in headers.items():
                     self.send_header(name, value)
                 if chunks:
-                    self.send_header("content-type", "text/event-stream")
+                    if "content-type" not in {k.lower() for k in headers}:
+                        self.send_header("content-type", "text/event-stream")
                     self.send_header("cache-control", "no-cache")
                     self.send_header("connection", "close")
                     self.end_headers()
-                    for chunk in chunks:
+                    for n, chunk in enumerate(chunks):
+                        if pause and n:
+                            time.sleep(pause)
                         self.wfile.write(chunk)
                         self.wfile.flush()
                     self.close_connection = True
