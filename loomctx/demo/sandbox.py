@@ -11,8 +11,9 @@ enforced by SQLite itself rather than by reading the query:
   allow-list, so a function a newer SQLite adds is refused until it is listed;
 - a read-only connection (``mode=ro`` and ``PRAGMA query_only``);
 - limits: the longest string or blob a query may make (``SQLITE_LIMIT_LENGTH``, so
-  ``randomblob(10000000)`` fails at once), the longest query, and a progress handler that stops
-  a query after a number of virtual-machine steps or seconds, whichever comes first;
+  ``randomblob(10000000)`` fails at once; Python 3.11+), the longest query, and a progress
+  handler that stops a query after a number of virtual-machine steps or seconds, whichever
+  comes first;
 - one statement: :func:`split_statements` reads quotes (``'…'``, ``"…"``, ```…```, ``[…]``)
   and comments the way SQLite's tokenizer does, and SQLite refuses a second statement again
   should the two ever disagree.
@@ -52,13 +53,15 @@ FUNCTIONS = frozenset({
 """Functions a query may call; any other (``fts3_tokenizer``, ``load_extension``,
 ``sqlite_log``, the FTS and R-tree helpers, …) is refused."""
 
+_LIMIT_LENGTH, _LIMIT_SQL_LENGTH, _LIMIT_ATTACHED = 0, 1, 7  # sqlite3.h's SQLITE_LIMIT_*
 _ALLOWED_ACTIONS = frozenset({sqlite3.SQLITE_SELECT, sqlite3.SQLITE_READ,
                               sqlite3.SQLITE_RECURSIVE})
-_ACTIONS = ("CREATE_INDEX CREATE_TABLE CREATE_TEMP_INDEX CREATE_TEMP_TABLE CREATE_TEMP_TRIGGER "
-            "CREATE_TEMP_VIEW CREATE_TRIGGER CREATE_VIEW DELETE DROP_INDEX DROP_TABLE "
-            "DROP_TEMP_INDEX DROP_TEMP_TABLE DROP_TEMP_TRIGGER DROP_TEMP_VIEW DROP_TRIGGER "
-            "DROP_VIEW INSERT PRAGMA READ SELECT TRANSACTION UPDATE ATTACH DETACH ALTER_TABLE "
-            "REINDEX ANALYZE CREATE_VTABLE DROP_VTABLE FUNCTION SAVEPOINT RECURSIVE").split()
+_ACTIONS = ("CREATE_INDEX", "CREATE_TABLE", "CREATE_TEMP_INDEX", "CREATE_TEMP_TABLE",
+            "CREATE_TEMP_TRIGGER", "CREATE_TEMP_VIEW", "CREATE_TRIGGER", "CREATE_VIEW", "DELETE",
+            "DROP_INDEX", "DROP_TABLE", "DROP_TEMP_INDEX", "DROP_TEMP_TABLE", "DROP_TEMP_TRIGGER",
+            "DROP_TEMP_VIEW", "DROP_TRIGGER", "DROP_VIEW", "INSERT", "PRAGMA", "READ", "SELECT",
+            "TRANSACTION", "UPDATE", "ATTACH", "DETACH", "ALTER_TABLE", "REINDEX", "ANALYZE",
+            "CREATE_VTABLE", "DROP_VTABLE", "FUNCTION", "SAVEPOINT", "RECURSIVE")
 _ACTION_NAMES = {getattr(sqlite3, f"SQLITE_{a}"): a.replace("_", " ") for a in _ACTIONS
                  if hasattr(sqlite3, f"SQLITE_{a}")}
 
@@ -127,9 +130,11 @@ def connect(path: Path, limits: Limits) -> tuple[sqlite3.Connection, Guard]:
     conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
     conn.execute("PRAGMA query_only = ON")
     conn.execute("PRAGMA cache_size = -8192")  # at most 8 MiB of pages; sorts spill to disk
-    conn.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, limits.max_value_bytes)
-    conn.setlimit(sqlite3.SQLITE_LIMIT_SQL_LENGTH, limits.max_sql_chars)
-    conn.setlimit(sqlite3.SQLITE_LIMIT_ATTACHED, 0)
+    setlimit = getattr(conn, "setlimit", None)  # Python 3.11+; before, the other limits hold
+    if setlimit is not None:
+        setlimit(_LIMIT_LENGTH, limits.max_value_bytes)
+        setlimit(_LIMIT_SQL_LENGTH, limits.max_sql_chars)
+        setlimit(_LIMIT_ATTACHED, 0)
     guard = Guard(limits)
     conn.set_authorizer(guard.authorize)
     conn.set_progress_handler(guard.progress, 1000)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import inspect
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -145,6 +146,7 @@ def test_the_usual_analysis_sql_stays_allowed(tools: SalesTools) -> None:
                                     "3 | 2025-10-23 | 3 | 2.00 | AB"]
 
 
+@pytest.mark.skipif(not hasattr(sqlite3.Connection, "setlimit"), reason="Python 3.11+")
 def test_a_huge_value_is_stopped_by_the_value_limit(tools: SalesTools) -> None:
     out = tools.run_sql("SELECT randomblob(10000000)")
     assert out.startswith("error: a value is larger than the limit of 1000000 bytes")
@@ -162,7 +164,8 @@ def test_the_answer_is_bounded_in_characters(db: Path) -> None:
     out = small.run_sql("SELECT id, name, name, name FROM customers")
     assert len(out) < 300 + 200 and out.splitlines()[-1].startswith("... (cut after ")
     assert "limited to 300 characters" in out
-    blob = SalesTools(db, max_chars=1000).run_sql("SELECT randomblob(900000) AS b, printf('%.*c', 5000, 'x') AS t")
+    blob = SalesTools(db, max_chars=1000).run_sql(
+        "SELECT randomblob(900000) AS b, printf('%.*c', 5000, 'x') AS t")
     row = blob.splitlines()[1]
     assert row.startswith("<blob of 900000 bytes> | xxx") and row.endswith("(5000 characters)")
     assert len(row) < 600
