@@ -3,27 +3,31 @@
 Plain methods with type hints and docstrings, so an agent can derive each tool's JSON schema
 from its signature; :data:`TOOL_SCHEMAS` are the same schemas written out. Every failure comes
 back as readable text starting with ``error:`` (the model reads it and tries again), never as an
-exception. ``run_sql`` opens the database read-only (``mode=ro``, ``query_only``), accepts a
-single SELECT or WITH statement, stops after :data:`MAX_STEPS` virtual-machine steps, and
-returns at most ``max_rows`` rows.
+exception. ``run_sql`` runs a single SELECT or WITH statement in the sandbox of
+:mod:`loomctx.demo.sandbox` (read-only, an allow-list of actions and functions, limits on
+steps, seconds and value size), and returns at most ``max_rows`` rows and ``max_chars``
+characters: a tool result is read back into the model's context, so its size is bounded too.
 """
 
 from __future__ import annotations
 
 import os
-import re
 import sqlite3
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from loomctx.demo.sales import TABLES
+from loomctx.demo.sandbox import Guard, Limits, connect, split_statements
 from loomctx.errors import ConfigError
 
 MAX_ROWS = 50
-MAX_STEPS = 5_000_000
+MAX_CHARS = 20_000
+"""Most characters of one ``run_sql`` answer (a tool result goes back into the context)."""
+MAX_CELL_CHARS = 500
+"""Most characters shown of one value; a longer one is cut with a note of its length."""
+MAX_STEPS = Limits().max_steps
 """SQLite VM steps a query may take before it is stopped (a runaway cross join)."""
-_COMMENTS = re.compile(r"--[^\n]*|/\*.*?\*/", re.S)
 _DESCRIPTIONS = {t.name: t.description for t in TABLES}
 
 
@@ -48,27 +52,21 @@ TOOL_SCHEMAS: tuple[dict[str, Any], ...] = (
 class SalesTools:
     """The tools over one demo database file (see :func:`loomctx.demo.sales.create_database`)."""
 
-    def __init__(self, path: str | os.PathLike[str], *, max_rows: int = MAX_ROWS) -> None:
+    def __init__(self, path: str | os.PathLike[str], *, max_rows: int = MAX_ROWS,
+                 max_chars: int = MAX_CHARS, limits: Limits | None = None) -> None:
         self.path = Path(path)
         if not self.path.is_file():
             raise ConfigError(f"no database at {str(self.path)!r}: create one with "
                               "loomctx.demo.create_database(path)")
         if max_rows < 1:
             raise ConfigError(f"max_rows must be >= 1, got {max_rows!r}")
-        self.max_rows = max_rows
+        if max_chars < 100:
+            raise ConfigError(f"max_chars must be >= 100, got {max_chars!r}")
+        self.max_rows, self.max_chars = max_rows, max_chars
+        self.limits = limits if limits is not None else Limits()
 
     def _connect(self) -> sqlite3.Connection:
-        conn = sqlite3.connect(f"{self.path.resolve().as_uri()}?mode=ro", uri=True)
-        conn.execute("PRAGMA query_only = ON")
-        steps = 0
-
-        def stop() -> int:
-            nonlocal steps
-            steps += 1000
-            return int(steps > MAX_STEPS)
-
-        conn.set_progress_handler(stop, 1000)
-        return conn
+        return connect(self.path, self.limits)[0]
 
     def list_tables(self) -> str:
         """List the tables of the sales database with their row counts and what they hold."""
@@ -99,30 +97,55 @@ class SalesTools:
         Args:
             query: A single SELECT or WITH statement.
         """
-        sql = _COMMENTS.sub(" ", query).strip().rstrip(";").strip()
-        first = sql.split(None, 1)[0].upper() if sql else ""
+        if len(query) > self.limits.max_sql_chars:
+            return (f"error: the query is {len(query)} characters; the limit is "
+                    f"{self.limits.max_sql_chars}")
+        statements = split_statements(query)
+        first = statements[0].split(None, 1)[0].upper() if statements else ""
         if first not in ("SELECT", "WITH"):
             return f"error: only a single SELECT or WITH statement is allowed, got {first!r}"
-        if not sqlite3.complete_statement(sql + ";") or _more_than_one(sql):
+        if len(statements) > 1:
             return "error: only a single statement is allowed (remove the extra ';')"
+        conn, guard = connect(self.path, self.limits)
         try:
-            with _closing(self._connect()) as conn:
-                cur = conn.execute(sql)
-                rows = cur.fetchmany(self.max_rows + 1)
+            with _closing(conn):
+                cur = conn.execute(statements[0])
                 cols = [d[0] for d in cur.description or ()]
+                lines, size, rows, cut = [" | ".join(cols)], 0, 0, ""
+                for row in iter(cur.fetchone, None):
+                    if rows == self.max_rows:
+                        cut = (f"... (more than {self.max_rows} rows: add a LIMIT or "
+                               "aggregate)")
+                        break
+                    line = " | ".join(_cell(v) for v in row)
+                    size += len(line) + 1
+                    if size > self.max_chars:
+                        cut = (f"... (cut after {rows} rows: the answer is limited to "
+                               f"{self.max_chars} characters; select fewer or shorter columns)")
+                        break
+                    lines.append(line)
+                    rows += 1
         except sqlite3.Error as exc:
-            msg = str(exc)
-            if msg == "interrupted":
-                msg = f"query stopped after {MAX_STEPS} steps: add a WHERE or a LIMIT"
-            return f"error: {msg}"
-        more = len(rows) > self.max_rows
-        lines = [" | ".join(cols), *(" | ".join(_cell(v) for v in r)
-                                     for r in rows[: self.max_rows])]
-        if more:
-            lines.append(f"... (more than {self.max_rows} rows: add a LIMIT or aggregate)")
+            return f"error: {self._why(exc, guard)}"
+        if cut:
+            lines.append(cut)
         elif not rows:
             lines.append("(no rows)")
         return "\n".join(lines)
+
+    def _why(self, exc: sqlite3.Error, guard: Guard) -> str:
+        msg = str(exc)
+        if guard.stopped:
+            return f"query stopped after {guard.stopped}: add a WHERE or a LIMIT"
+        if guard.denied and "not authorized" in msg:
+            return (f"{guard.denied} is not allowed: run_sql may only read tables and call "
+                    "the built-in scalar, aggregate, window, date, math and JSON functions")
+        if "too big" in msg:
+            return (f"a value is larger than the limit of {self.limits.max_value_bytes} bytes "
+                    "(string or blob too big): select a part of it (substr) or its length")
+        if isinstance(exc, sqlite3.ProgrammingError) and "one statement" in msg:
+            return "only a single statement is allowed (remove the extra ';')"
+        return msg
 
     def tools(self) -> list[Callable[..., str]]:
         """The three tools as bound methods, in :data:`TOOL_SCHEMAS` order."""
@@ -139,24 +162,15 @@ class SalesTools:
             return f"error: bad arguments for {name}: {exc}"
 
 
-def _more_than_one(sql: str) -> bool:
-    """Whether a ';' outside string literals separates statements."""
-    quote = ""
-    for ch in sql:
-        if quote:
-            if ch == quote:
-                quote = ""
-        elif ch in "'\"`":
-            quote = ch
-        elif ch == ";":
-            return True
-    return False
-
-
 def _cell(v: object) -> str:
     if isinstance(v, float):
         return f"{v:.2f}"
-    return "NULL" if v is None else str(v)
+    if isinstance(v, bytes):
+        return f"<blob of {len(v)} bytes>"
+    text = "NULL" if v is None else str(v)
+    if len(text) > MAX_CELL_CHARS:
+        return f"{text[:MAX_CELL_CHARS]}… ({len(text)} characters)"
+    return text
 
 
 class _closing:
@@ -170,4 +184,4 @@ class _closing:
         self.conn.close()
 
 
-__all__ = ["MAX_ROWS", "TOOL_SCHEMAS", "SalesTools"]
+__all__ = ["MAX_CHARS", "MAX_ROWS", "TOOL_SCHEMAS", "SalesTools"]

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import hashlib
 import inspect
+import sqlite3
 from pathlib import Path
 
 import pytest
 
 from loomctx.demo.sales import TABLES, create_database
+from loomctx.demo.sandbox import Limits
 from loomctx.demo.tools import TOOL_SCHEMAS, SalesTools
 from loomctx.errors import ConfigError
 
@@ -56,7 +58,7 @@ def test_run_sql_answers_with_a_header_and_rows(tools: SalesTools) -> None:
     ("DROP TABLE sales", "only a single SELECT or WITH"),
     ("", "only a single SELECT or WITH"),
     ("SELECT 1; DELETE FROM sales", "only a single statement"),
-    ("WITH x AS (SELECT 1) DELETE FROM sales", "readonly"),
+    ("WITH x AS (SELECT 1) DELETE FROM sales", "DELETE sales is not allowed"),
     ("SELECT nope FROM returns", "no such column: nope"),
     ("SELECT * FROM refunds", "no such table: refunds"),
     ("SELECT COUNT(*) FROM orders a, orders b, orders c, orders d", "query stopped"),
@@ -96,3 +98,81 @@ def test_a_missing_database_is_a_config_error(tmp_path: Path) -> None:
         SalesTools(tmp_path / "none.db")
     with pytest.raises(ConfigError, match="max_rows"):
         SalesTools(create_database(tmp_path / "s.db"), max_rows=0)
+
+
+@pytest.mark.parametrize("sql, shown", [
+    ("SELECT [a;b] FROM (SELECT 1 AS [a;b])", ["a;b", "1"]),
+    ('SELECT "x;""y" FROM (SELECT 2 AS "x;""y")', ['x;"y', "2"]),
+    ("SELECT `c;d` FROM (SELECT 3 AS `c;d`)", ["c;d", "3"]),
+    ("SELECT 'it''s; fine' AS s -- a comment; with a semicolon\n", ["s", "it's; fine"]),
+    ("SELECT 4 AS n /* ; */;", ["n", "4"]),
+])
+def test_quoted_identifiers_and_comments_hold_semicolons(
+        tools: SalesTools, sql: str, shown: list[str]) -> None:
+    assert tools.run_sql(sql).splitlines() == shown
+
+
+@pytest.mark.parametrize("sql", ['SELECT "a;b"; DELETE FROM sales', "SELECT [x]; SELECT 2",
+                                 "SELECT 1 -- c\n; SELECT 2"])
+def test_a_semicolon_outside_quotes_still_separates_statements(tools: SalesTools,
+                                                               sql: str) -> None:
+    assert tools.run_sql(sql).startswith("error: only a single statement")
+
+
+@pytest.mark.parametrize("sql, denied", [
+    ("SELECT fts3_tokenizer('simple')", "the function fts3_tokenizer()"),
+    ("SELECT hex(fts3_tokenizer('simple'))", "the function fts3_tokenizer()"),
+    ("SELECT fts3_tokenizer('mine', x'0000000000000000')", "the function fts3_tokenizer()"),
+    ("SELECT load_extension('libm')", "the function load_extension()"),
+    ("SELECT sqlite_compileoption_get(0)", "the function sqlite_compileoption_get()"),
+    ("SELECT * FROM pragma_table_info('orders')", "a pragma"),
+    ("WITH x AS (SELECT 1) DELETE FROM sales", "DELETE sales"),
+])
+def test_only_allow_listed_functions_and_reads_run(tools: SalesTools, db: Path, sql: str,
+                                                   denied: str) -> None:
+    before = _digest(db)
+    out = tools.run_sql(sql)
+    assert out.startswith(f"error: {denied}") and "is not allowed" in out, out
+    assert _digest(db) == before
+
+
+def test_the_usual_analysis_sql_stays_allowed(tools: SalesTools) -> None:
+    out = tools.run_sql(
+        "WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r WHERE n < 3) "
+        "SELECT n, date('2025-10-26', printf('-%d days', n)) AS d, json_object('n', n) ->> 'n' "
+        "AS j, ROUND(AVG(n) OVER (), 2) AS mean, upper(substr('abc', 1, 2)) AS u FROM r")
+    assert out.splitlines()[1:] == ["1 | 2025-10-25 | 1 | 2.00 | AB",
+                                    "2 | 2025-10-24 | 2 | 2.00 | AB",
+                                    "3 | 2025-10-23 | 3 | 2.00 | AB"]
+
+
+@pytest.mark.skipif(not hasattr(sqlite3.Connection, "setlimit"), reason="Python 3.11+")
+def test_a_huge_value_is_stopped_by_the_value_limit(tools: SalesTools) -> None:
+    out = tools.run_sql("SELECT randomblob(10000000)")
+    assert out.startswith("error: a value is larger than the limit of 1000000 bytes")
+
+
+def test_a_slow_query_is_stopped_by_the_time_limit(db: Path) -> None:
+    slow = SalesTools(db, limits=Limits(max_steps=10**12, max_seconds=0.05))
+    out = slow.run_sql("WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r) "
+                       "SELECT COUNT(*) FROM r")
+    assert out == "error: query stopped after 0.05 seconds: add a WHERE or a LIMIT"
+
+
+def test_the_answer_is_bounded_in_characters(db: Path) -> None:
+    small = SalesTools(db, max_rows=1000, max_chars=300)
+    out = small.run_sql("SELECT id, name, name, name FROM customers")
+    assert len(out) < 300 + 200 and out.splitlines()[-1].startswith("... (cut after ")
+    assert "limited to 300 characters" in out
+    blob = SalesTools(db, max_chars=1000).run_sql(
+        "SELECT randomblob(900000) AS b, printf('%.*c', 5000, 'x') AS t")
+    row = blob.splitlines()[1]
+    assert row.startswith("<blob of 900000 bytes> | xxx") and row.endswith("(5000 characters)")
+    assert len(row) < 600
+
+
+def test_sandbox_limits_are_validated() -> None:
+    with pytest.raises(ConfigError, match="max_seconds"):
+        Limits(max_seconds=0)
+    with pytest.raises(ConfigError, match="max_value_bytes"):
+        Limits(max_value_bytes=10)
