@@ -34,6 +34,7 @@ from loomctx.service.conversations import BuildRecord, Conversation, Usage
 from loomctx.service.convert import anthropic_system, from_anthropic, split_openai
 from loomctx.service.core import MIN_BUDGET, Service
 from loomctx.service.replies import Format, ReplyReader, read_body
+from loomctx.service.urls import redact, redact_in
 from loomctx.service.web import ServiceError, json_body, one_line
 
 PATHS: Mapping[Format, str] = {"openai": "/v1/chat/completions", "anthropic": "/v1/messages"}
@@ -207,14 +208,15 @@ class Proxy:
         if _asks_usage(fmt, body) is False:  # ask for the usage; _relay hides it again
             payload["stream_options"] = {**(body.get("stream_options") or {}),
                                          "include_usage": True}
-        url = self.service.options.upstream_base + PATHS[fmt]
+        url = self.service.options.upstream_url(PATHS[fmt])
         upstream = httpx.Request("POST", url, headers=self._headers(fmt, request),
                                  content=json.dumps({**body, **payload}).encode())
         try:
             return await self.client.send(upstream, stream=True)
         except httpx.HTTPError as exc:
-            raise ServiceError(502, f"the upstream {url!r} could not be reached: "
-                                    f"{type(exc).__name__}: {exc}") from exc
+            raise ServiceError(502, f"the upstream {redact(url)!r} could not be reached: "
+                                    f"{type(exc).__name__}: {redact_in(str(exc), url)}"
+                               ) from exc
 
     @staticmethod
     async def _refusal(resp: httpx.Response) -> tuple[int | None, int | None] | None:
