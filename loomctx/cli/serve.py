@@ -44,12 +44,12 @@ def add_serve_parser(sub: Any) -> None:
     p.add_argument("--max-sessions", type=int, default=1_000,
                    help="sessions kept loaded per tenant (the least recently used idle one "
                         "is unloaded past it; its memory stays in the store)")
-    p.add_argument("--max-session-mb", type=float, default=64.0,
+    p.add_argument("--max-session-mb", type=float, default=16.0,
                    help="message megabytes the loaded sessions of one tenant may hold "
                         "together (least recently used idle ones are unloaded past it)")
     p.add_argument("--max-builds", type=int, default=1_000,
                    help="builds (reports and built requests) kept per tenant")
-    p.add_argument("--max-build-mb", type=float, default=64.0,
+    p.add_argument("--max-build-mb", type=float, default=32.0,
                    help="megabytes of built requests kept per tenant (oldest builds first)")
     p.add_argument("--body-timeout", type=float, default=30.0,
                    help="seconds a request body may pause between two chunks (408 past it)")

@@ -67,16 +67,17 @@ class ServiceOptions:
     max_builds: int = 1_000
     """Builds (with their reports and built requests) kept per tenant; the oldest are
     forgotten first."""
-    max_build_bytes: int = 64 * 1024 * 1024
+    max_build_bytes: int = 32 * 1024 * 1024
     """Text bytes of the built requests kept per tenant (the sum over its kept builds); past
     it the oldest builds are forgotten, the newest is always kept."""
     max_sessions: int = 1_000
     """Sessions kept loaded per tenant; past it the least recently used idle one is unloaded
     (its memory stays in the store)."""
-    max_session_bytes: int = 64 * 1024 * 1024
+    max_session_bytes: int = 16 * 1024 * 1024
     """Message bytes the loaded sessions of a tenant may hold together (what was stored through
     them); past it the least recently used idle ones are unloaded. A loaded session's indexes
-    and vectors take several times its message bytes."""
+    and vectors take several times its message bytes in memory (about 80 times for text of
+    all-distinct words, the worst case), so this bounds a tenant's resident sessions."""
     timeout: float = 600.0
     """Seconds to wait for the upstream (streams: between two chunks)."""
     body_timeout: float = 30.0

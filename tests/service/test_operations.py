@@ -60,6 +60,9 @@ def test_health_says_only_up_without_a_key_and_never_shows_credentials(
     assert shown["status"] == "ok" and shown["upstream"].startswith("http://***@127.0.0.1:")
     assert not any(secret in json.dumps(shown) for secret in SECRETS)
     assert "api-version=7" in shown["upstream"]
+    open_service = start_at(_secret_url(upstream.url))  # no keys: every caller is the tenant
+    shown = httpx.get(open_service.url + "/health").json()
+    assert "upstream" in shown and not any(secret in json.dumps(shown) for secret in SECRETS)
 
 
 def test_an_unreachable_upstream_is_named_without_its_secrets(
@@ -187,11 +190,12 @@ def test_text_size_counts_text_and_survives_deep_nesting() -> None:
 
 
 # -- a stalled body (#20) ----------------------------------------------------------------------
+@pytest.mark.parametrize("path", ["/v1/chat/completions", "/v1/loomctx/sessions", "/login"])
 def test_a_body_that_stops_halfway_is_answered_408_and_closed(
-        upstream: WindowedFakeServer, start: Callable[..., RunningServer]) -> None:
+        upstream: WindowedFakeServer, start: Callable[..., RunningServer], path: str) -> None:
     server = start(upstream, keys=KEYS, body_timeout=0.3)
     with socket.create_connection(("127.0.0.1", server.port), timeout=30) as raw:
-        raw.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n"
+        raw.sendall(b"POST " + path.encode() + b" HTTP/1.1\r\nHost: x\r\n"
                     b"authorization: Bearer " + KEY_A.encode() + b"\r\n"
                     b"content-type: application/json\r\ncontent-length: 500\r\n\r\n"
                     b'{"model": "gpt-4o", "mess')
