@@ -10,6 +10,7 @@ service has keys (the pages also take the sign-in cookie).
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -33,6 +34,7 @@ from loomctx.service.proxy import PATHS, Proxy
 from loomctx.service.slowbody import BodyTimeout
 from loomctx.service.stream import EventHub
 from loomctx.service.tenants import Unauthorized, tenant_of
+from loomctx.service.urls import SecretFilter
 from loomctx.service.web import ServiceError, error_response, status_of
 from loomctx.tokens.registry import counter_for_model
 
@@ -95,6 +97,8 @@ def create_app(options: ServiceOptions, *, pages: Pages | None = None,
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        hide = SecretFilter(options.upstream)
+        logging.getLogger("httpx").addFilter(hide)
         timeout = httpx.Timeout(options.timeout, connect=min(30.0, options.timeout))
         async with httpx.AsyncClient(timeout=timeout, limits=httpx.Limits(
                 max_connections=256, max_keepalive_connections=64)) as client:
@@ -106,6 +110,7 @@ def create_app(options: ServiceOptions, *, pages: Pages | None = None,
             try:
                 yield
             finally:
+                logging.getLogger("httpx").removeFilter(hide)
                 await service.aclose()
 
     app = FastAPI(title="loomctx", lifespan=lifespan,

@@ -8,6 +8,7 @@ query (``?key=…``, ``?sig=…``), and it can carry a query the upstream needs 
 
 from __future__ import annotations
 
+import logging
 from urllib.parse import parse_qsl, quote, urlsplit, urlunsplit
 
 SHOWN_PARAMETERS = frozenset({"api-version", "api_version", "version"})
@@ -57,4 +58,21 @@ def redact_in(text: str, url: str) -> str:
     return text
 
 
-__all__ = ["HIDDEN", "SHOWN_PARAMETERS", "base_path", "endpoint", "redact", "redact_in"]
+class SecretFilter(logging.Filter):
+    """Hides ``url``'s secrets in the records of a logger that prints request URLs (httpx
+    logs every request's URL at INFO)."""
+
+    def __init__(self, url: str) -> None:
+        super().__init__()
+        self.url = url
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        text = record.getMessage()
+        hidden = redact_in(text, self.url)
+        if hidden != text:
+            record.msg, record.args = hidden, None
+        return True
+
+
+__all__ = ["HIDDEN", "SHOWN_PARAMETERS", "SecretFilter", "base_path", "endpoint", "redact",
+           "redact_in"]

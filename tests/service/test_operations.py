@@ -4,6 +4,7 @@ query, key files, memory limits, stalled bodies and the browser's sign-in to the
 from __future__ import annotations
 
 import json
+import logging
 import socket
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -74,6 +75,18 @@ def test_an_unreachable_upstream_is_named_without_its_secrets(
     resp = httpx.post(server.url + "/v1/chat/completions", json=CHAT, timeout=30)
     assert resp.status_code in (502, 504), resp.text
     assert "127.0.0.1" in resp.text and not any(secret in resp.text for secret in SECRETS)
+
+
+def test_the_upstream_secrets_stay_out_of_the_request_log(
+        upstream: WindowedFakeServer, start_at: Callable[..., RunningServer],
+        caplog: pytest.LogCaptureFixture) -> None:
+    server = start_at(_secret_url(upstream.url))
+    with caplog.at_level(logging.INFO, logger="httpx"):
+        resp = httpx.post(server.url + "/v1/chat/completions", json=CHAT)
+    assert resp.status_code == 200, resp.text
+    logged = [r.getMessage() for r in caplog.records if r.name == "httpx"]
+    assert any("/v1/chat/completions" in line for line in logged)
+    assert not any(secret in line for line in logged for secret in SECRETS)
 
 
 def test_an_upstream_query_is_kept_after_the_api_path(
