@@ -2,15 +2,19 @@
 
 Point an SDK's ``base_url`` at ``http://HOST:PORT/v1`` (OpenAI) or ``http://HOST:PORT``
 (Anthropic). ``--keys FILE`` maps API keys to tenants (lines ``KEY TENANT``); without it the
-service is open on one tenant, so it listens on loopback unless told otherwise. The upstream's
-key comes from ``$LOOMCTX_UPSTREAM_KEY``.
+service is open on one tenant, so it listens on loopback unless told otherwise: on any other
+address it refuses to start without ``--keys`` unless ``--allow-open`` says the operator means
+it (then it warns loudly), because an open proxy spends the operator's upstream key for anyone
+who can reach it. The upstream's key comes from ``$LOOMCTX_UPSTREAM_KEY``.
 """
 
 from __future__ import annotations
 
 import argparse
+import ipaddress
 import os
 import socket
+import sys
 from typing import Any
 
 from loomctx.errors import ConfigError, MissingDependencyError
@@ -23,6 +27,9 @@ def add_serve_parser(sub: Any) -> None:
     p.add_argument("--host", default="127.0.0.1", help="address to listen on")
     p.add_argument("--port", type=int, default=8080, help="port to listen on")
     p.add_argument("--keys", help="key file: one 'KEY TENANT' per line (or a JSON object)")
+    p.add_argument("--allow-open", action="store_true",
+                   help="serve without --keys on a non-loopback --host: anyone who can reach "
+                        "the port uses the upstream key (refused without this flag)")
     p.add_argument("--store", default=os.environ.get("LOOMCTX_STORE_URL", "memory://"),
                    help="memory://, a SQLite file path (or sqlite:///PATH), or a postgresql:// "
                         "URL (default: $LOOMCTX_STORE_URL, else memory://)")
@@ -34,9 +41,18 @@ def add_serve_parser(sub: Any) -> None:
     p.add_argument("--window", type=int, help="the upstream's context window in tokens")
     p.add_argument("--budget", type=int, help="most prompt tokens per request")
     p.add_argument("--max-body-mb", type=float, default=32.0, help="largest request body")
-    p.add_argument("--max-sessions", type=int, default=10_000,
+    p.add_argument("--max-sessions", type=int, default=1_000,
                    help="sessions kept loaded per tenant (the least recently used idle one "
                         "is unloaded past it; its memory stays in the store)")
+    p.add_argument("--max-session-mb", type=float, default=16.0,
+                   help="message megabytes the loaded sessions of one tenant may hold "
+                        "together (least recently used idle ones are unloaded past it)")
+    p.add_argument("--max-builds", type=int, default=1_000,
+                   help="builds (reports and built requests) kept per tenant")
+    p.add_argument("--max-build-mb", type=float, default=32.0,
+                   help="megabytes of built requests kept per tenant (oldest builds first)")
+    p.add_argument("--body-timeout", type=float, default=30.0,
+                   help="seconds a request body may pause between two chunks (408 past it)")
     p.add_argument("--max-messages", type=int, default=100_000,
                    help="most messages per request")
     p.add_argument("--upstream-timeout", type=float, default=300.0, metavar="SECONDS",
@@ -54,8 +70,10 @@ def options_from(args: argparse.Namespace) -> Any:
 
     if not 0 <= args.port <= 65535:
         raise ConfigError(f"--port must be 0-65535, got {args.port!r}")
-    if not args.max_body_mb > 0:
-        raise ConfigError(f"--max-body-mb must be > 0, got {args.max_body_mb!r}")
+    for flag in ("max_body_mb", "max_session_mb", "max_build_mb"):
+        if not getattr(args, flag) > 0:
+            raise ConfigError(f"--{flag.replace('_', '-')} must be > 0, got "
+                              f"{getattr(args, flag)!r}")
     embedder = None
     if args.embedder == "hashing":
         from loomctx.embed.fake import HashingEmbedder
@@ -67,7 +85,37 @@ def options_from(args: argparse.Namespace) -> Any:
         budget=args.budget, store=args.store, embedder=embedder,
         events=open_bus(args.bus) if args.bus else None,
         max_body_bytes=int(args.max_body_mb * 1024 * 1024), max_messages=args.max_messages,
-        max_sessions=args.max_sessions, timeout=args.upstream_timeout)
+        max_sessions=args.max_sessions,
+        max_session_bytes=max(1, int(args.max_session_mb * 1024 * 1024)),
+        max_builds=args.max_builds, max_build_bytes=max(1, int(args.max_build_mb * 1024 * 1024)),
+        body_timeout=args.body_timeout, timeout=args.upstream_timeout)
+
+
+def is_loopback(host: str) -> bool:
+    """Whether every address ``host`` names is a loopback one (127.0.0.0/8, ::1)."""
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        pass
+    try:
+        infos = socket.getaddrinfo(host, None)
+    except OSError:
+        return False
+    return bool(infos) and all(ipaddress.ip_address(str(i[4][0]).split("%")[0]).is_loopback
+                               for i in infos)
+
+
+def check_open(host: str, keys: bool, allow_open: bool) -> str | None:
+    """Refuse an open service off loopback; the warning to print when it is allowed."""
+    if keys or is_loopback(host):
+        return None
+    if not allow_open:
+        raise ConfigError(f"--host {host!r} is not a loopback address and there is no --keys: "
+                          "anyone who can reach the port would use the upstream's key. Pass "
+                          "--keys FILE (lines 'KEY TENANT'), or --allow-open if the network "
+                          "is yours alone")
+    return (f"WARNING: loomctx serve is OPEN on {host}: no --keys, so anyone who can reach "
+            "this port uses the upstream and its key, and reads every session")
 
 
 def _check_port(host: str, port: int) -> None:
@@ -88,7 +136,10 @@ def run_serve(args: argparse.Namespace) -> int:
     except ImportError as exc:
         raise MissingDependencyError("loomctx serve", "service", "fastapi and uvicorn") from exc
     options = options_from(args)
+    warning = check_open(args.host, bool(options.keys), args.allow_open)
     _check_port(args.host, args.port)
+    if warning:
+        print(warning, file=sys.stderr)
     if options.model is not None:
         from loomctx.tokens.registry import counter_for_model
 
@@ -97,4 +148,4 @@ def run_serve(args: argparse.Namespace) -> int:
     return 0
 
 
-__all__ = ["add_serve_parser", "options_from", "run_serve"]
+__all__ = ["add_serve_parser", "check_open", "is_loopback", "options_from", "run_serve"]

@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from loomctx.service.checks import check_value
 from loomctx.service.conversations import Conversation
 from loomctx.service.core import Service
+from loomctx.service.login import page_tenant
 from loomctx.service.tenants import tenant_of
 from loomctx.service.web import ServiceError
 
@@ -157,12 +158,13 @@ def router() -> APIRouter:
 
 
 def page_router() -> APIRouter:
-    """``GET /builds/{id}`` and ``GET /sessions/{id}`` as HTML (see :mod:`.pages`)."""
+    """``GET /builds/{id}`` and ``GET /sessions/{id}`` as HTML (see :mod:`.pages`); a browser
+    signs in with a cookie (:mod:`.login`)."""
     r = APIRouter(tags=["pages"])
 
     @r.get("/builds/{build_id}", response_class=HTMLResponse)
     async def build_page(build_id: str, request: Request,
-                         who: str = Depends(tenant)) -> HTMLResponse:
+                         who: str = Depends(page_tenant)) -> HTMLResponse:
         record = _service(request).tenants.build(who, build_id)
         if record is None:
             raise ServiceError(404, f"no build {build_id!r}")
@@ -170,7 +172,7 @@ def page_router() -> APIRouter:
 
     @r.get("/sessions/{session_id}", response_class=HTMLResponse)
     async def session_page(session_id: str, request: Request,
-                           who: str = Depends(tenant)) -> HTMLResponse:
+                           who: str = Depends(page_tenant)) -> HTMLResponse:
         service = _service(request)
         conv = conversation(service, who, session_id)
         return HTMLResponse(request.app.state.pages.session_page(

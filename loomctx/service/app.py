@@ -1,14 +1,16 @@
 """``create_app``: the ASGI application of ``loomctx serve`` (FastAPI).
 
 Routes: the proxy (``POST /v1/chat/completions``, ``POST /v1/messages``), the API under
-``/v1/loomctx`` (:mod:`.api`), the HTML pages of builds and sessions (:mod:`.pages`),
-``GET /health``, and FastAPI's ``/docs`` and ``/openapi.json``. Every route but the last three
-needs a tenant's key when the service has keys.
+``/v1/loomctx`` (:mod:`.api`), the HTML pages of builds and sessions (:mod:`.pages`) and the
+browser's sign-in to them (:mod:`.login`), ``GET /health``, and FastAPI's ``/docs`` and
+``/openapi.json``. Every route but those of :data:`PUBLIC` needs a tenant's key when the
+service has keys (the pages also take the sign-in cookie).
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -24,16 +26,21 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from loomctx.errors import LoomctxError
 from loomctx.service.api import page_router, router, tenant
 from loomctx.service.core import Service
+from loomctx.service.login import LoginRequired, login_redirect
+from loomctx.service.login import router as login_router
 from loomctx.service.notes import router as notes_router
 from loomctx.service.options import FALLBACK_ENCODING, ServiceOptions
 from loomctx.service.pages import Pages, default_pages
 from loomctx.service.proxy import PATHS, Proxy
+from loomctx.service.slowbody import BodyTimeout
 from loomctx.service.stream import EventHub
-from loomctx.service.tenants import Unauthorized
+from loomctx.service.tenants import Unauthorized, tenant_of
+from loomctx.service.urls import SecretFilter
 from loomctx.service.web import ServiceError, error_response, status_of
 from loomctx.tokens.registry import counter_for_model
 
-PUBLIC = frozenset({"/health", "/docs", "/docs/oauth2-redirect", "/openapi.json", "/redoc"})
+PUBLIC = frozenset({"/health", "/docs", "/docs/oauth2-redirect", "/openapi.json", "/redoc",
+                    "/login", "/logout"})
 """Routes that need no key (everything else is a tenant's)."""
 
 
@@ -91,6 +98,8 @@ def create_app(options: ServiceOptions, *, pages: Pages | None = None,
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        hide = SecretFilter(options.upstream)
+        logging.getLogger("httpx").addFilter(hide)
         timeout = httpx.Timeout(options.timeout, connect=min(30.0, options.timeout))
         async with httpx.AsyncClient(timeout=timeout, limits=httpx.Limits(
                 max_connections=256, max_keepalive_connections=64)) as client:
@@ -102,6 +111,7 @@ def create_app(options: ServiceOptions, *, pages: Pages | None = None,
             try:
                 yield
             finally:
+                logging.getLogger("httpx").removeFilter(hide)
                 await service.aclose()
 
     app = FastAPI(title="loomctx", lifespan=lifespan,
@@ -112,6 +122,8 @@ def create_app(options: ServiceOptions, *, pages: Pages | None = None,
     app.state.pages = pages if pages is not None else default_pages()
 
     async def on_error(request: Request, exc: Exception) -> Response:
+        if isinstance(exc, LoginRequired):
+            return login_redirect(exc)
         if isinstance(exc, Unauthorized):
             return error_response(request, 401, str(exc))
         if isinstance(exc, RequestValidationError):
@@ -128,13 +140,19 @@ def create_app(options: ServiceOptions, *, pages: Pages | None = None,
 
     # Specific kinds are answered by the exception middleware; plain ``Exception`` (a bug)
     # reaches the server-error middleware, which answers and then logs the trace.
-    for kind in (Exception, HTTPException, RequestValidationError, Unauthorized,
+    for kind in (Exception, HTTPException, RequestValidationError, Unauthorized, LoginRequired,
                  ServiceError, LoomctxError, ValueError, ClientDisconnect):
         app.add_exception_handler(kind, on_error)
 
     @app.get("/health", tags=["service"])
-    async def health() -> dict[str, Any]:
-        return {"status": "ok", "upstream": options.upstream_base}
+    async def health(request: Request) -> dict[str, Any]:
+        """Whether the service is up; to a caller with a key (or on an open service) also
+        where it forwards to, without the URL's credentials or query secrets."""
+        try:
+            tenant_of(options.keys, request.headers)
+        except Unauthorized:
+            return {"status": "ok"}
+        return {"status": "ok", "upstream": options.upstream_shown}
 
     async def openai_route(request: Request, who: str = Depends(tenant)) -> Response:
         """OpenAI Chat Completions, through the context proxy."""
@@ -149,7 +167,9 @@ def create_app(options: ServiceOptions, *, pages: Pages | None = None,
     app.include_router(router())
     app.include_router(notes_router())
     app.include_router(page_router())
+    app.include_router(login_router())
     app.add_middleware(BodyLimit, limit=options.max_body_bytes)
+    app.add_middleware(BodyTimeout, idle=options.body_timeout, total=options.body_deadline)
     return app
 
 

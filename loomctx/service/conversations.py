@@ -79,6 +79,8 @@ class BuildRecord:
     """None for an API build (nothing forwarded)."""
     note: str | None = None
     """What went wrong, if something did (refused as too long, a reply not remembered)."""
+    size: int = 0
+    """Text bytes of ``payload`` (:func:`text_size`), set when the service keeps it."""
 
     def to_dict(self, *, payload: bool = False) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -118,6 +120,8 @@ class Conversation:
     conversations with the same messages under different instructions stay apart."""
     builds: list[str] = field(default_factory=list)
     created: float = field(default_factory=time.time)
+    size: int = 0
+    """Text bytes of the messages stored through this session (:func:`text_size`)."""
 
     @property
     def head(self) -> str:
@@ -138,12 +142,18 @@ class Conversation:
 class Tenants:
     """Conversations and builds, partitioned by tenant."""
 
-    def __init__(self, *, max_builds: int, max_sessions: int = 10_000) -> None:
+    def __init__(self, *, max_builds: int, max_sessions: int = 1_000,
+                 max_build_bytes: int | None = None, max_session_bytes: int | None = None,
+                 ) -> None:
         self.max_builds = max_builds
         self.max_sessions = max_sessions
+        self.max_build_bytes = max_build_bytes
+        self.max_session_bytes = max_session_bytes
         self._sessions: dict[str, OrderedDict[str, Conversation]] = {}
         """tenant → its loaded sessions, least recently used first."""
+        self._session_bytes: dict[str, int] = {}
         self._builds: dict[str, OrderedDict[str, BuildRecord]] = {}
+        self._build_bytes: dict[str, int] = {}
         self._heads: dict[str, dict[str, set[str]]] = {}
         """tenant → chain hash → the sessions whose stored messages end there."""
 
@@ -163,14 +173,37 @@ class Tenants:
         request, a resent whole conversation starts a new one)."""
         loaded = self._sessions.setdefault(tenant, OrderedDict())
         loaded[conv.session.id] = conv
+        self._session_bytes[tenant] = self._session_bytes.get(tenant, 0) + conv.size
+        self.trim(tenant, conv)
+
+    def grew(self, tenant: str, conv: Conversation, size: int) -> None:
+        """``conv`` stored ``size`` more bytes of messages; unload idle sessions past
+        ``max_session_bytes``."""
+        conv.size += size
+        loaded = self._sessions.get(tenant)
+        if loaded is not None and loaded.get(conv.session.id) is conv:
+            self._session_bytes[tenant] = self._session_bytes.get(tenant, 0) + size
+            self.trim(tenant, conv)
+
+    def loaded_bytes(self, tenant: str) -> int:
+        """Message bytes of the tenant's loaded sessions."""
+        return self._session_bytes.get(tenant, 0)
+
+    def trim(self, tenant: str, keep: Conversation) -> None:
+        """Unload the least recently used idle sessions (never ``keep``) while the tenant is
+        over ``max_sessions`` or ``max_session_bytes``."""
+        loaded = self._sessions.get(tenant, OrderedDict())
+        cap = self.max_session_bytes
         for sid, old in list(loaded.items()):
-            if len(loaded) <= self.max_sessions:
+            if len(loaded) <= self.max_sessions and (cap is None
+                                                     or self.loaded_bytes(tenant) <= cap):
                 break
-            if old is not conv and not old.lock.locked():
+            if old is not keep and not old.lock.locked():
                 self._unload(tenant, sid, old)
 
     def _unload(self, tenant: str, sid: str, conv: Conversation) -> None:
         del self._sessions[tenant][sid]
+        self._session_bytes[tenant] = self._session_bytes.get(tenant, 0) - conv.size
         heads = self._heads.get(tenant, {})
         if conv.head in heads:
             heads[conv.head].discard(sid)
@@ -204,10 +237,22 @@ class Tenants:
         return None
 
     def add_build(self, record: BuildRecord) -> None:
-        builds = self._builds.setdefault(record.tenant, OrderedDict())
+        """Keep ``record``; past ``max_builds`` or ``max_build_bytes`` the tenant's oldest
+        builds are forgotten (the newest is always kept)."""
+        tenant = record.tenant
+        record.size = text_size(record.payload)
+        builds = self._builds.setdefault(tenant, OrderedDict())
         builds[record.id] = record
-        while len(builds) > self.max_builds:
-            builds.popitem(last=False)
+        total = self._build_bytes.get(tenant, 0) + record.size
+        cap = self.max_build_bytes
+        while len(builds) > 1 and (len(builds) > self.max_builds
+                                   or (cap is not None and total > cap)):
+            total -= builds.popitem(last=False)[1].size
+        self._build_bytes[tenant] = total
+
+    def kept_build_bytes(self, tenant: str) -> int:
+        """Payload bytes of the tenant's kept builds."""
+        return self._build_bytes.get(tenant, 0)
 
     def build(self, tenant: str, build_id: str) -> BuildRecord | None:
         builds = self._builds.get(tenant)
@@ -217,6 +262,28 @@ class Tenants:
         conv = self.session(tenant, session_id)
         builds: Mapping[str, BuildRecord] = self._builds.get(tenant) or {}
         return [builds[b] for b in (conv.builds if conv else []) if b in builds]
+
+
+def text_size(value: Any) -> int:
+    """The bytes of text in a JSON-like value: every string (keys too) as UTF-8, 8 per number.
+
+    An estimate of what holding the value costs, cheap enough for every request, and iterative
+    so that deep nesting cannot overflow the stack.
+    """
+    total, stack = 0, [value]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, str):
+            total += len(v) if v.isascii() else len(v.encode("utf-8", "surrogatepass"))
+        elif isinstance(v, Mapping):
+            for k, item in v.items():
+                stack.append(item)
+                total += len(k) if isinstance(k, str) else 8
+        elif isinstance(v, (list, tuple)):
+            stack.extend(v)
+        else:
+            total += 8
+    return total
 
 
 def seed(system: str | None) -> str:
@@ -238,4 +305,4 @@ def new_id(prefix: str) -> str:
 
 
 __all__ = ["BuildRecord", "Conversation", "RequestTools", "Tenants", "Usage", "hashes", "new_id",
-           "seed"]
+           "seed", "text_size"]

@@ -29,6 +29,7 @@ from loomctx.service.conversations import (
     hashes,
     new_id,
     seed,
+    text_size,
 )
 from loomctx.service.options import DEFAULT_WINDOW, FALLBACK_ENCODING, ServiceOptions
 from loomctx.session import Session, SessionState
@@ -64,8 +65,9 @@ class Service:
         self.bus: EventBus = (given if isinstance(given, EventBus)  # type: ignore[assignment]
                               else InProcessEventBus())
         self.sink = _Fanout(self.bus, given)
-        self.tenants = Tenants(max_builds=options.max_builds,
-                               max_sessions=options.max_sessions)
+        self.tenants = Tenants(max_builds=options.max_builds, max_sessions=options.max_sessions,
+                               max_build_bytes=options.max_build_bytes,
+                               max_session_bytes=options.max_session_bytes)
 
     # -- sessions ---------------------------------------------------------------------------
     def open(self, tenant: str, fmt: str, model: str, *, session_id: str | None = None,
@@ -159,6 +161,7 @@ class Service:
         old_head = conv.head
         conv.extend(messages)
         self.tenants.index(tenant, conv, old_head)
+        self.tenants.grew(tenant, conv, text_size(messages))
 
     # -- building ---------------------------------------------------------------------------
     def reserve(self, conv: Conversation, asked: int | None) -> int:

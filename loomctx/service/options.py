@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from loomctx.errors import ConfigError
+from loomctx.service.urls import endpoint, redact
 
 if TYPE_CHECKING:
     from loomctx.embed.protocol import Embedder
@@ -21,6 +22,8 @@ if TYPE_CHECKING:
 
 DEFAULT_WINDOW = 128_000
 """The upstream window assumed when neither ``window`` nor the model's name tells it."""
+MIN_KEY_LENGTH = 8
+"""The shortest tenant key accepted."""
 FALLBACK_ENCODING = "o200k_base"
 """How a model name loomctx does not know is counted (a local server's model, a fine-tune)."""
 
@@ -31,7 +34,9 @@ class ServiceOptions:
 
     upstream: str
     """Base URL of the upstream API, with or without ``/v1``: OpenAI requests go to
-    ``{base}/v1/chat/completions``, Anthropic ones to ``{base}/v1/messages``."""
+    ``{base}/v1/chat/completions``, Anthropic ones to ``{base}/v1/messages``; a query
+    (``?api-version=…``) is kept on every call. Shown and logged only redacted
+    (:func:`loomctx.service.urls.redact`)."""
     upstream_api_key: str | None = None
     """Key sent upstream (``Authorization: Bearer`` / ``x-api-key``). None: without tenant keys
     the client's own key header is forwarded; with them none is (a tenant's loomctx key never
@@ -59,45 +64,78 @@ class ServiceOptions:
     """Largest request body accepted (413 above)."""
     max_messages: int = 100_000
     """Most messages one request may carry (413 above)."""
-    max_builds: int = 10_000
-    """Builds (with their reports) kept per tenant; the oldest are forgotten first."""
-    max_sessions: int = 10_000
+    max_builds: int = 1_000
+    """Builds (with their reports and built requests) kept per tenant; the oldest are
+    forgotten first."""
+    max_build_bytes: int = 32 * 1024 * 1024
+    """Text bytes of the built requests kept per tenant (the sum over its kept builds); past
+    it the oldest builds are forgotten, the newest is always kept."""
+    max_sessions: int = 1_000
     """Sessions kept loaded per tenant; past it the least recently used idle one is unloaded
     (its memory stays in the store)."""
+    max_session_bytes: int = 16 * 1024 * 1024
+    """Message bytes the loaded sessions of a tenant may hold together (what was stored through
+    them); past it the least recently used idle ones are unloaded. A loaded session's indexes
+    and vectors take several times its message bytes in memory (about 80 times for text of
+    all-distinct words, the worst case), so this bounds a tenant's resident sessions."""
     timeout: float = 300.0
     """Seconds an upstream call may take (``serve --upstream-timeout``): a JSON answer in
     whole, a stream until its first bytes and then between two chunks. Past it the client
     gets a 504 (a stream: an error event) and the session's next request can go."""
+    body_timeout: float = 30.0
+    """Seconds a request body may pause between two chunks; past it the request is answered
+    408 and its connection closed (a client cannot hold one open with half a body)."""
+    body_deadline: float = 300.0
+    """Seconds the whole request body may take to arrive (a body trickled in byte by byte)."""
 
     def __post_init__(self) -> None:
         parts = urlsplit(self.upstream) if isinstance(self.upstream, str) else None
         if parts is None or parts.scheme not in ("http", "https") or not parts.netloc:
+            shown = redact(self.upstream) if isinstance(self.upstream, str) else self.upstream
             raise ConfigError(f"upstream must be an http(s) URL such as "
-                              f"'https://api.openai.com/v1', got {self.upstream!r}")
+                              f"'https://api.openai.com/v1', got {shown!r}")
+        if parts.fragment:
+            raise ConfigError(f"upstream must not have a #fragment, got "
+                              f"{redact(self.upstream)!r}#…: remove it")
         for name in ("window", "budget"):
             v = getattr(self, name)
             if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < 16):
                 raise ConfigError(f"{name} must be an int >= 16 or None, got {v!r}")
         for name in ("output_tokens", "max_body_bytes", "max_messages", "max_builds",
-                     "max_sessions"):
+                     "max_build_bytes", "max_sessions", "max_session_bytes"):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, int) or v < 1:
                 raise ConfigError(f"{name} must be an int >= 1, got {v!r}")
-        if isinstance(self.timeout, bool) or not isinstance(self.timeout, int | float) \
-                or not 0 < self.timeout < float("inf"):
-            raise ConfigError(f"timeout (serve --upstream-timeout) must be a finite number of "
-                              f"seconds > 0, got {self.timeout!r}")
+        for name, flag in (("timeout", " (serve --upstream-timeout)"),
+                           ("body_timeout", " (serve --body-timeout)"), ("body_deadline", "")):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, (int, float)) \
+                    or not 0 < v < float("inf"):
+                raise ConfigError(f"{name}{flag} must be a finite number of seconds > 0, "
+                                  f"got {v!r}")
         for key, tenant in self.keys.items():
-            if not isinstance(key, str) or len(key) < 8 or not isinstance(tenant, str) \
-                    or not tenant:
-                raise ConfigError(f"keys must map keys of 8+ characters to tenant names, got "
-                                  f"{key[:4] if isinstance(key, str) else key!r}... → {tenant!r}")
+            if not isinstance(tenant, str) or not tenant:
+                raise ConfigError(f"keys must map keys to tenant names, got the tenant "
+                                  f"{tenant!r}")
+            if not isinstance(key, str) or len(key) < MIN_KEY_LENGTH:
+                what = (f"{len(key)} characters" if isinstance(key, str)
+                        else f"a {type(key).__name__}")
+                raise ConfigError(f"the key of tenant {tenant!r} is {what}: keys must be "
+                                  f"strings of {MIN_KEY_LENGTH}+ characters")
 
     @property
     def upstream_base(self) -> str:
-        """The upstream URL without a trailing ``/`` or ``/v1``."""
-        base = self.upstream.rstrip("/")
-        return base[:-3] if base.endswith("/v1") else base
+        """The upstream URL, redacted, without a trailing ``/`` or ``/v1`` (for display)."""
+        return redact(endpoint(self.upstream, ""))
+
+    @property
+    def upstream_shown(self) -> str:
+        """The upstream URL as messages and logs show it: no credentials, no query secrets."""
+        return redact(self.upstream)
+
+    def upstream_url(self, path: str) -> str:
+        """Where a request for the API ``path`` (``/v1/chat/completions``) goes, query kept."""
+        return endpoint(self.upstream, path)
 
 
-__all__ = ["DEFAULT_WINDOW", "FALLBACK_ENCODING", "ServiceOptions"]
+__all__ = ["DEFAULT_WINDOW", "FALLBACK_ENCODING", "MIN_KEY_LENGTH", "ServiceOptions"]

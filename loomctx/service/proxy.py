@@ -37,6 +37,7 @@ from loomctx.service.convert import anthropic_system, from_anthropic, split_open
 from loomctx.service.core import MIN_BUDGET, Service
 from loomctx.service.relay import Events, error_event, is_last, usage_only
 from loomctx.service.replies import Format, ReplyReader, read_body
+from loomctx.service.urls import redact, redact_in
 from loomctx.service.web import ClientGone, ServiceError, json_body, log, one_line
 
 PATHS: Mapping[Format, str] = {"openai": "/v1/chat/completions", "anthropic": "/v1/messages"}
@@ -230,12 +231,12 @@ class Proxy:
             content = await self._upstream(request, _read(resp))
             if resp.status_code >= 400:
                 return Response(content, status_code=_error_status(resp.status_code, content,
-                                                                   self._url(fmt)),
+                                                                   redact(self._url(fmt))),
                                 headers=headers)
             reply, why = read_body(fmt, content)
             if reply is None:
                 record.reply_stored, record.note = False, one_line(f"unreadable reply: {why}")
-                raise ServiceError(502, f"the upstream {self._url(fmt)!r} answered "
+                raise ServiceError(502, f"the upstream {redact(self._url(fmt))!r} answered "
                                         f"{resp.status_code} with a reply that cannot be read "
                                         f"({why}); nothing of it was stored")
             await self._remember(fmt, tenant, conv, record, reply, body)
@@ -245,7 +246,8 @@ class Proxy:
                 conv.lock.release()
 
     def _url(self, fmt: Format) -> str:
-        return self.service.options.upstream_base + PATHS[fmt]
+        """Where a request goes (credentials and query kept: never shown, see ``redact``)."""
+        return self.service.options.upstream_url(PATHS[fmt])
 
     async def _send(self, fmt: Format, request: Request, body: Mapping[str, Any],
                     record: BuildRecord) -> httpx.Response:
@@ -261,11 +263,12 @@ class Proxy:
         try:
             return await self._upstream(request, self.client.send(upstream, stream=True))
         except httpx.TimeoutException as exc:
-            raise ServiceError(504, f"the upstream {url!r} did not answer in time "
+            raise ServiceError(504, f"the upstream {redact(url)!r} did not answer in time "
                                     f"({type(exc).__name__}; serve --upstream-timeout)") from exc
         except httpx.HTTPError as exc:
-            raise ServiceError(502, f"the upstream {url!r} could not be reached: "
-                                    f"{type(exc).__name__}: {exc}") from exc
+            raise ServiceError(502, f"the upstream {redact(url)!r} could not be reached: "
+                                    f"{type(exc).__name__}: {redact_in(str(exc), url)}"
+                               ) from exc
 
     async def _upstream(self, request: Request, call: Awaitable[_T]) -> _T:
         """``call`` (a step of an upstream call), cancelled when the client hangs up or when

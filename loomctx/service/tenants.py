@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from loomctx.errors import ConfigError
+from loomctx.service.options import MIN_KEY_LENGTH
 from loomctx.stores.protocol import DEFAULT_TENANT
 
 
@@ -22,33 +23,67 @@ class Unauthorized(Exception):
 
 
 def load_keys(path: str | Path) -> dict[str, str]:
-    """Read a key file (lines ``KEY TENANT`` or a JSON object)."""
+    """Read a key file (lines ``KEY TENANT`` or a JSON object; a UTF-8 BOM is allowed).
+
+    A key listed twice for two tenants is an error naming both lines, and no message ever
+    shows a key or part of one.
+    """
+    where = repr(str(path))
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        text = Path(path).read_text(encoding="utf-8-sig")
     except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"cannot read the key file {str(path)!r}: {exc}") from exc
+        raise ConfigError(f"cannot read the key file {where}: {exc}") from exc
+    entries: list[tuple[str, str, int]] = []  # (key, tenant, line)
     if text.lstrip().startswith("{"):
         try:
-            data = json.loads(text)
+            pairs = json.loads(text, object_pairs_hook=list)
         except ValueError as exc:
-            raise ConfigError(f"key file {str(path)!r} is not valid JSON: {exc}") from exc
-        if not isinstance(data, dict) or not all(isinstance(v, str) for v in data.values()):
-            raise ConfigError(f"key file {str(path)!r} must map keys to tenant names")
-        keys = dict(data)
+            raise ConfigError(f"key file {where} is not valid JSON: {exc}") from exc
+        if not isinstance(pairs, list) or not all(isinstance(v, str) for _, v in pairs):
+            raise ConfigError(f"key file {where} must map keys to tenant names")
+        lines = _json_key_lines(text, [k for k, _ in pairs])
+        entries = [(k, v, n) for (k, v), n in zip(pairs, lines, strict=True)]
     else:
-        keys = {}
         for n, line in enumerate(text.splitlines(), start=1):
             line = line.split("#", 1)[0].strip()
             if not line:
                 continue
             parts = line.split()
             if len(parts) != 2:
-                raise ConfigError(f"key file {str(path)!r} line {n}: expected 'KEY TENANT', "
+                raise ConfigError(f"key file {where} line {n}: expected 'KEY TENANT', "
                                   f"got {len(parts)} fields")
-            keys[parts[0]] = parts[1]
+            entries.append((parts[0], parts[1], n))
+    keys: dict[str, str] = {}
+    first: dict[str, int] = {}
+    for key, tenant, n in entries:
+        if not tenant:
+            raise ConfigError(f"key file {where} line {n}: the tenant name is empty")
+        if len(key) < MIN_KEY_LENGTH:
+            raise ConfigError(f"key file {where} line {n}: the key of tenant {tenant!r} is "
+                              f"{len(key)} characters; use {MIN_KEY_LENGTH} or more")
+        if key in keys and keys[key] != tenant:
+            raise ConfigError(f"key file {where}: lines {first[key]} and {n} give one key to "
+                              f"two tenants ({keys[key]!r} and {tenant!r}); give each tenant "
+                              "its own key")
+        keys[key] = tenant
+        first.setdefault(key, n)
     if not keys:
-        raise ConfigError(f"key file {str(path)!r} holds no keys")
+        raise ConfigError(f"key file {where} holds no keys")
     return keys
+
+
+def _json_key_lines(text: str, keys: list[str]) -> list[int]:
+    """The line of each key of a JSON key file, in order (0 where it cannot be found)."""
+    out, at = [], 0
+    for key in keys:
+        pos = text.find(json.dumps(key)[1:-1], at)
+        pos = pos if pos != -1 else text.find(json.dumps(key, ensure_ascii=False)[1:-1], at)
+        if pos == -1:
+            out.append(0)
+            continue
+        out.append(text.count("\n", 0, pos) + 1)
+        at = pos + 1
+    return out
 
 
 def presented_key(headers: Mapping[str, str]) -> str | None:

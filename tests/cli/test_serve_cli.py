@@ -16,6 +16,7 @@ import pytest
 import redis
 
 from loomctx.cli.main import main
+from loomctx.cli.serve import check_open, is_loopback
 from loomctx.servers import RedisServer
 from loomctx.stores.postgres import PostgresStore
 from loomctx.stores.protocol import Scope
@@ -37,6 +38,27 @@ def test_bad_options_are_one_line_and_exit_2(argv: list[str], words: str,
     assert main(["serve", *argv]) == 2
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 0 and err.startswith("loomctx: error:") and words in err
+
+
+def test_an_open_service_off_loopback_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["serve", "--upstream", "http://127.0.0.1:9", "--host", "0.0.0.0",
+                 "--embedder", "hashing"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "--keys" in err and "--allow-open" in err
+
+
+@pytest.mark.parametrize(("host", "loopback"), [
+    ("127.0.0.1", True), ("127.0.0.2", True), ("::1", True), ("[::1]", True),
+    ("localhost", True), ("0.0.0.0", False), ("::", False), ("192.168.1.10", False)])
+def test_which_hosts_are_loopback(host: str, loopback: bool) -> None:
+    assert is_loopback(host) is loopback
+
+
+def test_an_open_service_off_loopback_needs_allow_open_and_then_warns() -> None:
+    assert check_open("127.0.0.1", keys=False, allow_open=False) is None
+    assert check_open("0.0.0.0", keys=True, allow_open=False) is None
+    warning = check_open("0.0.0.0", keys=False, allow_open=True)
+    assert warning is not None and warning.startswith("WARNING") and "OPEN" in warning
 
 
 def test_a_busy_port_is_one_line(capsys: pytest.CaptureFixture[str]) -> None:

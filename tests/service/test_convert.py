@@ -95,6 +95,7 @@ def test_the_longest_stored_prefix_is_found_and_branches_are_not() -> None:
         def __init__(self, sid: str, chain: list[str]) -> None:
             self.chain = chain
             self.anonymous = True
+            self.size = 0
             self.session = type("S", (), {"id": sid})()
 
         @property
