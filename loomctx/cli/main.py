@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from typing import Any
 
 from loomctx.errors import LoomctxError
@@ -27,12 +27,13 @@ registries to list their choices); the others are listed by name and help. So ``
 --help`` and a mistyped subcommand load no numpy, no embedder and no web stack."""
 
 
-def parser(command: str | None = None) -> argparse.ArgumentParser:
-    """The command line parser, with the arguments of ``command`` (the others listed only)."""
+def parser(declare: Collection[str] | None = None) -> argparse.ArgumentParser:
+    """The command line parser. ``declare`` names the subcommands whose arguments it declares
+    (None: all of them); the others are listed by name and help only."""
     p = argparse.ArgumentParser(prog="loomctx", description=__doc__)
     sub = p.add_subparsers(dest="command", required=True)
     for name, helptext in COMMANDS.items():
-        if name == command:
+        if declare is None or name in declare:
             _adder(name)(sub)
         else:
             sub.add_parser(name, help=helptext)
@@ -70,7 +71,8 @@ def _command(argv: Sequence[str]) -> str | None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
-    args = parser(_command(argv)).parse_args(argv)
+    command = _command(argv)
+    args = parser(declare=() if command is None else (command,)).parse_args(argv)
     try:
         return int(args.func(args) or 0)
     except LoomctxError as exc:

@@ -3,15 +3,15 @@
 It exists for tests, short-lived agents and as the executable reading of the
 :class:`~loomctx.stores.protocol.MemoryStore` contract: records are keyed by their identity
 (tenant, agent, session, id), every read keeps only what its :class:`Scope` covers, lexical search
-is a textbook BM25 over :func:`loomctx.stores._text.tokenize` tokens, vector search a cosine over a
-matrix rebuilt lazily after writes. Nothing survives the process, except what the caller copies
+is the library's BM25 (:func:`~loomctx.text.lexical.bm25_idf`) over keyed postings of
+:func:`loomctx.stores._text.tokenize` tokens, vector search a cosine over a matrix rebuilt
+lazily after writes. Nothing survives the process, except what the caller copies
 elsewhere.
 """
 
 from __future__ import annotations
 
 import copy
-import math
 import threading
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -25,9 +25,9 @@ from loomctx.stores import _records as rec
 from loomctx.stores._records import Key
 from loomctx.stores._text import query_tokens, tokenize
 from loomctx.stores.protocol import Hit, Level, MemoryRecord, Scope
-
-_K1 = 1.2
-_B = 0.75
+from loomctx.text.lexical import BM25_B as _B
+from loomctx.text.lexical import BM25_K1 as _K1
+from loomctx.text.lexical import bm25_idf
 
 
 class InMemoryStore:
@@ -176,7 +176,7 @@ class InMemoryStore:
             scores: dict[Key, float] = {}
             for term in terms:
                 posting = self._postings.get(term, {})
-                idf = math.log(1.0 + (n - len(posting) + 0.5) / (len(posting) + 0.5))
+                idf = bm25_idf(n, len(posting))
                 for key, tf in posting.items():
                     norm = tf + _K1 * (1 - _B + _B * self._lengths[key] / avg)
                     scores[key] = scores.get(key, 0.0) + idf * tf * (_K1 + 1) / norm

@@ -114,15 +114,33 @@ def normalize_scores(x: np.ndarray) -> np.ndarray:
     return arr / np.float32(top)
 
 
+BM25_K1 = 1.2
+"""BM25's term-frequency saturation: the usual default."""
+BM25_B = 0.75
+"""BM25's document-length normalisation: the usual default."""
+
+
+def bm25_idf(n: int, df: int) -> float:
+    """The IDF of a term found in ``df`` of ``n`` documents: the non-negative Lucene form
+    ``log(1 + (N - df + 0.5) / (df + 0.5))``.
+
+    One definition for both BM25 indexes: :class:`BM25Index` (arrays, append-only, for the
+    pipeline) and :class:`~loomctx.stores.memory.InMemoryStore`'s keyed postings (records are
+    replaced and deleted there, which the arrays do not support).
+    """
+    return math.log(1.0 + (n - df + 0.5) / (df + 0.5))
+
+
 class BM25Index:
     """Okapi BM25 over an incremental inverted index (doc index = insertion order).
 
-    IDF is the non-negative Lucene form ``log(1 + (N - df + 0.5) / (df + 0.5))``; each distinct
-    query term counts once. Documents are tokenized with :func:`tokenize`, by default without
-    stopwords (pass ``drop_stopwords=False`` to keep them). Safe to share between threads.
+    IDF is :func:`bm25_idf`; each distinct query term counts once. Documents are tokenized with
+    :func:`tokenize`, by default without stopwords (pass ``drop_stopwords=False`` to keep them).
+    Safe to share between threads.
     """
 
-    def __init__(self, k1: float = 1.2, b: float = 0.75, *, drop_stopwords: bool = True) -> None:
+    def __init__(self, k1: float = BM25_K1, b: float = BM25_B, *,
+                 drop_stopwords: bool = True) -> None:
         if not (isinstance(k1, (int, float)) and math.isfinite(k1) and k1 >= 0):
             raise ConfigError(f"BM25 k1 must be a finite number >= 0, got {k1!r}; 1.2 is usual")
         if not (isinstance(b, (int, float)) and 0.0 <= b <= 1.0):
@@ -180,7 +198,7 @@ class BM25Index:
                     continue
                 ids, tf = posting
                 df = ids.size
-                idf = np.float32(math.log(1.0 + (n - df + 0.5) / (df + 0.5)))
+                idf = np.float32(bm25_idf(n, df))
                 out[ids] += (idf * k1p1) * tf / (tf + norm[ids])
             return out
 
@@ -241,4 +259,5 @@ class BM25Index:
         return ids, tf
 
 
-__all__ = ["BM25Index", "content_terms", "normalize_scores", "tokenize"]
+__all__ = ["BM25_B", "BM25_K1", "BM25Index", "bm25_idf", "content_terms", "normalize_scores",
+           "tokenize"]

@@ -12,7 +12,12 @@ from loomctx.cli.main import COMMANDS, main, parser
 def test_the_listed_help_is_the_subcommands_own(command: str) -> None:
     """The top-level help reads the same whether ``command``'s real parser is declared or only
     listed: its one-line help in :data:`COMMANDS` is the one its module gives."""
-    assert parser(command).format_help() == parser().format_help()
+    assert parser(declare=(command,)).format_help() == parser(declare=()).format_help()
+
+
+def test_the_full_parser_declares_every_subcommand() -> None:
+    args = parser().parse_args(["build", "--example", "--max-tokens", "900"])
+    assert args.command == "build" and args.max_tokens == 900
 
 
 def test_each_subcommand_parses_its_own_arguments(capsys: pytest.CaptureFixture[str]) -> None:

@@ -35,3 +35,23 @@ def test_index_forgets_replaced_and_deleted_text() -> None:
     store.put([MemoryRecord(id="b", content="giraffe")])
     assert store.search_lexical("zebra lion", scope=TENANT) == []
     assert store._postings.keys() == {"giraffe"}
+
+
+def test_bm25_scores_are_the_pipelines_bm25() -> None:
+    """The store's keyed BM25 and the pipeline's BM25Index are one formula: on the same tokens
+    they give the same scores (to float32 precision), and both forget nothing they should keep."""
+    from loomctx.stores._text import query_tokens, tokenize
+    from loomctx.text.lexical import BM25Index
+
+    corpus = ["the zebra crossed the road at noon", "a zebra and a lion", "lions sleep at noon",
+              "road works on the north road", "明天北京下雨", "北京的天气很好", "nothing here"]
+    store = InMemoryStore()
+    store.put([MemoryRecord(id=f"r{i}", content=text) for i, text in enumerate(corpus)])
+    index = BM25Index()
+    index.add_tokens([tokenize(text) for text in corpus])
+    for query in ("zebra road", "noon lion", "北京 天气", "road road road", "absent"):
+        expected = index.scores_tokens(query_tokens(query))
+        hits = {h.record.id: h.score for h in store.search_lexical(query, scope=TENANT)}
+        assert hits.keys() == {f"r{i}" for i, s in enumerate(expected) if s > 0}, query
+        for rid, score in hits.items():
+            assert score == pytest.approx(float(expected[int(rid[1:])]), rel=1e-5), (query, rid)
