@@ -19,6 +19,7 @@ from loomctx.embed.default import default_embedder
 from loomctx.embed.protocol import Embedder
 from loomctx.errors import InputError
 from loomctx.events import Event, EventSink
+from loomctx.memory.tiers import MemoryOptions
 from loomctx.options import BuildOptions
 from loomctx.service.checks import check_session_id, check_value
 from loomctx.service.conversations import (
@@ -38,6 +39,9 @@ from loomctx.stores.urls import open_store
 from loomctx.tokens.registry import counter_for_model
 
 MIN_BUDGET = 16
+CONVERSATION_MEMORY = MemoryOptions(l2_shared=False, agent_memory=False)
+"""A proxied conversation recalls only its own memory: a tenant's conversations may be
+different end users of one application, so nothing crosses between them by default."""
 
 
 class _Fanout:
@@ -90,7 +94,7 @@ class Service:
         session = Session(session_id or new_id("s-"), tenant=tenant, agent="proxy",
                           store=self.store, embedder=self.embedder, options=options,
                           budget=BudgetManager(window=window), events=self.sink,
-                          sources=[tools])
+                          sources=[tools], memory=CONVERSATION_MEMORY)
         prompt = next(s for s in session.builder.sources if isinstance(s, SystemPromptSource))
         prompt.text = system or ""
         conv = Conversation(session=session, format=fmt, tools=tools, system=prompt,

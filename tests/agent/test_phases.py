@@ -92,7 +92,15 @@ def test_cli_phase_shifts_the_allocation_and_what_goes_in(
         return {i["id"] for i in report["items"]
                 if i["source"] == "RAG_knowledge" and i["included"]}
 
-    # The smaller knowledge share of the middle phase changes which document goes in.
-    assert knowledge_in(early) != knowledge_in(middle)
+    # Under pressure the phase changes what goes in (a question build at a small budget: the
+    # shares decide there; a turn's evidence may take the room its window leaves).
+    ask = ("--query", "How do customs holds and refunds work?", "--max-tokens", "500")
+    early_q, middle_q = (_build(capsys, *ask, "--phase", p) for p in ("early", "middle"))
+
+    def included(report: dict) -> set[str]:
+        return {i["id"] for i in report["items"] if i["included"]}
+
+    assert included(early_q) != included(middle_q)
+    assert knowledge_in(early) and knowledge_in(middle)
     for r in (plain, early, middle):
         assert r["tokens"] <= r["budget"]

@@ -278,7 +278,7 @@ def test_serve_has_an_upstream_timeout_option() -> None:
     from loomctx.service import ServiceOptions
 
     def parsed(*extra: str) -> Any:
-        return options_from(parser().parse_args(["serve", "--upstream", "http://h/v1",
+        return options_from(parser("serve").parse_args(["serve", "--upstream", "http://h/v1",
                                                  "--embedder", "hashing", *extra]))
 
     assert parsed("--upstream-timeout", "7.5").timeout == 7.5
