@@ -21,7 +21,8 @@ NOW = 1_714_558_860.0  # one minute after the example's last message
 
 
 def build_example(fmt: str) -> tuple[str, dict]:
-    args = parser("build").parse_args(["build", "--example", "--max-tokens", "1500", "--format", fmt])
+    args = parser("build").parse_args(["build", "--example", "--max-tokens", "1500",
+                                       "--format", fmt])
     builder, query, context = builder_from_args(args)
     result = builder.build_sync(query, max_tokens=1500, now=NOW, context=context)
     summary = {
