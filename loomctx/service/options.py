@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from loomctx.errors import ConfigError
-from loomctx.service.urls import endpoint, redact
+from loomctx.service.urls import base_path, endpoint, redact
 
 if TYPE_CHECKING:
     from loomctx.embed.protocol import Embedder
@@ -120,8 +120,10 @@ class ServiceOptions:
 
     @property
     def upstream_base(self) -> str:
-        """The upstream URL, redacted, without a trailing ``/`` or ``/v1`` (for display)."""
-        return redact(endpoint(self.upstream, ""))
+        """The upstream URL without its query, a trailing ``/`` or ``/v1`` (not for display:
+        it keeps credentials; requests go to :meth:`upstream_url`, which keeps the query)."""
+        parts = urlsplit(self.upstream)
+        return f"{parts.scheme}://{parts.netloc}{base_path(self.upstream)}"
 
     @property
     def upstream_shown(self) -> str:
