@@ -68,8 +68,9 @@ class ServiceOptions:
     """Builds (with their reports and built requests) kept per tenant; the oldest are
     forgotten first."""
     max_build_bytes: int = 32 * 1024 * 1024
-    """Text bytes of the built requests kept per tenant (the sum over its kept builds); past
-    it the oldest builds are forgotten, the newest is always kept."""
+    """Text of the built requests kept per tenant, summed over its kept builds and estimated
+    at 4 characters a token; past it the oldest builds are forgotten, the newest is always
+    kept."""
     max_sessions: int = 1_000
     """Sessions kept loaded per tenant; past it the least recently used idle one is unloaded
     (its memory stays in the store)."""
