@@ -11,7 +11,8 @@ enforced by SQLite itself rather than by reading the query:
   allow-list, so a function a newer SQLite adds is refused until it is listed;
 - a read-only connection (``mode=ro`` and ``PRAGMA query_only``);
 - limits: the longest string or blob a query may make (``SQLITE_LIMIT_LENGTH``, so
-  ``randomblob(10000000)`` fails at once; Python 3.11+), the longest query, and a progress
+  ``randomblob(10000000)`` fails at once; Python 3.11+, before which ``randomblob`` and
+  ``zeroblob`` are refused instead), the longest query, and a progress
   handler that stops a query after a number of virtual-machine steps or seconds, whichever
   comes first;
 - one statement: :func:`split_statements` reads quotes (``'…'``, ``"…"``, ```…```, ``[…]``)
@@ -53,6 +54,9 @@ FUNCTIONS = frozenset({
 """Functions a query may call; any other (``fts3_tokenizer``, ``load_extension``,
 ``sqlite_log``, the FTS and R-tree helpers, …) is refused."""
 
+_HAS_LIMITS = hasattr(sqlite3.Connection, "setlimit")  # Python 3.11+
+_BLOB_MAKERS = frozenset({"randomblob", "zeroblob"})
+"""Refused where the value-size limit cannot be set: they would allocate what they are asked."""
 _LIMIT_LENGTH, _LIMIT_SQL_LENGTH, _LIMIT_ATTACHED = 0, 1, 7  # sqlite3.h's SQLITE_LIMIT_*
 _ALLOWED_ACTIONS = frozenset({sqlite3.SQLITE_SELECT, sqlite3.SQLITE_READ,
                               sqlite3.SQLITE_RECURSIVE})
@@ -103,7 +107,9 @@ class Guard:
                   _source: str | None) -> int:
         if action in _ALLOWED_ACTIONS:
             return sqlite3.SQLITE_OK
-        if action == sqlite3.SQLITE_FUNCTION and (arg2 or "").lower() in FUNCTIONS:
+        name = (arg2 or "").lower()
+        if action == sqlite3.SQLITE_FUNCTION and name in FUNCTIONS and (
+                _HAS_LIMITS or name not in _BLOB_MAKERS):
             return sqlite3.SQLITE_OK
         if action == sqlite3.SQLITE_PRAGMA or (arg1 or "").lower() == "sqlite_master":
             # a pragma table (pragma_table_info) first writes the schema of its virtual table

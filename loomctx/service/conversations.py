@@ -29,6 +29,9 @@ from loomctx.sources.protocol import SourceRequest
 from loomctx.sources.static import SystemPromptSource
 from loomctx.sources.tools import normalize_tool
 
+CHARS_PER_TOKEN = 4
+"""How a kept build's size is estimated from its token count (English text averages ~4)."""
+
 
 class RequestTools:
     """The tool definitions of the latest request, all pinned: a model must see every tool
@@ -80,7 +83,8 @@ class BuildRecord:
     note: str | None = None
     """What went wrong, if something did (refused as too long, a reply not remembered)."""
     size: int = 0
-    """Text bytes of ``payload`` (:func:`text_size`), set when the service keeps it."""
+    """Estimated characters of ``payload`` (:data:`CHARS_PER_TOKEN` per token the build
+    counted), set when the service keeps the record."""
 
     def to_dict(self, *, payload: bool = False) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -121,7 +125,7 @@ class Conversation:
     builds: list[str] = field(default_factory=list)
     created: float = field(default_factory=time.time)
     size: int = 0
-    """Text bytes of the messages stored through this session (:func:`text_size`)."""
+    """Text size of the messages stored through this session (:func:`text_size`)."""
 
     @property
     def head(self) -> str:
@@ -240,7 +244,7 @@ class Tenants:
         """Keep ``record``; past ``max_builds`` or ``max_build_bytes`` the tenant's oldest
         builds are forgotten (the newest is always kept)."""
         tenant = record.tenant
-        record.size = text_size(record.payload)
+        record.size = CHARS_PER_TOKEN * record.report.tokens  # no walk over the payload
         builds = self._builds.setdefault(tenant, OrderedDict())
         builds[record.id] = record
         total = self._build_bytes.get(tenant, 0) + record.size
@@ -265,20 +269,22 @@ class Tenants:
 
 
 def text_size(value: Any) -> int:
-    """The bytes of text in a JSON-like value: every string (keys too) as UTF-8, 8 per number.
-
-    An estimate of what holding the value costs, cheap enough for every request, and iterative
-    so that deep nesting cannot overflow the stack.
+    """The size of a JSON-like value as the characters of its strings (keys too), 8 per other
+    scalar: an estimate of what holding it costs, cheap enough for every request (a string
+    value is counted in place), and iterative so that deep nesting cannot overflow the stack.
     """
     total, stack = 0, [value]
     while stack:
         v = stack.pop()
         if isinstance(v, str):
-            total += len(v) if v.isascii() else len(v.encode("utf-8", "surrogatepass"))
+            total += len(v)
         elif isinstance(v, Mapping):
             for k, item in v.items():
-                stack.append(item)
                 total += len(k) if isinstance(k, str) else 8
+                if isinstance(item, str):
+                    total += len(item)
+                else:
+                    stack.append(item)
         elif isinstance(v, (list, tuple)):
             stack.extend(v)
         else:
@@ -304,5 +310,5 @@ def new_id(prefix: str) -> str:
     return f"{prefix}{uuid.uuid4().hex[:16]}"
 
 
-__all__ = ["BuildRecord", "Conversation", "RequestTools", "Tenants", "Usage", "hashes", "new_id",
-           "seed", "text_size"]
+__all__ = ["CHARS_PER_TOKEN", "BuildRecord", "Conversation", "RequestTools", "Tenants", "Usage",
+           "hashes", "new_id", "seed", "text_size"]

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from loomctx.errors import ConfigError
-from loomctx.service.urls import endpoint, redact
+from loomctx.service.urls import base_path, endpoint, redact
 
 if TYPE_CHECKING:
     from loomctx.embed.protocol import Embedder
@@ -68,8 +68,9 @@ class ServiceOptions:
     """Builds (with their reports and built requests) kept per tenant; the oldest are
     forgotten first."""
     max_build_bytes: int = 32 * 1024 * 1024
-    """Text bytes of the built requests kept per tenant (the sum over its kept builds); past
-    it the oldest builds are forgotten, the newest is always kept."""
+    """Text of the built requests kept per tenant, summed over its kept builds and estimated
+    at 4 characters a token; past it the oldest builds are forgotten, the newest is always
+    kept."""
     max_sessions: int = 1_000
     """Sessions kept loaded per tenant; past it the least recently used idle one is unloaded
     (its memory stays in the store)."""
@@ -125,8 +126,10 @@ class ServiceOptions:
 
     @property
     def upstream_base(self) -> str:
-        """The upstream URL, redacted, without a trailing ``/`` or ``/v1`` (for display)."""
-        return redact(endpoint(self.upstream, ""))
+        """The upstream URL without its query, a trailing ``/`` or ``/v1`` (not for display:
+        it keeps credentials; requests go to :meth:`upstream_url`, which keeps the query)."""
+        parts = urlsplit(self.upstream)
+        return f"{parts.scheme}://{parts.netloc}{base_path(self.upstream)}"
 
     @property
     def upstream_shown(self) -> str:

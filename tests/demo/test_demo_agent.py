@@ -98,3 +98,23 @@ def test_an_undecodable_question_is_repaired_not_a_crash(capsys: pytest.CaptureF
     question = b"\xff\xfe Total sales of the last 7 days".decode("utf-8", "surrogateescape")
     assert main(["agent", "--demo", "sql", question, "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["stop"] == "final"
+
+
+@pytest.mark.parametrize(("sql", "error"), [
+    ("SELECT randomblob(10000000)", "error: a value is larger than the limit"),
+    ("SELECT fts3_tokenizer('simple')", "error: the function fts3_tokenizer() is not allowed"),
+])
+def test_a_hostile_query_from_the_model_comes_back_as_a_short_error(
+        db: Path, sql: str, error: str) -> None:
+    if "randomblob" in sql and not hasattr(__import__("sqlite3").Connection, "setlimit"):
+        pytest.skip("the value limit needs Python 3.11+")
+    demo = sql_demo("How big can a blob be?", db=db, embedder=HashingEmbedder())
+    model = ScriptedModel([{"role": "assistant", "content": None, "tool_calls": [
+        {"id": "call_1", "type": "function",
+         "function": {"name": "run_sql", "arguments": json.dumps({"query": sql})}}]},
+        {"role": "assistant", "content": "done"}])
+    result = Agent(model, tools=demo.tools.tools(), session=demo.session,
+                   budget=16_000).run_sync("How big can a blob be?")
+    assert result.stop == "final"
+    tool = next(m for m in model.requests[1]["messages"] if m.get("role") == "tool")
+    assert tool["content"].startswith(error) and len(tool["content"]) < 400

@@ -173,7 +173,7 @@ def test_loaded_sessions_are_bounded_in_bytes(upstream: WindowedFakeServer,
 
 def test_kept_builds_are_bounded_in_bytes(upstream: WindowedFakeServer,
                                           start: Callable[..., RunningServer]) -> None:
-    server = start(upstream, max_build_bytes=4000)
+    server = start(upstream, max_build_bytes=2000)
     ids = []
     for i in range(4):
         resp = httpx.post(server.url + "/v1/chat/completions", headers={
@@ -183,19 +183,20 @@ def test_kept_builds_are_bounded_in_bytes(upstream: WindowedFakeServer,
         ids.append(resp.headers["x-loomctx-build"])
     kept = [httpx.get(server.url + f"/v1/loomctx/builds/{b}").status_code for b in ids]
     assert kept[-1] == 200 and kept[0] == 404
-    assert server.app.state.service.tenants.kept_build_bytes("default") <= 4000
+    assert server.app.state.service.tenants.kept_build_bytes("default") <= 2000
 
 
 def test_the_newest_build_is_kept_even_over_the_byte_limit() -> None:
     tenants = Tenants(max_builds=10, max_build_bytes=10)
-    record = type("R", (), {"id": "b1", "tenant": "t", "payload": {"m": "x" * 100},
-                            "size": 0})()
+    report = type("Report", (), {"tokens": 100})()
+    record = type("R", (), {"id": "b1", "tenant": "t", "report": report, "size": 0})()
     tenants.add_build(record)  # type: ignore[arg-type]
-    assert tenants.build("t", "b1") is record and record.size == text_size({"m": "x" * 100})
+    assert tenants.build("t", "b1") is record and record.size == 400
 
 
 def test_text_size_counts_text_and_survives_deep_nesting() -> None:
-    assert text_size({"role": "user", "content": "héllo"}) == 4 + 4 + 7 + 6
+    assert text_size({"role": "user", "content": "héllo", "n": [1, None]}) == \
+        4 + 4 + 7 + 5 + 1 + 8 + 8
     deep: object = "x"
     for _ in range(100_000):
         deep = [deep]
