@@ -148,7 +148,9 @@ class Proxy:
         self._finishing: set[asyncio.Task[None]] = set()
         """Streams being wound up (reply stored, session unlocked) apart from their request."""
 
-    def _headers(self, fmt: Format, request: Request) -> dict[str, str]:
+    def _headers(self, fmt: Format, request: Request) -> dict[bytes, bytes]:
+        """The headers the upstream gets: the client's own forwarded as the bytes they came
+        as (a header with a non-ASCII byte is passed on, not a failure after storing)."""
         opts = self.service.options
         out = {"content-type": "application/json", "accept": request.headers.get(
             "accept", "application/json")}
@@ -166,7 +168,7 @@ class Proxy:
             for name in ("authorization", "x-api-key"):
                 if name in request.headers:
                     out[name] = request.headers[name]
-        return out
+        return {k.encode(): v.encode("latin-1", "replace") for k, v in out.items()}
 
     async def handle(self, fmt: Format, request: Request, tenant: str) -> Response:
         opts = self.service.options

@@ -244,16 +244,19 @@ def test_a_stream_that_stalls_ends_with_an_error_event(
     assert last["error"]["type"] == "timeout_error"
 
 
-def _hang_up_during(server: RunningServer, path: str, body: dict[str, Any],
-                    headers: dict[str, str]) -> None:
-    """Send a request, wait until it is in, and close the connection without reading."""
+def _hang_up_during(server: RunningServer, upstream: WindowedFakeServer, path: str,
+                    body: dict[str, Any], headers: dict[str, str]) -> None:
+    """Send a request and close the connection, unread, once the upstream has it."""
     data = json.dumps(body).encode()
     head = "".join(f"{k}: {v}\r\n" for k, v in headers.items())
     host, port = server.url.removeprefix("http://").split(":")
+    calls = len(upstream.requests)
     with socket.create_connection((host, int(port))) as raw:
         raw.sendall(f"POST {path} HTTP/1.1\r\nHost: x\r\ncontent-type: application/json\r\n"
                     f"{head}content-length: {len(data)}\r\n\r\n".encode() + data)
-        time.sleep(0.5)
+        deadline = time.monotonic() + 30
+        while len(upstream.requests) == calls and time.monotonic() < deadline:
+            time.sleep(0.02)
 
 
 def test_a_client_that_hangs_up_cancels_the_upstream_call(
@@ -263,7 +266,7 @@ def test_a_client_that_hangs_up_cancels_the_upstream_call(
     next request of the session would time out waiting for it."""
     upstream.add(Delay(60.0, then=Reply(text="very late")), Reply(text="on time"))
     with caplog.at_level(logging.WARNING, logger="loomctx.service"):
-        _hang_up_during(proxy, CHAT, HI, {"x-loomctx-session": "left"})
+        _hang_up_during(proxy, upstream, CHAT, HI, {"x-loomctx-session": "left"})
         nxt = _post(proxy, CHAT, {**HI, "messages": [{"role": "user", "content": "back"}]},
                     headers={"x-loomctx-session": "left"}, timeout=20)
     assert nxt.status_code == 200 and nxt.json()["choices"][0]["message"]["content"] == "on time"
@@ -286,6 +289,14 @@ def test_serve_has_an_upstream_timeout_option() -> None:
     for bad in ("0", "-1", "nan", "inf"):
         with pytest.raises(ConfigError, match="upstream-timeout"):
             parsed("--upstream-timeout", bad)
+
+
+def test_client_headers_with_odd_bytes_are_forwarded_as_they_came(
+        upstream: WindowedFakeServer, proxy: RunningServer) -> None:
+    resp = _post(proxy, MESSAGES, {**HI, "model": "claude-fake-1"},
+                 headers={"anthropic-version": "\u00b8Y".encode("latin-1")})  # type: ignore[dict-item]
+    assert resp.status_code == 200, resp.text
+    assert upstream.requests[-1].headers["anthropic-version"] == "\u00b8Y"
 
 
 # -- 10: retries -------------------------------------------------------------------------------
