@@ -205,12 +205,14 @@ class Proxy:
             budget = self.service.budget(conv, out, asked)
             if conv.cap is not None:
                 budget = min(budget, conv.cap)
+            if seen is None:
+                new = self.service.unseen(conv, new)
+            self.service.check_fits(conv, budget, system if system is not None
+                                    else conv.system.text, new)
             if fresh:  # nothing refused it: the session is the tenant's from here on
                 self.service.adopt(tenant, conv)
             elif system is not None and seen is None:
                 conv.system.text = system
-            if seen is None:
-                new = self.service.unseen(conv, new)
             await self.service.store_messages(tenant, conv, new)
             record = await self.service.build(tenant, conv, budget)
             resp = await self._send(fmt, request, body, record)

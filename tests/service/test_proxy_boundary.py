@@ -332,6 +332,22 @@ def test_a_refused_request_leaves_no_session_and_no_message(
     assert [m["content"] for m in upstream.requests[-1].body["messages"]] == ["fresh"]
 
 
+@pytest.mark.parametrize(("path", "budget", "change"), [
+    (CHAT, "16", {}), (CHAT, "40", {"messages": [{"role": "user", "content": "word " * 100}]}),
+    (MESSAGES, "30", {"model": "claude-fake-1", "system": "rule " * 100})])
+def test_a_request_that_cannot_fit_its_budget_is_refused_before_it_is_stored(
+        upstream: WindowedFakeServer, proxy: RunningServer, path: str, budget: str,
+        change: dict[str, Any]) -> None:
+    for session in ({}, {"x-loomctx-session": "tight"}):
+        resp = _post(proxy, path, {**HI, **change}, headers={"x-loomctx-budget": budget,
+                                                             **session})
+        assert resp.status_code == 400 and "cannot fit its budget" in _error(resp, path)
+        _refused_untouched(proxy, upstream, 0)
+    ok = _post(proxy, path, {**HI, **change, "messages": HI["messages"], "system": "Be brief."},
+               headers={"x-loomctx-budget": "200"})
+    assert ok.status_code == 200, ok.text
+
+
 # -- 12: one log line ---------------------------------------------------------------------------
 def test_cut_uploads_and_cut_streams_log_one_line(
         upstream: WindowedFakeServer, proxy: RunningServer,
