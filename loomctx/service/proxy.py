@@ -207,6 +207,7 @@ class Proxy:
                 budget = min(budget, conv.cap)
             if seen is None:
                 new = self.service.unseen(conv, new)
+            conv.session.memory.history.check(new)
             self.service.check_fits(conv, budget, system if system is not None
                                     else conv.system.text, new)
             if fresh:  # nothing refused it: the session is the tenant's from here on

@@ -315,8 +315,10 @@ def test_a_retry_after_a_429_does_not_repeat_the_users_turn(
 
 
 # -- 11: refused requests store nothing ---------------------------------------------------------
-@pytest.mark.parametrize("change", [{"max_tokens": 10**30}, {"max_tokens": 2999},
-                                    {"tools": [{"type": "function"}]}, {"tools": "all"}])
+@pytest.mark.parametrize("change", [
+    {"max_tokens": 10**30}, {"max_tokens": 2999}, {"tools": [{"type": "function"}]},
+    {"tools": "all"}, {"messages": [{"role": "user", "content": "x"}, {"role": "assistant"}]},
+    {"messages": [{"role": "tool", "tool_call_id": "nobody", "content": "r"}]}])
 def test_a_refused_request_leaves_no_session_and_no_message(
         upstream: WindowedFakeServer, start: Callable[..., RunningServer],
         change: dict[str, Any]) -> None:
