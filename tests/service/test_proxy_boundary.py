@@ -231,6 +231,17 @@ def test_a_hung_upstream_is_a_504_and_frees_the_session(
     assert nxt.status_code == 200 and nxt.json()["choices"][0]["message"]["content"] == "on time"
 
 
+def test_a_json_answer_that_trickles_in_is_bounded_as_a_whole(
+        upstream: WindowedFakeServer, start: Callable[..., RunningServer]) -> None:
+    """Each piece comes within the timeout, the whole answer does not: a 504."""
+    server = start(upstream, timeout=0.6)
+    body = json.dumps({"choices": [{"message": {"role": "assistant", "content": "slow"}}]})
+    upstream.add(Raw(chunks=[body[i:i + 10] for i in range(0, len(body), 10)], pause=0.25,
+                     headers={"content-type": "application/json"}))
+    resp = _post(server, CHAT, HI)
+    assert resp.status_code == 504 and "upstream-timeout" in _error(resp)
+
+
 def test_a_stream_that_stalls_ends_with_an_error_event(
         upstream: WindowedFakeServer, start: Callable[..., RunningServer]) -> None:
     server = start(upstream, timeout=0.5)
