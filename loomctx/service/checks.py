@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Mapping
 from typing import Any
 
 from loomctx.errors import InputError
@@ -55,33 +54,48 @@ def loads(raw: bytes | str) -> Any:
         raise InputError(f"the body nests deeper than {MAX_DEPTH} levels", where="body") from None
     except ValueError as exc:  # JSONDecodeError, and bytes that are not UTF-8
         raise InputError(f"the body is not valid JSON: {exc}", where="body") from None
-    check_value(value, "body")
+    # A lone surrogate can only come from a \\uD8xx-\\uDFxx escape or from the UTF-8 bytes
+    # of one: without either in the text (the usual case) no string needs looking at.
+    data = raw if isinstance(raw, bytes) else raw.encode("utf-8", "surrogatepass")
+    maybe = b"\\ud" in data or b"\\uD" in data or b"\xed" in data
+    check_value(value, "body", strings=maybe, floats=False)
     return value
 
 
-def check_value(value: Any, where: str) -> None:
-    """Refuse nesting past :data:`MAX_DEPTH`, lone surrogates in strings and keys, and floats
-    that are not finite, anywhere in ``value`` (walked without recursion)."""
+def check_value(value: Any, where: str, *, strings: bool = True, floats: bool = True) -> None:
+    """Refuse nesting past :data:`MAX_DEPTH`, lone surrogates in strings and keys (unless not
+    ``strings``), and floats that are not finite (unless not ``floats``), anywhere in
+    ``value`` (JSON as parsed: dicts, lists, tuples); walked without recursion."""
+    if not isinstance(value, dict | list | tuple):
+        _check_leaf(value, where, strings, floats)
+        return
     stack: list[tuple[Any, int]] = [(value, 0)]
     while stack:
         item, depth = stack.pop()
-        if isinstance(item, str):
-            _check_text(item, where)
-        elif isinstance(item, float):
-            if not math.isfinite(item):
-                raise InputError(f"{item!r} is not a JSON value: send a finite number or null",
-                                 where=where)
-        elif isinstance(item, Mapping | list | tuple):
-            if depth >= MAX_DEPTH:
-                raise InputError(f"the value nests deeper than {MAX_DEPTH} levels: send "
-                                 "flatter JSON", where=where)
-            if isinstance(item, Mapping):
-                for key, inner in item.items():
+        if depth >= MAX_DEPTH:
+            raise InputError(f"the value nests deeper than {MAX_DEPTH} levels: send flatter "
+                             "JSON", where=where)
+        if isinstance(item, dict):
+            if strings:
+                for key in item:
                     if isinstance(key, str):
                         _check_text(key, where)
-                    stack.append((inner, depth + 1))
-            else:
-                stack.extend((inner, depth + 1) for inner in item)
+            children: Any = item.values()
+        else:
+            children = item
+        for child in children:
+            if isinstance(child, dict | list | tuple):
+                stack.append((child, depth + 1))
+            elif strings or floats:
+                _check_leaf(child, where, strings, floats)
+
+
+def _check_leaf(value: Any, where: str, strings: bool, floats: bool) -> None:
+    if strings and isinstance(value, str):
+        _check_text(value, where)
+    elif floats and isinstance(value, float) and not math.isfinite(value):
+        raise InputError(f"{value!r} is not a JSON value: send a finite number or null",
+                         where=where)
 
 
 def _check_text(text: str, where: str) -> None:

@@ -52,6 +52,11 @@ class RequestTools:
                                    priority=1.0, metadata={"schema": t}, seq=i)
                        for i, t in enumerate(normalized)]
 
+    @property
+    def definitions(self) -> list[Mapping[str, Any]]:
+        """The definitions in the OpenAI shape, as normalized."""
+        return [it.metadata["schema"] for it in self._items]
+
     async def collect(self, request: SourceRequest) -> Sequence[ContextItem]:
         return self._items
 

@@ -8,6 +8,7 @@ reserve. Forwarding is the proxy's (:mod:`loomctx.service.proxy`).
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -17,7 +18,7 @@ from loomctx.bus.inprocess import InProcessEventBus
 from loomctx.bus.protocol import EventBus
 from loomctx.embed.default import default_embedder
 from loomctx.embed.protocol import Embedder
-from loomctx.errors import InputError
+from loomctx.errors import BudgetError, ConfigError, InputError
 from loomctx.events import Event, EventSink
 from loomctx.memory.tiers import MemoryOptions
 from loomctx.options import BuildOptions
@@ -36,7 +37,11 @@ from loomctx.service.options import DEFAULT_WINDOW, FALLBACK_ENCODING, ServiceOp
 from loomctx.session import Session, SessionState
 from loomctx.sources.static import SystemPromptSource
 from loomctx.stores.urls import open_store
+from loomctx.text.messages import content_text
+from loomctx.tokens.chat import ChatCounter
 from loomctx.tokens.registry import counter_for_model
+
+log = logging.getLogger("loomctx.service")
 
 MIN_BUDGET = 16
 CONVERSATION_MEMORY = MemoryOptions(l2_shared=False, agent_memory=False)
@@ -189,6 +194,34 @@ class Service:
                              f"{self.window(conv)}-token window for the prompt: ask for fewer "
                              "output tokens or a larger budget", where="max_tokens")
         return room
+
+    @staticmethod
+    def check_fits(conv: Conversation, budget: int, system: str | None,
+                   new: Sequence[Mapping[str, Any]]) -> None:
+        """Refuse, before anything is stored, a request whose pinned part cannot fit
+        ``budget``: the system prompt, the tool definitions and the new user input, counted
+        as the upstream would plus the format's least framing. A lower bound of what the build
+        pins, so it refuses only what the build would refuse too (after storing the turn)."""
+        last = next((m for m in reversed(new) if m.get("role") == "user"), None)
+        text = content_text(last.get("content")) if last is not None else ""
+        builder = conv.session.builder
+        # The sections every turn build frames, whatever its candidates (see the builder).
+        always = frozenset({"state"} if builder.options.summarize_history else set()) | \
+            frozenset({"output"} if builder.options.output_instructions else set())
+        chat = ChatCounter(conv.session.memory.counter, "openai")
+        try:
+            need = (builder.renderer.overhead(always)
+                    + chat.messages([{"role": "user", "content": text}] if text else [],
+                                    conv.tools.definitions, system=system or None))
+        except (ConfigError, ValueError, TypeError, KeyError) as exc:
+            # Nothing this estimate can read is refused on its word: the build decides.
+            log.debug("no pinned-size estimate for session %s: %s", conv.session.id, exc)
+            return
+        if need > budget:
+            raise BudgetError(f"pinned (P0) content (system prompt, tools, the new input) needs "
+                              f"at least {need} tokens but the budget allows {budget}: raise "
+                              "max_tokens or X-Loomctx-Budget, or shorten the system prompt / "
+                              "input", required=need, available=budget)
 
     async def build(self, tenant: str, conv: Conversation, budget: int, *,
                     query: str | None = None, retried: bool = False) -> BuildRecord:

@@ -149,7 +149,9 @@ class Proxy:
         self._finishing: set[asyncio.Task[None]] = set()
         """Streams being wound up (reply stored, session unlocked) apart from their request."""
 
-    def _headers(self, fmt: Format, request: Request) -> dict[str, str]:
+    def _headers(self, fmt: Format, request: Request) -> dict[bytes, bytes]:
+        """The headers the upstream gets: the client's own forwarded as the bytes they came
+        as (a header with a non-ASCII byte is passed on, not a failure after storing)."""
         opts = self.service.options
         out = {"content-type": "application/json", "accept": request.headers.get(
             "accept", "application/json")}
@@ -167,7 +169,7 @@ class Proxy:
             for name in ("authorization", "x-api-key"):
                 if name in request.headers:
                     out[name] = request.headers[name]
-        return out
+        return {k.encode(): v.encode("latin-1", "replace") for k, v in out.items()}
 
     async def handle(self, fmt: Format, request: Request, tenant: str) -> Response:
         opts = self.service.options
@@ -204,23 +206,26 @@ class Proxy:
             budget = self.service.budget(conv, out, asked)
             if conv.cap is not None:
                 budget = min(budget, conv.cap)
+            if seen is None:
+                new = self.service.unseen(conv, new)
+            conv.session.memory.history.check(new)
+            self.service.check_fits(conv, budget, system if system is not None
+                                    else conv.system.text, new)
             if fresh:  # nothing refused it: the session is the tenant's from here on
                 self.service.adopt(tenant, conv)
             elif system is not None and seen is None:
                 conv.system.text = system
-            if seen is None:
-                new = self.service.unseen(conv, new)
             await self.service.store_messages(tenant, conv, new)
             record = await self.service.build(tenant, conv, budget)
-            resp = await self._send(fmt, request, body, record)
-            refusal = await self._refusal(request, resp)
+            resp, deadline = await self._send(fmt, request, body, record)
+            refusal = await self._refusal(request, resp, deadline)
             if refusal is not None:
                 self._measure(conv, record, refusal[1], out)
                 smaller = self._smaller(record.report.budget, refusal, out, conv.undercount)
                 record.note = f"refused by the upstream as too long; rebuilt at {smaller}"
                 conv.cap = smaller
                 record = await self.service.build(tenant, conv, smaller, retried=True)
-                resp = await self._send(fmt, request, body, record)
+                resp, deadline = await self._send(fmt, request, body, record)
             headers = {k: v for k, v in resp.headers.items() if k.lower() not in _DROP}
             headers.update({"x-loomctx-build": record.id, "x-loomctx-session": conv.session.id})
             if resp.status_code < 400 and body.get("stream"):
@@ -228,7 +233,7 @@ class Proxy:
                 relay = self._relay(fmt, tenant, conv, record, resp, body,
                                     strip_usage=_asks_usage(fmt, body) is False)
                 return StreamingResponse(relay, status_code=resp.status_code, headers=headers)
-            content = await self._upstream(request, _read(resp))
+            content = await self._upstream(request, _read(resp), deadline)
             if resp.status_code >= 400:
                 return Response(content, status_code=_error_status(resp.status_code, content,
                                                                    redact(self._url(fmt))),
@@ -250,7 +255,9 @@ class Proxy:
         return self.service.options.upstream_url(PATHS[fmt])
 
     async def _send(self, fmt: Format, request: Request, body: Mapping[str, Any],
-                    record: BuildRecord) -> httpx.Response:
+                    record: BuildRecord) -> tuple[httpx.Response, float]:
+        """The upstream's response (its body not read yet), and the loop time by which a
+        JSON answer must have come whole."""
         payload = dict(record.payload)
         payload.pop("tools", None)  # the client's own definitions go as sent
         if _asks_usage(fmt, body) is False:  # ask for the usage; _relay hides it again
@@ -260,8 +267,10 @@ class Proxy:
         upstream = httpx.Request("POST", url, headers=self._headers(fmt, request),
                                  content=json.dumps({**body, **payload},
                                                     allow_nan=False).encode())
+        deadline = asyncio.get_running_loop().time() + self.service.options.timeout
         try:
-            return await self._upstream(request, self.client.send(upstream, stream=True))
+            resp = await self._upstream(request, self.client.send(upstream, stream=True),
+                                        deadline)
         except httpx.TimeoutException as exc:
             raise ServiceError(504, f"the upstream {redact(url)!r} did not answer in time "
                                     f"({type(exc).__name__}; serve --upstream-timeout)") from exc
@@ -269,16 +278,18 @@ class Proxy:
             raise ServiceError(502, f"the upstream {redact(url)!r} could not be reached: "
                                     f"{type(exc).__name__}: {redact_in(str(exc), url)}"
                                ) from exc
+        return resp, deadline
 
-    async def _upstream(self, request: Request, call: Awaitable[_T]) -> _T:
-        """``call`` (a step of an upstream call), cancelled when the client hangs up or when
-        the upstream timeout passes: a session's lock is never held for a client that left
-        or an upstream that hangs."""
+    async def _upstream(self, request: Request, call: Awaitable[_T], deadline: float) -> _T:
+        """``call`` (a step of an upstream call), cancelled when the client hangs up or at
+        ``deadline`` (loop time): a session's lock is never held for a client that left or
+        an upstream that hangs."""
         task = asyncio.ensure_future(call)
         gone = asyncio.ensure_future(_hung_up(request))
         timeout = self.service.options.timeout
         try:
-            done, _ = await asyncio.wait({task, gone}, timeout=timeout,
+            left = max(0.0, deadline - asyncio.get_running_loop().time())
+            done, _ = await asyncio.wait({task, gone}, timeout=left,
                                          return_when=asyncio.FIRST_COMPLETED)
         except BaseException:
             task.cancel()
@@ -288,20 +299,23 @@ class Proxy:
         if task in done:
             return task.result()
         task.cancel()
+        late: object = None
         with contextlib.suppress(asyncio.CancelledError, httpx.HTTPError):
-            await task
+            late = await task
+        if isinstance(late, httpx.Response):  # it came as the wait ended: not to be leaked
+            await late.aclose()
         if gone in done:
             raise ClientGone(f"the client hung up while {self.service.options.upstream_base!r} "
                              "was answering: the upstream call was cancelled")
         raise ServiceError(504, f"the upstream {self.service.options.upstream_base!r} did not "
                                 f"answer within {timeout:g} s (serve --upstream-timeout)")
 
-    async def _refusal(self, request: Request,
-                       resp: httpx.Response) -> tuple[int | None, int | None] | None:
+    async def _refusal(self, request: Request, resp: httpx.Response,
+                       deadline: float) -> tuple[int | None, int | None] | None:
         """The upstream's (limit, requested) when it refused the request as too long."""
         if resp.status_code != 400:
             return None
-        content = await self._upstream(request, _read(resp))
+        content = await self._upstream(request, _read(resp), deadline)
         parsed = read_upstream(content)
         return None if parsed is None else context_length(parsed)
 

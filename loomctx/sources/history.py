@@ -72,6 +72,13 @@ class HistorySource:
         self._view = None
         return new
 
+    def check(self, messages: Sequence[Mapping[str, Any]]) -> None:
+        """Raise the :class:`InputError` :meth:`extend` would raise for ``messages``, changing
+        nothing: a caller can refuse a batch before anything else of it is kept."""
+        if messages:
+            validate_history(messages, origin=self._origin, start=self._next_seq,
+                             state=self._state.layer())
+
     def append(self, message: Mapping[str, Any]) -> ContextItem:
         self.extend([message])
         return self._items[-1]

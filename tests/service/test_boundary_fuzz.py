@@ -179,7 +179,7 @@ def test_the_boundary_holds(boundary: tuple[RunningServer, OneStep, httpx.Client
         assert 400 <= status < 500, raw[:300]
         resp._content = raw
         _provider_error(path, resp)
-        assert _snapshot(server, client) == before
+        assert _snapshot(server, client) == before, raw[:300]
         return
     if status >= 400:
         resp._content = raw

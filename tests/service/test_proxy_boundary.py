@@ -231,6 +231,17 @@ def test_a_hung_upstream_is_a_504_and_frees_the_session(
     assert nxt.status_code == 200 and nxt.json()["choices"][0]["message"]["content"] == "on time"
 
 
+def test_a_json_answer_that_trickles_in_is_bounded_as_a_whole(
+        upstream: WindowedFakeServer, start: Callable[..., RunningServer]) -> None:
+    """Each piece comes within the timeout, the whole answer does not: a 504."""
+    server = start(upstream, timeout=0.6)
+    body = json.dumps({"choices": [{"message": {"role": "assistant", "content": "slow"}}]})
+    upstream.add(Raw(chunks=[body[i:i + 10] for i in range(0, len(body), 10)], pause=0.25,
+                     headers={"content-type": "application/json"}))
+    resp = _post(server, CHAT, HI)
+    assert resp.status_code == 504 and "upstream-timeout" in _error(resp)
+
+
 def test_a_stream_that_stalls_ends_with_an_error_event(
         upstream: WindowedFakeServer, start: Callable[..., RunningServer]) -> None:
     server = start(upstream, timeout=0.5)
@@ -244,16 +255,19 @@ def test_a_stream_that_stalls_ends_with_an_error_event(
     assert last["error"]["type"] == "timeout_error"
 
 
-def _hang_up_during(server: RunningServer, path: str, body: dict[str, Any],
-                    headers: dict[str, str]) -> None:
-    """Send a request, wait until it is in, and close the connection without reading."""
+def _hang_up_during(server: RunningServer, upstream: WindowedFakeServer, path: str,
+                    body: dict[str, Any], headers: dict[str, str]) -> None:
+    """Send a request and close the connection, unread, once the upstream has it."""
     data = json.dumps(body).encode()
     head = "".join(f"{k}: {v}\r\n" for k, v in headers.items())
     host, port = server.url.removeprefix("http://").split(":")
+    calls = len(upstream.requests)
     with socket.create_connection((host, int(port))) as raw:
         raw.sendall(f"POST {path} HTTP/1.1\r\nHost: x\r\ncontent-type: application/json\r\n"
                     f"{head}content-length: {len(data)}\r\n\r\n".encode() + data)
-        time.sleep(0.5)
+        deadline = time.monotonic() + 30
+        while len(upstream.requests) == calls and time.monotonic() < deadline:
+            time.sleep(0.02)
 
 
 def test_a_client_that_hangs_up_cancels_the_upstream_call(
@@ -263,7 +277,7 @@ def test_a_client_that_hangs_up_cancels_the_upstream_call(
     next request of the session would time out waiting for it."""
     upstream.add(Delay(60.0, then=Reply(text="very late")), Reply(text="on time"))
     with caplog.at_level(logging.WARNING, logger="loomctx.service"):
-        _hang_up_during(proxy, CHAT, HI, {"x-loomctx-session": "left"})
+        _hang_up_during(proxy, upstream, CHAT, HI, {"x-loomctx-session": "left"})
         nxt = _post(proxy, CHAT, {**HI, "messages": [{"role": "user", "content": "back"}]},
                     headers={"x-loomctx-session": "left"}, timeout=20)
     assert nxt.status_code == 200 and nxt.json()["choices"][0]["message"]["content"] == "on time"
@@ -288,6 +302,14 @@ def test_serve_has_an_upstream_timeout_option() -> None:
             parsed("--upstream-timeout", bad)
 
 
+def test_client_headers_with_odd_bytes_are_forwarded_as_they_came(
+        upstream: WindowedFakeServer, proxy: RunningServer) -> None:
+    resp = _post(proxy, MESSAGES, {**HI, "model": "claude-fake-1"},
+                 headers={"anthropic-version": "\u00b8Y".encode("latin-1")})  # type: ignore[dict-item]
+    assert resp.status_code == 200, resp.text
+    assert upstream.requests[-1].headers["anthropic-version"] == "\u00b8Y"
+
+
 # -- 10: retries -------------------------------------------------------------------------------
 def test_a_retry_after_a_429_does_not_repeat_the_users_turn(
         upstream: WindowedFakeServer, proxy: RunningServer) -> None:
@@ -304,8 +326,10 @@ def test_a_retry_after_a_429_does_not_repeat_the_users_turn(
 
 
 # -- 11: refused requests store nothing ---------------------------------------------------------
-@pytest.mark.parametrize("change", [{"max_tokens": 10**30}, {"max_tokens": 2999},
-                                    {"tools": [{"type": "function"}]}, {"tools": "all"}])
+@pytest.mark.parametrize("change", [
+    {"max_tokens": 10**30}, {"max_tokens": 2999}, {"tools": [{"type": "function"}]},
+    {"tools": "all"}, {"messages": [{"role": "user", "content": "x"}, {"role": "assistant"}]},
+    {"messages": [{"role": "tool", "tool_call_id": "nobody", "content": "r"}]}])
 def test_a_refused_request_leaves_no_session_and_no_message(
         upstream: WindowedFakeServer, start: Callable[..., RunningServer],
         change: dict[str, Any]) -> None:
@@ -319,6 +343,22 @@ def test_a_refused_request_leaves_no_session_and_no_message(
                headers={"x-loomctx-session": "named"})
     assert ok.status_code == 200
     assert [m["content"] for m in upstream.requests[-1].body["messages"]] == ["fresh"]
+
+
+@pytest.mark.parametrize(("path", "budget", "change"), [
+    (CHAT, "16", {}), (CHAT, "40", {"messages": [{"role": "user", "content": "word " * 100}]}),
+    (MESSAGES, "30", {"model": "claude-fake-1", "system": "rule " * 100})])
+def test_a_request_that_cannot_fit_its_budget_is_refused_before_it_is_stored(
+        upstream: WindowedFakeServer, proxy: RunningServer, path: str, budget: str,
+        change: dict[str, Any]) -> None:
+    for session in ({}, {"x-loomctx-session": "tight"}):
+        resp = _post(proxy, path, {**HI, **change}, headers={"x-loomctx-budget": budget,
+                                                             **session})
+        assert resp.status_code == 400 and "cannot fit its budget" in _error(resp, path)
+        _refused_untouched(proxy, upstream, 0)
+    ok = _post(proxy, path, {**HI, **change, "messages": HI["messages"], "system": "Be brief."},
+               headers={"x-loomctx-budget": "200"})
+    assert ok.status_code == 200, ok.text
 
 
 # -- 12: one log line ---------------------------------------------------------------------------

@@ -285,7 +285,9 @@ def test_a_client_gone_before_the_stream_starts_leaves_the_session_usable(
         raw.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n"
                     b"content-type: application/json\r\nx-loomctx-session: gone\r\n"
                     b"content-length: " + str(len(body)).encode() + b"\r\n\r\n" + body)
-        time.sleep(0.3)  # the request is in; hang up before any answer
+        deadline = time.monotonic() + 30
+        while not upstream.requests and time.monotonic() < deadline:
+            time.sleep(0.02)  # hang up once the upstream has the request, before any answer
     time.sleep(1.5)  # the upstream has answered into the void
     nxt = httpx.post(proxy.url + "/v1/chat/completions", timeout=10, headers={
         "x-loomctx-session": "gone"}, json={"model": "gpt-4o", "max_tokens": 20, "messages": [
