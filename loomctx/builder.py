@@ -231,14 +231,22 @@ class ContextBuilder:
         return run_sync(self.build(query, **kwargs), name="build")
 
     # -- stages --------------------------------------------------------------------------
+    def _note_frame(self) -> int:
+        """What a recall note costs beyond its evidence: its message and header."""
+        return self.renderer.cost(ContextItem(
+            id="recall:frame", source="recall", content=EVIDENCE_HEADER, kind="message",
+            role="system", message={"role": "system", "content": EVIDENCE_HEADER},
+            metadata={NOTE: ()}))
+
     def _remember(self, st: BuildState) -> None:
-        """Keep this turn's evidence, as rendered, in place for the next turns: a recall note
-        after the newest history message shown, so the next request repeats it byte for byte
-        (:mod:`loomctx.select.window`)."""
+        """Keep a wide question's evidence, as rendered, in place for the next turns: a recall
+        note after the newest history message shown, so the next request repeats it byte for
+        byte (:mod:`loomctx.select.window`). Only when the window's room still holds it and the
+        next step's messages: a note must never be what makes the window compact."""
         lay = layout(st.included, self.options.output_instructions)
         evidence = [it for it in lay.evidence if it.kind != "custom"]
-        if not evidence or not lay.history or not st.window_start:
-            return
+        if not st.recall_wide or not evidence or not lay.history or not st.window_start:
+            return  # a small pool stays volatile: kept, it would fill the window sooner
         source = next(iter(st.window_start))
         after = lay.history[-1]
         text = EVIDENCE_HEADER + "\n\n" + "\n\n".join(it.content for it in evidence)
@@ -247,6 +255,10 @@ class ContextBuilder:
             kind="message", role="system", message={"role": "system", "content": text},
             seq=after.seq, timestamp=after.timestamp,
             metadata={NOTE: tuple(it.id for it in evidence)})
+        shown = sum(it.tokens or 0 for it in st.included if st.reasons.get(it.id) == "window")
+        if shown + self._measure(note) > st.window_room - self.options.volatile_share * \
+                st.available:
+            return  # kept, it would make the next request compact: it stays volatile
         self.window.remember(source, after.id, note)
 
     def _top_up(self, st: BuildState, ordered: Mapping[str, list[Unit]]) -> None:
@@ -360,7 +372,8 @@ class ContextBuilder:
                 placed = self.window.place(st, src.name, items, stable, self._cost)
                 if placed is not None and not window:
                     st.recall_need = self.window.need(st, _shown(placed))
-                    reserve = self.window.reserve(st, st.recall_need)
+                    st.recall_wide = self.window.wide(st)
+                    reserve = self.window.reserve(st)
                     if reserve > self.options.volatile_share * st.available:
                         st.recall_reserve = reserve
                         placed = self.window.place(st, src.name, items, stable, self._cost,
@@ -398,8 +411,13 @@ class ContextBuilder:
             await self.window.summary(st, self.summarizer)
             if st.summary is not None:
                 spent += st.summary.tokens or 0
-        left = st.available - spent - sum(u.cost for q in ordered.values() for u in q
-                                          if u.pinned)
+        if st.recall_reserve:  # the window yielded: the evidence may take all that is left
+            left = st.available - spent - sum(u.cost for q in ordered.values() for u in q
+                                              if u.pinned)
+        else:  # what the window's room does not hold yet, less the next step's messages and
+            # the note's own framing
+            left = (st.window_room - sum(it.tokens or 0 for it in window)
+                    - int(opts.volatile_share * st.available) - self._note_frame())
         pool, pool_limit = (self.window.pool(st, st.candidates, ordered, self._declared, left)
                             if st.turn else (frozenset(), None))
         result = pack(

@@ -52,6 +52,9 @@ class BuildState:
     summary: ContextItem | None = None
     recall_need: float = 0.0
     """Turn builds: the share of retrieval's best candidates the history window does not show."""
+    recall_wide: bool = False
+    """Turn builds: a question whose best matches are mostly out of view (its evidence is kept
+    in place as a recall note)."""
     window_room: int = 0
     """Turn builds: the room of the history window (what it shows is at most this)."""
     recall_reserve: int = 0

@@ -40,10 +40,11 @@ class BuildOptions:
     volatile_share: float = 0.05
     """Turn builds: most of the budget that per-turn content (retrieved evidence, state) may
     take; it changes every turn, so it is never cached."""
-    recall_share: float = 0.0
-    """Turn builds: most of the budget a turn's new evidence may take from the history window
-    when none of what retrieval found best is in view (scaled down by the share that is); the
-    evidence then stays in place as a recall note, cached from the next request on."""
+    recall_share: float = 0.8
+    """Turn builds: most of the budget a question's new evidence may take from the history
+    window (scaled by the share of retrieval's best matches out of view) once most of the
+    latest user turns asked about what is out of view; the window then compacts to make the
+    room. 0 keeps the window whole."""
     summary_share: float = 0.08
     """Turn builds: most of the budget the summary of compacted history may take."""
     tail_full_at: int = 8192

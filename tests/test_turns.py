@@ -94,14 +94,14 @@ def test_turns_only_append_between_compaction_steps():
         if _summary(prev) != _summary(cur):
             steps += 1
             continue
-        # Between steps the previous request is a prefix of this one: its input is history
-        # now, and the evidence it was given stays in place before it (a recall note).
-        history = prev.payload["messages"]
+        # Between steps the previous request's history is a prefix of this one: only the
+        # input (and any per-turn evidence) after it changed.
+        history = [m for m in prev.payload["messages"][:-1]
+                   if not str(m["content"]).startswith("Context for this turn")]
         assert cur.payload["messages"][:len(history)] == history
         assert cur.report.reused_prefix_tokens >= sum(
             s.builder.renderer.chat.message(m) for m in history)
-    # compaction steps are rare (recall notes take window room too, so a little less rare)
-    assert 1 <= steps <= len(results) // 3
+    assert 1 <= steps <= len(results) // 4  # compaction steps are rare
 
 
 def test_compacted_messages_are_reported_and_kept():

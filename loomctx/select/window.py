@@ -27,10 +27,17 @@ from loomctx.tokens.protocol import TokenCounter
 STABLE_KINDS = frozenset({"system", "tool", "skill", "input"})
 NOTE = "recall_note"
 """Metadata key marking a recall note (its value: the ids of the evidence it shows)."""
-NEEDED = 0.75
-"""Turn builds: the share of retrieval's best candidates out of view from which a question's
-evidence may take the room the window leaves (below it, the volatile share; chosen on the
-LoCoMo development conversation 1 and the cache replays, benchmarks/README.md)."""
+WIDE = 0.6
+"""Turn builds: a question (``?`` or ``？``) is *wide* when at least this share of retrieval's
+best candidates is out of view; its evidence is then kept in place as a recall note."""
+RECENT = 4
+"""Turn builds: how many of the latest user turns decide whether the window yields."""
+YIELD_AFTER = 3
+"""Turn builds: a wide question makes the window yield room (``recall_share``) when at least
+this many of the latest ``RECENT`` user turns were wide: the conversation has turned to what
+is out of view, and the recent window no longer holds what is asked. WIDE, RECENT and
+YIELD_AFTER were chosen on LoCoMo's development conversations and the development cache
+replays (benchmarks/README.md, recall inside the agent loop)."""
 MAX_NOTES = 4096
 """Recall notes kept per history source (the oldest go first; compaction drops them sooner)."""
 """Kinds that are the same from turn to turn (the cached prefix) or pinned."""
@@ -84,6 +91,11 @@ def without_pending(st: BuildState, items: list[ContextItem]) -> list[ContextIte
     return items if k == len(items) else items[:k]
 
 
+def asks(text: str) -> bool:
+    """Whether ``text`` asks something (an ASCII or a full-width question mark)."""
+    return "?" in text or "\uff1f" in text
+
+
 def pool_sources(candidates: Mapping[str, Sequence[ContextItem]]) -> frozenset[str]:
     """Sources whose content changes every turn (evidence, state)."""
     return frozenset(name for name, items in candidates.items()
@@ -104,6 +116,8 @@ class TurnWindow:
         self._clips: dict[tuple[int, int], tuple[object, ContextItem | None]] = {}
         self._notes: dict[str, dict[str, list[ContextItem]]] = {}
         """History source → id of the message a note follows → the notes after it."""
+        self._asked: tuple[str | None, tuple[bool, ...]] = (None, ())
+        """The latest user turn's input id, and whether each of the latest turns was wide."""
 
     def room(self, st: BuildState, stable: int) -> tuple[int, int, int]:
         """Room for the window, the compaction gap, and the size one message is clipped to.
@@ -192,31 +206,44 @@ class TurnWindow:
     def need(self, st: BuildState, shown: set[str], top: int = 8) -> float:
         """How much this turn needs evidence from outside the window: the share of each
         evidence source's best ``top`` candidates that the window does not show (0: what
-        retrieval found is all in view; 1: none of it is)."""
+        retrieval found is all in view; 1: none of it is). The question itself is not
+        counted."""
+        asked = {it.id for it in st.candidates.get(INPUT_SOURCE, ())}  # the question itself
         hits = [it.id not in shown for name in pool_sources(st.candidates)
-                for it in st.candidates[name][:top]]
+                for it in st.candidates[name][:top] if it.id not in asked]
         return sum(hits) / len(hits) if hits else 0.0
 
-    def reserve(self, st: BuildState, need: float) -> int:
-        """Tokens a turn's new evidence may claim from the window (``recall_share`` of the
-        budget scaled by ``need``)."""
-        return int(need * self.options.recall_share * st.available)
+    def wide(self, st: BuildState) -> bool:
+        """Whether this turn asks a question whose best matches are mostly out of view (and,
+        the first time a user turn is seen, count it among the latest turns)."""
+        wide = st.recall_need >= WIDE and asks(st.question)
+        inp = st.candidates.get(INPUT_SOURCE)
+        last, recent = self._asked
+        if inp and inp[0].id != last:  # tool steps of the same turn are not counted again
+            self._asked = (inp[0].id, (*recent[-(RECENT - 1):], wide))
+        return wide
+
+    def reserve(self, st: BuildState) -> int:
+        """Tokens a wide question may take from the window: ``recall_share`` of the budget,
+        scaled by its need, once the conversation has turned to what is out of view."""
+        if not st.recall_wide or sum(self._asked[1]) < YIELD_AFTER:
+            return 0
+        return int(st.recall_need * self.options.recall_share * st.available)
 
     def pool(self, st: BuildState, candidates: Mapping[str, Sequence[ContextItem]],
              ordered: Mapping[str, list[Unit]], declared: Mapping[str, float] | None = None,
              left: int = 0,
              ) -> tuple[frozenset[str], int]:
         """Sources whose content changes every turn (evidence, state) and the tokens they may
-        take together: ``volatile_share`` of the budget, what the turn's need reserved, the
-        room the window leaves (``left``) scaled by that need, or the shares such sources
-        declare themselves when those are larger (an explicit choice of the caller),
-        stretched to hold the single best unit when it is at most three times that."""
+        take together: ``volatile_share`` of the budget, or for a question its need times the
+        room ``left`` for it (the window's room it does not fill, or all the room when the
+        window yielded), or the shares such sources declare themselves when those are larger
+        (an explicit choice of the caller), stretched to hold the single best unit when it is
+        at most three times that."""
         pool = pool_sources(candidates)
         own = sum(v for k, v in (declared or {}).items() if k in pool)
         cap = int(max(self.options.volatile_share, min(own, 1.0)) * st.available)
-        if st.recall_need >= NEEDED and ("?" in st.question or "\uff1f" in st.question):
-            # A question whose best matches are mostly out of view: its evidence may take all
-            # the room the window leaves (recall first: the next request may then compact).
+        if asks(st.question):
             cap = max(cap, st.recall_reserve, int(st.recall_need * max(0, left)))
         heads = [q[0] for name, q in ordered.items() if name in pool and q]
         if heads:
@@ -246,5 +273,5 @@ class TurnWindow:
             return
 
 
-__all__ = ["INPUT_SOURCE", "NOTE", "STABLE_KINDS", "TurnWindow", "take_input",
+__all__ = ["INPUT_SOURCE", "NOTE", "STABLE_KINDS", "TurnWindow", "asks", "take_input",
            "without_pending"]
