@@ -41,19 +41,24 @@ def test_commands_past_the_quota_are_not_run() -> None:
     response = _run(team.run_task("search"))
     assert [a.instruction for a in team.conversation.execution_log()] == ["a", "b"]
     assert action.calls == 2 and list(team.workspace.notes) == ["websearch1", "websearch2"]
-    assert Labels().quota.format(executed=2, max=2, remaining=0) in _text(orch.requests[1])
+    assert Labels.english().quota.format(executed=2, max=2, remaining=0) in _text(
+        orch.requests[1])
     assert response.startswith("done") and "@websearch2" in response
 
 
 def test_the_concierge_dispatches_at_most_max_dispatches() -> None:
-    concierge = ScriptedModel([dispatch("t1"), dispatch("t2", "d2"), "ok"])
+    concierge = ScriptedModel([dispatch("t1"), dispatch("t2", "d2"), "ok", "made nothing"])
     orch = ScriptedModel(["nothing to do"])
     team = Team(concierge=concierge, orchestrator=orch, action=ScriptedModel([]))
     assert team.chat_sync("hi") == "ok"
     assert len(team.conversation.calls) == 1 and orch.calls == 1
     last = concierge.requests[2]["messages"]
     assert last[-1]["role"] == "tool" and last[-1]["content"].startswith("not run")
-    assert last[-3]["role"] == "tool" and last[-3]["content"].startswith("nothing to do")
+    assert last[-3]["role"] == "tool" and last[-3]["content"].startswith("started")
+    # the orchestrator's outcome came back to the concierge, which told the user
+    assert "nothing to do" in _text(concierge.requests[3])
+    assert team.reports == ["made nothing"]
+    assert team.conversation.history[-1].content == "made nothing"
 
 
 def test_rounds_stop_at_max_rounds_and_unknown_tools_do_nothing() -> None:
@@ -76,9 +81,14 @@ def test_per_action_models() -> None:
 
 
 def test_bad_configuration_is_refused() -> None:
-    with pytest.raises(ConfigError, match="'anthropic'"):
-        Team(concierge=ScriptedModel([], format="anthropic"), orchestrator=ScriptedModel([]),
+    with pytest.raises(ConfigError, match="'text' requests"):
+        Team(concierge=ScriptedModel([], format="text"), orchestrator=ScriptedModel([]),
              action=ScriptedModel([]))
+    with pytest.raises(ConfigError, match="lookups"):
+        Team(concierge=ScriptedModel([]), orchestrator=ScriptedModel([]),
+             action=ScriptedModel([]), lookups={"nope": lambda s: s})
+    with pytest.raises(ConfigError, match="language"):
+        TeamOptions(language="fr")
     with pytest.raises(ConfigError, match="no model for the actions"):
         Team(concierge=ScriptedModel([]), orchestrator=ScriptedModel([]),
              action={"websearch": ScriptedModel([])})
