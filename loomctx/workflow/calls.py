@@ -69,8 +69,8 @@ def check_model(model: ChatModel, role: str) -> None:
     check_format(str(getattr(model, "format", None)), role)
 
 
-def _counter(model: ChatModel) -> ChatCounter:
-    return ChatCounter(counter_for_model(model.model).counter,
+def _counter(model: ChatModel, count_as: str | None) -> ChatCounter:
+    return ChatCounter(counter_for_model(count_as or model.model).counter,
                        "anthropic" if model.format == "anthropic" else "openai")
 
 
@@ -78,12 +78,13 @@ async def call_role(role: str, model: ChatModel, build: Callable[[int], BuildRes
                     budget: int, settings: ModelSettings,
                     tools: Sequence[Mapping[str, Any]] = (),
                     exchange: Sequence[Mapping[str, Any]] = (),
-                    action: str | None = None) -> tuple[RoleCall, ModelResponse]:
+                    action: str | None = None,
+                    count_as: str | None = None) -> tuple[RoleCall, ModelResponse]:
     """Build the role's context with the budget left after ``tools`` and ``exchange`` (both
     OpenAI-shaped; sent in the model's format), send it with them, and return the record and
-    the reply."""
+    the reply. ``count_as``: the tokenizer's model name when not the model's own."""
     fmt = model.format
-    counter = _counter(model)
+    counter = _counter(model, count_as)
     wire_tools = tools_for(fmt, tools)
     wire_exchange = exchange_for(fmt, exchange)
     fields, notes = settings_for(fmt, settings)

@@ -1,10 +1,10 @@
 """The offline campaign: a scripted team that plans and writes a short social-media campaign.
 
 A user attaches a brand brief (a ``material`` note) and asks for a campaign. The concierge
-hands the task over and says so (:data:`ACK`); the orchestrator runs a search and a persona action (round 1), a hitpoint
-action that ``@refs`` their notes (round 2), an ``xhs_post`` writing action that ``@refs`` the
-hitpoint (round 3), then answers, and the concierge tells the user what was made
-(:data:`REPLY`). Every model is a
+hands the task over and says so (:data:`ACK`); the orchestrator runs a search and a persona
+action (round 1), a hitpoint action that ``@refs`` their notes (round 2), an ``xhs_post``
+writing action that ``@refs`` the hitpoint (round 3), then answers, and the concierge tells the
+user what was made (:data:`REPLY`). Every model is a
 :class:`~loomctx.models.scripted.ScriptedModel`, so it runs with no network and each role's
 requests can be read back from its model.
 """

@@ -54,6 +54,9 @@ class TeamOptions:
     """Action → note type of its output; an action not listed writes notes of its own name."""
     roles: RoleOptions = field(default_factory=RoleOptions)
     """How the three role contexts are built (note types, previews, quota, labels, models)."""
+    count_as: str | None = None
+    """The model name, encoding or ``tokenizer.json`` path whose tokenizer counts every
+    request (None: each model's own name; set it for a model loomctx has no tokenizer for)."""
     language: str = "auto"
     """The labels' language: ``zh`` (the seed's), ``en``, or ``auto``: the prompts' language
     (:func:`~loomctx.workspace.language_of`) unless ``roles.labels`` was set by hand."""

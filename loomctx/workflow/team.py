@@ -33,6 +33,7 @@ next round's context (the quota line shows none remaining).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import re
 import uuid
@@ -195,10 +196,11 @@ class Team:
             "concierge", self.concierge,
             lambda b: build_concierge_context(
                 message, self.workspace, self.conversation, budget=b,
-                model=self.concierge.model, format=self.concierge.format, options=o.roles,
+                model=o.count_as or self.concierge.model, format=self.concierge.format,
+                options=o.roles,
                 instructions=o.concierge_prompt, event=event),
             budget=o.concierge_budget, settings=CONCIERGE_MODEL,
-            tools=[self._dispatch], exchange=exchange)
+            tools=[self._dispatch], exchange=exchange, count_as=o.count_as)
         self.calls.append(record)
         return reply.message
 
@@ -227,6 +229,15 @@ class Team:
         task, self._running = self._running, None
         return None if task is None else await task
 
+    async def stop(self) -> None:
+        """Cancel the background orchestrator call, if one runs (what it made stays)."""
+        task, self._running = self._running, None
+        if task is not None and not task.done():
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        self.conversation.running = None
+
     def chat_sync(self, message: str, attachments: Sequence[str] = ()) -> str:
         """:meth:`chat` for synchronous callers. No loop runs between two sync calls, so this
         also waits for a task the message started; the concierge's report on it is the last
@@ -250,11 +261,12 @@ class Team:
             record, reply = await call_role(
                 "orchestrator", self.orchestrator,
                 lambda b: build_orchestrator_context(
-                    task, self.workspace, conv, budget=b, model=self.orchestrator.model,
+                    task, self.workspace, conv, budget=b,
+                    model=o.count_as or self.orchestrator.model,
                     format=self.orchestrator.format, options=o.roles,
                     instructions=o.orchestrator_prompt),
                 budget=o.orchestrator_budget, settings=ORCHESTRATOR_MODEL,
-                tools=self._action_tools)
+                tools=self._action_tools, count_as=o.count_as)
             self.calls.append(record)
             stored, calls = assistant_message(reply.message, len(self.calls))
             text = text_of(stored)
@@ -263,14 +275,14 @@ class Team:
                 break
             observe, think = observe_think(text)
             conv.add_round(observe, think, call=index)
-            for call in calls:
+            for tool_call in calls:
                 executed = len(conv.execution_log(index))
                 if executed >= o.roles.quota.max_commands(len(conv.calls)):
                     break
-                action = call["function"]["name"]
+                action = tool_call["function"]["name"]
                 if action not in o.actions:
                     continue  # an unknown tool: nothing runs, nothing is recorded
-                instruction = _argument(call["function"]["arguments"], "instruction")
+                instruction = _argument(tool_call["function"]["arguments"], "instruction")
                 made = await self.run_action(action, instruction)
                 conv.add_action(action, instruction, tuple(made), call=index)
         conv.finish_orchestrator_call(response, call=index)
@@ -289,9 +301,9 @@ class Team:
             "action", model,
             lambda b: build_action_context(
                 action, instruction, self.workspace, self.conversation, budget=b,
-                model=model.model, format=model.format, options=o.roles,
+                model=o.count_as or model.model, format=model.format, options=o.roles,
                 instructions=o.action_prompt.format(action=action), found=found),
-            budget=o.action_budget, settings=settings, action=action)
+            budget=o.action_budget, settings=settings, action=action, count_as=o.count_as)
         self.calls.append(record)
         text = text_of(reply.message).strip()
         if not text:

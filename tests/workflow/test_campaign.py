@@ -14,18 +14,18 @@ from loomctx.stores import Scope
 from loomctx.tokens.chat import ChatCounter
 from loomctx.workflow import TeamOptions
 from loomctx.workflow.demo import (
+    ACK,
     ASK,
     BRIEF,
     HITPOINT,
     PERSONA,
-    ACK,
     REPLY,
     SEARCH,
     TASK,
     Campaign,
     run_campaign,
 )
-from loomctx.workspace import ConversationManager, Labels, RoleOptions, WorkSpace
+from loomctx.workspace import ConversationManager, Labels, WorkSpace
 
 LB = Labels.english()  # the team's prompts are English, so its labels are too
 
