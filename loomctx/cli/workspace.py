@@ -41,6 +41,8 @@ def add_workspace_parser(sub: Any) -> None:
     show.add_argument("--contexts", action="store_true",
                       help="also print every model call: its role, its context, the budget "
                            "report's summary and the notes it expanded")
+    show.add_argument("--html", metavar="PATH",
+                      help="also write the model calls as a self-contained HTML page")
     show.set_defaults(func=run_show)
     verbs.choices["demo"].set_defaults(func=run_demo)
     from loomctx.cli.workspace_run import add_run_parser
@@ -102,6 +104,8 @@ def run_show(args: argparse.Namespace) -> int:
            "quota": {"executed": executed, "max": mx, "remaining": mx - executed}}
     if args.contexts:
         doc["calls"] = calls
+    if args.html is not None:
+        _write_html(args, doc, calls)
     if args.json:
         json.dump(doc, sys.stdout, ensure_ascii=False, indent=1)
         sys.stdout.write("\n")
@@ -128,6 +132,22 @@ def run_show(args: argparse.Namespace) -> int:
     if args.contexts:
         print_contexts(calls)
     return 0
+
+
+def _write_html(args: argparse.Namespace, doc: dict[str, Any],
+                calls: list[dict[str, Any]]) -> None:
+    from loomctx.report_html import render_workspace_html
+
+    out = Path(args.html)
+    if out.is_dir() or not out.parent.is_dir():
+        raise ConfigError(f"--html {args.html!r} must be a file path in an existing folder")
+    page = render_workspace_html(f"{args.tenant}/{args.agent}/{args.session}", calls,
+                                 notes=doc["notes"])
+    try:
+        out.write_text(page, encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"cannot write --html {args.html!r}: {exc.strerror}") from exc
+    print(f"wrote {args.html} ({len(calls)} model calls)", file=sys.stderr)
 
 
 def print_contexts(calls: list[dict[str, Any]]) -> None:

@@ -146,3 +146,22 @@ def test_an_unreachable_endpoint_is_one_line_exit_2(tmp_path: Path,
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert err.startswith("loomctx: error: ") and err.count("\n") == 1
+
+
+def test_show_html_writes_every_call_escaped(tmp_path: Path,
+                                             capsys: pytest.CaptureFixture[str]) -> None:
+    db = tmp_path / "loomi.db"
+    with FakeModelServer(respond=ToolFollower()) as server:
+        assert _run(server, "anthropic", db) == 0
+    page = tmp_path / "calls.html"
+    assert main(["workspace", "show", "--db", str(db), "--session", "s1", "--html",
+                 str(page)]) == 0
+    html = page.read_text(encoding="utf-8")
+    assert html.count('<tr data-call="') == 10
+    assert "action · hitpoint" in html and "@websearch1 @knowledge1" in html
+    assert 'src="http' not in html and "<details><summary>context</summary>" in html
+    assert "Do the hitpoint step from @websearch1 @knowledge1." in html
+    capsys.readouterr()
+    assert main(["workspace", "show", "--db", str(db), "--session", "s1", "--html",
+                 str(tmp_path / "no" / "such" / "x.html")]) == 2
+    assert "existing folder" in capsys.readouterr().err
