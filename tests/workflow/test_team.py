@@ -169,7 +169,7 @@ def test_a_second_dispatch_while_running_is_not_run() -> None:
                                    "report"])
         orch = Gated("done")
         team = Team(concierge=concierge, orchestrator=orch, action=ScriptedModel([]))
-        await team.chat("one")
+        await asyncio.wait_for(team.chat("one"), 30)  # returns while the orchestrator waits
         await orch.started.wait()
         assert await team.chat("two") == "busy"
         tool = concierge.requests[3]["messages"][-1]
@@ -185,7 +185,7 @@ def test_stop_cancels_the_background_call() -> None:
         orch = Gated("never")
         team = Team(concierge=ScriptedModel([dispatch("t"), "ok"]), orchestrator=orch,
                     action=ScriptedModel([]))
-        await team.chat("go")
+        await asyncio.wait_for(team.chat("go"), 30)
         await orch.started.wait()
         await team.stop()
         assert not team.running and team.conversation.running is None
