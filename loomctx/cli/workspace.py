@@ -23,8 +23,8 @@ PREVIEW = 80
 
 
 def add_workspace_parser(sub: Any) -> None:
-    p = sub.add_parser("workspace", help="show a team's workspace from its store, or run the "
-                                         "offline campaign into one")
+    p = sub.add_parser("workspace", help="run a team on an endpoint or offline, and show its "
+                                         "workspace and contexts")
     verbs = p.add_subparsers(dest="verb", required=True)
     for name, helptext in (("show", "print the notes, the timeline and the quota"),
                            ("demo", "run the scripted campaign offline and save it")):
