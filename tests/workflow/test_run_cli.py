@@ -165,3 +165,18 @@ def test_show_html_writes_every_call_escaped(tmp_path: Path,
     assert main(["workspace", "show", "--db", str(db), "--session", "s1", "--html",
                  str(tmp_path / "no" / "such" / "x.html")]) == 2
     assert "existing folder" in capsys.readouterr().err
+
+
+def test_labels_follow_the_task_language(tmp_path: Path,
+                                         capsys: pytest.CaptureFixture[str]) -> None:
+    db = tmp_path / "loomi.db"
+    with FakeModelServer(respond=ToolFollower()) as server:
+        url = server.url + "/v1"
+        assert main(["workspace", "run", "为新款冷泡乌龙茶策划一个小红书推广方案", "--base-url",
+                     url, "--model", "gpt-4o", "--db", str(db), "--session", "zh",
+                     "--actions", "websearch", "--retries", "0"]) == 0
+        bodies = [str(r.body) for r in server.requests]
+    capsys.readouterr()
+    assert any("[任务指令]" in b for b in bodies)
+    assert any("命令执行状态" in b for b in bodies)
+    assert not any("[Instruction]" in b for b in bodies)
