@@ -85,6 +85,8 @@ LAZY: dict[str, str] = {
     "loomctx.cli.agent": "the agent, the demo and the model clients load only for `loomctx agent`",
     "loomctx.cli.workspace": "the store, the workspace and the team load only for "
                              "`loomctx workspace`",
+    "loomctx.cli.workspace_run": "the model clients, the store and the team load only for "
+                                 "`loomctx workspace run`",
     "loomctx.cli.serve": "FastAPI, uvicorn and the service load only for `loomctx serve`",
     "loomctx.bus.config": "the Redis client loads only when a redis:// bus is opened",
     "loomctx.cli.devservers": "the server classes load only for `loomctx dev-servers`",

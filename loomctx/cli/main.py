@@ -14,7 +14,7 @@ from loomctx.errors import LoomctxError
 COMMANDS: dict[str, str] = {
     "build": "build one context window and report what went in",
     "agent": "run the demo agent (the context rebuilt before every call)",
-    "workspace": "show a team's workspace from its store, or run the offline campaign into one",
+    "workspace": "run a team on an endpoint or offline, and show its workspace and contexts",
     "serve": "run the context proxy and HTTP API",
     "dev-servers": "run PostgreSQL + pgvector and Redis on loopback until Ctrl-C",
     "store": "maintain a memory store (re-embed its vectors)",

@@ -1,8 +1,11 @@
-"""``loomctx workspace show|demo``: print a team's workspace from its store, or make one.
+"""``loomctx workspace show|demo|run``: print a team's workspace from its store, or make one.
 
 ``show --db PATH --session ID`` reads the notes, the orchestrator timeline and the command quota
-saved in one session's scope of a SQLite store. ``demo --db PATH`` runs the scripted campaign
-(:mod:`loomctx.workflow.demo`) offline and saves it there, so ``show`` has something to print.
+saved in one session's scope of a SQLite store; with ``--contexts``, every model call too: the
+role that made it, its context, the budget report's summary and the notes it expanded.
+``demo --db PATH`` runs the scripted campaign (:mod:`loomctx.workflow.demo`) offline and saves
+it there. ``run "TASK" --base-url URL --model M`` runs the team against a real OpenAI-compatible
+or Anthropic endpoint (:mod:`loomctx.cli.workspace_run`) and saves what it made.
 """
 
 from __future__ import annotations
@@ -20,8 +23,8 @@ PREVIEW = 80
 
 
 def add_workspace_parser(sub: Any) -> None:
-    p = sub.add_parser("workspace", help="show a team's workspace from its store, or run the "
-                                         "offline campaign into one")
+    p = sub.add_parser("workspace", help="run a team on an endpoint or offline, and show its "
+                                         "workspace and contexts")
     verbs = p.add_subparsers(dest="verb", required=True)
     for name, helptext in (("show", "print the notes, the timeline and the quota"),
                            ("demo", "run the scripted campaign offline and save it")):
@@ -34,8 +37,16 @@ def add_workspace_parser(sub: Any) -> None:
         v.add_argument("--agent", default="loomi", help="the agent (default: loomi)")
         if name == "show":
             v.add_argument("--json", action="store_true", help="print one JSON document")
-    verbs.choices["show"].set_defaults(func=run_show)
+    show = verbs.choices["show"]
+    show.add_argument("--contexts", action="store_true",
+                      help="also print every model call: its role, its context, the budget "
+                           "report's summary and the notes it expanded")
+    show.add_argument("--html", metavar="PATH",
+                      help="also write the model calls as a self-contained HTML page")
+    show.set_defaults(func=run_show)
     verbs.choices["demo"].set_defaults(func=run_demo)
+    from loomctx.cli.workspace_run import add_run_parser
+    add_run_parser(verbs)
 
 
 def _scope(args: argparse.Namespace) -> Any:
@@ -64,6 +75,7 @@ def run_demo(args: argparse.Namespace) -> int:
 
 def run_show(args: argparse.Namespace) -> int:
     from loomctx.stores import open_store
+    from loomctx.workflow.record import load_calls
     from loomctx.workspace import ConversationManager, Quota, WorkSpace
 
     if "://" not in args.db and not Path(args.db).is_file():
@@ -74,6 +86,7 @@ def run_show(args: argparse.Namespace) -> int:
     try:
         ws = WorkSpace.load(store, scope)
         conv = ConversationManager.load(store, scope)
+        calls = load_calls(store, scope)
     finally:
         store.close()
     if not len(ws) and not conv.history:
@@ -89,6 +102,10 @@ def run_show(args: argparse.Namespace) -> int:
                      for n in ws],
            "timeline": conv.to_dict()["calls"],
            "quota": {"executed": executed, "max": mx, "remaining": mx - executed}}
+    if args.contexts:
+        doc["calls"] = calls
+    if args.html is not None:
+        _write_html(args, doc, calls)
     if args.json:
         json.dump(doc, sys.stdout, ensure_ascii=False, indent=1)
         sys.stdout.write("\n")
@@ -112,7 +129,45 @@ def run_show(args: argparse.Namespace) -> int:
         if call.response is not None:
             print(f"    response: {_short(call.response)}")
     print(f"\nquota: executed {executed}/{mx}, remaining {mx - executed}")
+    if args.contexts:
+        print_contexts(calls)
     return 0
+
+
+def _write_html(args: argparse.Namespace, doc: dict[str, Any],
+                calls: list[dict[str, Any]]) -> None:
+    from loomctx.report_html import render_workspace_html
+
+    out = Path(args.html)
+    if out.is_dir() or not out.parent.is_dir():
+        raise ConfigError(f"--html {args.html!r} must be a file path in an existing folder")
+    page = render_workspace_html(f"{args.tenant}/{args.agent}/{args.session}", calls,
+                                 notes=doc["notes"])
+    try:
+        out.write_text(page, encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"cannot write --html {args.html!r}: {exc.strerror}") from exc
+    print(f"wrote {args.html} ({len(calls)} model calls)", file=sys.stderr)
+
+
+def print_contexts(calls: list[dict[str, Any]]) -> None:
+    """Each model call: its role, the budget report's summary, the notes it expanded, what
+    the provider could not take, and the context itself, indented."""
+    print(f"\ncontexts: {len(calls)} model calls" + (
+        "" if calls else " saved (a workspace made before calls were recorded)"))
+    for n, c in enumerate(calls, start=1):
+        r = c["report"]
+        role = c["role"] + (f" {c['action']}" if c.get("action") else "")
+        print(f"\n#{n} {role} ({c['format']}): {c['tokens']}/{c['budget']} tokens; report: "
+              f"{r['included']}/{r['items']} items shown, shortened: "
+              f"{' '.join(r['shortened']) or '-'}, dropped: {' '.join(r['dropped']) or '-'}")
+        print(f"   expanded: {' '.join('@' + e for e in c['expanded']) or '-'}")
+        for note in c.get("notes", ()):
+            print(f"   note: {note}")
+        print("   context:")
+        for line in c["context"].splitlines():
+            print(f"     {line}")
+        print(f"   reply: {_short(c.get('reply', ''))}")
 
 
 def _short(text: str) -> str:

@@ -10,7 +10,7 @@
   formats (JSON and SSE) that replays a script of steps (:class:`Reply` with :class:`ToolCall`,
   :class:`HttpError`, :class:`ContextLength`, :class:`Malformed`, :class:`Raw`, :class:`Delay`)
   and records
-  every request.
+  every request; with ``respond=ToolFollower()`` it answers by the tools each request offers.
 - ``loomctx.testing.store_conformance``: the contract suite every ``MemoryStore`` passes (needs
   pytest and hypothesis, so it is not imported here).
 - ``loomctx.testing.bus_conformance``: the contract suite every ``EventBus`` passes (needs
@@ -33,6 +33,7 @@ from loomctx.testing.fake_script import (
     ToolCall,
 )
 from loomctx.testing.fake_server import FakeModelServer, RecordedRequest
+from loomctx.testing.tool_follower import ToolFollower
 from loomctx.tokens.protocol import TokenCounter
 
 
@@ -85,4 +86,4 @@ class WordCounter:
 
 __all__ = ["ContextLength", "Delay", "FakeModelServer", "HashingEmbedder", "HttpError",
            "Malformed", "Raw", "RecordedRequest", "Reply", "ScriptedModel", "ToolCall",
-           "WordCounter", "check_truncate"]
+           "ToolFollower", "WordCounter", "check_truncate"]

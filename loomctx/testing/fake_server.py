@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -50,11 +50,16 @@ class FakeModelServer:
     consumed
     one per request; :meth:`add` appends more. When the script runs out the server answers 400
     "script exhausted", which clients do not retry, so a test that calls once too often fails
-    loudly. Use it as a context manager, or :meth:`start` and :meth:`close`.
+    loudly — unless ``respond`` answers from the request. Use it as a context manager, or
+    :meth:`start` and :meth:`close`.
     """
 
-    def __init__(self, script: Iterable[Step | str] = (), *, port: int = 0) -> None:
+    def __init__(self, script: Iterable[Step | str] = (), *, port: int = 0,
+                 respond: Callable[[RecordedRequest], Step | str] | None = None) -> None:
         self._script: list[Step | str] = list(script)
+        self.respond = respond
+        """Answers each request past the end of the script from the request itself (e.g.
+        :class:`~loomctx.testing.ToolFollower`); None: such a request is a 400."""
         self._lock = threading.Lock()
         self._served = 0
         self.requests: list[RecordedRequest] = []
@@ -109,7 +114,7 @@ class FakeModelServer:
         with self._lock:
             self.requests.append(request)
             if self._served >= len(self._script):
-                return None
+                return None if self.respond is None else self.respond(request)
             step = self._script[self._served]
             self._served += 1
             return step

@@ -1,9 +1,10 @@
 """The offline campaign: a scripted team that plans and writes a short social-media campaign.
 
 A user attaches a brand brief (a ``material`` note) and asks for a campaign. The concierge
-hands the task over; the orchestrator runs a search and a persona action (round 1), a hitpoint
-action that ``@refs`` their notes (round 2), an ``xhs_post`` writing action that ``@refs`` the
-hitpoint (round 3), then answers. Every model is a
+hands the task over and says so (:data:`ACK`); the orchestrator runs a search and a persona
+action (round 1), a hitpoint action that ``@refs`` their notes (round 2), an ``xhs_post``
+writing action that ``@refs`` the hitpoint (round 3), then answers, and the concierge tells the
+user what was made (:data:`REPLY`). Every model is a
 :class:`~loomctx.models.scripted.ScriptedModel`, so it runs with no network and each role's
 requests can be read back from its model.
 """
@@ -32,6 +33,7 @@ HITPOINT = ("Hitpoint: 'the quiet bottle at the top of the trail'. Calm summit m
             "glass bottle in the frame, no sugar to weigh you down (@websearch1, @persona1).")
 POST = ("Title: The quiet bottle at the top of the trail\n"
         "Body: Three hours up, one cold oolong in glass, nothing sweet, just the view...")
+ACK = "On it: the orchestrator is planning the campaign; I will tell you what it makes."
 REPLY = ("The campaign's first post is ready: @xhs1, built on the hitpoint @hitpoint1 from "
          "the market search @websearch1 and the audience @persona1.")
 
@@ -59,7 +61,7 @@ def campaign(options: TeamOptions | None = None) -> Campaign:
     concierge = ScriptedModel([
         {"content": None, "tool_calls": [{"id": "call_task", "type": "function", "function": {
             "name": "dispatch_task", "arguments": json.dumps({"task": TASK})}}]},
-        REPLY])
+        ACK, REPLY])
     orchestrator = ScriptedModel([
         _calls(("websearch", "Search what people post about cold-brew tea this summer."),
                ("persona", "Describe the audience for @material1's cold-brew oolong."),
@@ -86,4 +88,4 @@ def run_campaign(store: MemoryStore | None = None, scope: Scope | None = None,
     return c
 
 
-__all__ = ["ASK", "BRIEF", "TASK", "Campaign", "campaign", "run_campaign"]
+__all__ = ["ACK", "ASK", "BRIEF", "TASK", "Campaign", "campaign", "run_campaign"]

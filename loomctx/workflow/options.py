@@ -54,6 +54,12 @@ class TeamOptions:
     """Action → note type of its output; an action not listed writes notes of its own name."""
     roles: RoleOptions = field(default_factory=RoleOptions)
     """How the three role contexts are built (note types, previews, quota, labels, models)."""
+    count_as: str | None = None
+    """The model name, encoding or ``tokenizer.json`` path whose tokenizer counts every
+    request (None: each model's own name; set it for a model loomctx has no tokenizer for)."""
+    language: str = "auto"
+    """The labels' language: ``zh`` (the seed's), ``en``, or ``auto``: the prompts' language
+    (:func:`~loomctx.workspace.language_of`) unless ``roles.labels`` was set by hand."""
     concierge_prompt: str = CONCIERGE_PROMPT
     """The concierge's instructions (the pinned system item of its context)."""
     orchestrator_prompt: str = ORCHESTRATOR_PROMPT
@@ -67,6 +73,9 @@ class TeamOptions:
             v = getattr(self, name)
             if not isinstance(v, int) or isinstance(v, bool) or v < 1:
                 raise ConfigError(f"TeamOptions.{name} must be an int >= 1, got {v!r}")
+        if self.language not in ("auto", "zh", "en"):
+            raise ConfigError(f"TeamOptions.language must be 'auto', 'zh' or 'en', got "
+                              f"{self.language!r}")
         if not self.actions or len(set(self.actions)) != len(self.actions):
             raise ConfigError(f"TeamOptions.actions must name distinct actions, got "
                               f"{self.actions!r}")

@@ -22,6 +22,7 @@ from loomctx.workspace.options import (
     Previews,
     Quota,
     RoleOptions,
+    language_of,
 )
 from loomctx.workspace.orchestrator import (
     build_orchestrator_context,
@@ -52,6 +53,7 @@ __all__ = [
     "build_concierge_context",
     "build_orchestrator_context",
     "concierge_items",
+    "language_of",
     "material_status",
     "orchestrator_items",
     "parse_refs",

@@ -41,8 +41,11 @@ def action_refs(action: str, instruction: str, workspace: WorkSpace,
 def action_items(action: str, instruction: str, workspace: WorkSpace,
                  conversation: ConversationManager, *, level: int = 0,
                  options: RoleOptions | None = None,
-                 instructions: str = "") -> list[ContextItem]:
-    """The action's items at a detail level (0: the seed's, every note whole)."""
+                 instructions: str = "", found: str = "") -> list[ContextItem]:
+    """The action's items at a detail level (0: the seed's, every note whole).
+
+    ``found``: what the action's own lookup returned (a search, a knowledge folder), shown
+    under ``Labels.results`` before the instruction, P1."""
     o = options or RoleOptions()
     lb = o.labels
     out = Items(ROLE)
@@ -69,6 +72,9 @@ def action_items(action: str, instruction: str, workspace: WorkSpace,
         body = notes[ref].content if chars is None else preview(notes[ref].content, chars)
         out.add(f"ref:{ref}" + ("" if chars is None else f"~{chars}"), f"@{ref}:\n{body}",
                 kind="custom", tier=Tier.P2, priority=priority_by_age(j, len(auto)))
+    if found:
+        out.add("results", f"{lb.results}\n{found}", kind="evidence", tier=Tier.P1,
+                priority=0.8)
     out.add("input", f"{lb.instruction}\n{instruction}", kind="input", tier=Tier.P0,
             priority=1.0)
     return out.items
@@ -78,12 +84,13 @@ def build_action_context(action: str, instruction: str, workspace: WorkSpace,
                          conversation: ConversationManager, *, budget: int,
                          model: str = "gpt-4o", format: str = "text",
                          options: RoleOptions | None = None,
-                         instructions: str = "") -> BuildResult:
-    """The context of one ``action`` (its type) told ``instruction``, within ``budget``."""
+                         instructions: str = "", found: str = "") -> BuildResult:
+    """The context of one ``action`` (its type) told ``instruction``, within ``budget``
+    (``found``: its lookup's result, see :func:`action_items`)."""
     return build_adaptive(
         ROLE, lambda level: action_items(action, instruction, workspace, conversation,
                                          level=level, options=options,
-                                         instructions=instructions),
+                                         instructions=instructions, found=found),
         len(AUTO_PREVIEW), budget=budget, model=model, format=format)
 
 

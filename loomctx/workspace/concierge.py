@@ -27,8 +27,11 @@ def _chars(seed: int, level: int, minimum: int) -> int:
 
 def concierge_items(user_msg: str, workspace: WorkSpace, conversation: ConversationManager,
                     *, level: int = 0, options: RoleOptions | None = None,
-                    instructions: str = "") -> list[ContextItem]:
-    """The concierge's items at a detail level (0: the seed's preview lengths)."""
+                    instructions: str = "", event: str | None = None) -> list[ContextItem]:
+    """The concierge's items at a detail level (0: the seed's preview lengths).
+
+    ``event``: the turn answers the orchestrator's outcome, not a user message; it is the
+    input (under ``Labels.finished``) and the last user message is chat history."""
     o = options or RoleOptions()
     lb, pv = o.labels, o.previews
     note_chars = _chars(pv.concierge_note, level, pv.min_chars)
@@ -39,7 +42,8 @@ def concierge_items(user_msg: str, workspace: WorkSpace, conversation: Conversat
     out.add("instructions", instructions, kind="system", tier=Tier.P0, priority=1.0)
 
     chat = conversation.recent_chat_history(limit=pv.chat_limit)
-    is_new = not (chat and chat[-1].type == "user" and chat[-1].content == user_msg)
+    is_new = event is not None or not (chat and chat[-1].type == "user"
+                                       and chat[-1].content == user_msg)
     shown = chat if is_new else chat[:-1]
     if shown:
         out.add("chat", lb.chat, kind="skill", tier=Tier.P1)
@@ -76,6 +80,15 @@ def concierge_items(user_msg: str, workspace: WorkSpace, conversation: Conversat
                 f"@{note.id}: {preview(note.content, note_chars, flatten=flat)}",
                 kind="skill", tier=Tier.P3, priority=priority_by_age(j, len(workspace)))
 
+    if conversation.running is not None and conversation.calls:
+        running = conversation.calls[conversation.running]
+        out.add("running", lb.running.format(task=preview(running.message, pv.concierge_round),
+                                             executed=len(running.actions())),
+                kind="state", tier=Tier.P1, priority=0.95)
+
+    if event is not None:
+        out.add("input", f"{lb.finished}\n{event}", kind="input", tier=Tier.P0, priority=1.0)
+        return out.items
     n = len(shown) + 1
     mark = f" {lb.new_message}" if is_new else ""
     out.add("input", f"#{n} {lb.user}: {user_msg}{mark}", kind="input", tier=Tier.P0,
@@ -87,11 +100,14 @@ def build_concierge_context(user_msg: str, workspace: WorkSpace,
                             conversation: ConversationManager, *, budget: int,
                             model: str = "gpt-4o", format: str = "text",
                             options: RoleOptions | None = None,
-                            instructions: str = "") -> BuildResult:
-    """The concierge's context for ``user_msg`` within ``budget`` tokens of ``model``."""
+                            instructions: str = "", event: str | None = None) -> BuildResult:
+    """The concierge's context for ``user_msg`` within ``budget`` tokens of ``model``
+    (``event``: the orchestrator's outcome the turn answers instead, see
+    :func:`concierge_items`)."""
     return build_adaptive(
         ROLE, lambda level: concierge_items(user_msg, workspace, conversation, level=level,
-                                            options=options, instructions=instructions),
+                                            options=options, instructions=instructions,
+                                            event=event),
         len(_SHRINK), budget=budget, model=model, format=format)
 
 

@@ -84,6 +84,9 @@ class ConversationManager:
 
     history: list[Entry] = field(default_factory=list)
     calls: list[OrchestratorCall] = field(default_factory=list)
+    running: int | None = field(default=None, compare=False)
+    """The index of the orchestrator call running now (the seed's ``_orchestrator_running``),
+    None when none is; set by whoever runs the orchestrator, not saved."""
 
     # -- chat ----------------------------------------------------------------------------
     def add_user_message(self, content: str, notes_created: tuple[str, ...] = ()) -> Entry:

@@ -7,6 +7,7 @@ changes configuration, not code.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
@@ -151,6 +152,9 @@ class Labels:
     timeline: str = "[Orchestrator时间线]"
     notes: str = "[已创建的Notes]"
     tactics: str = "[tactics]"
+    running: str = "[Orchestrator运行中] 正在执行: {task}（已执行 {executed} 条命令）"
+    finished: str = "[Orchestrator已完成] 请告诉用户产出了什么:"
+    results: str = "[检索结果]"
 
     @classmethod
     def english(cls) -> Labels:
@@ -164,7 +168,28 @@ class Labels:
                    materials="Materials", hitpoints="Hitpoints", writings="Writings",
                    used="used", unused="unused", chat="[Chat history]",
                    timeline="[Orchestrator timeline]", notes="[Notes created]",
-                   tactics="[Tactics]")
+                   tactics="[Tactics]",
+                   running="[Orchestrator running] working on: {task} ({executed} commands "
+                           "executed so far)",
+                   finished="[Orchestrator finished] tell the user what was made:",
+                   results="[Search results]")
+
+    @classmethod
+    def for_text(cls, *texts: str) -> Labels:
+        """The seed's Chinese labels for mostly-Chinese ``texts``, English ones otherwise."""
+        return cls() if language_of(*texts) == "zh" else cls.english()
+
+
+_CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
+_LATIN_WORD = re.compile(r"[A-Za-z]{2,}")
+
+
+def language_of(*texts: str) -> str:
+    """``"zh"`` when the texts hold at least as many CJK characters as Latin words, else
+    ``"en"`` (a Chinese character carries about a word; labels follow the prompts' language)."""
+    joined = "\n".join(texts)
+    cjk = len(_CJK.findall(joined))
+    return "zh" if cjk and cjk >= len(_LATIN_WORD.findall(joined)) else "en"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -184,4 +209,4 @@ class RoleOptions:
 
 
 __all__ = ["CONCIERGE_MODEL", "ORCHESTRATOR_MODEL", "ActionModels", "Labels", "ModelSettings",
-           "NoteTypes", "Previews", "Quota", "RoleOptions"]
+           "NoteTypes", "Previews", "Quota", "RoleOptions", "language_of"]

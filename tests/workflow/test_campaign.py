@@ -14,6 +14,7 @@ from loomctx.stores import Scope
 from loomctx.tokens.chat import ChatCounter
 from loomctx.workflow import TeamOptions
 from loomctx.workflow.demo import (
+    ACK,
     ASK,
     BRIEF,
     HITPOINT,
@@ -24,9 +25,9 @@ from loomctx.workflow.demo import (
     Campaign,
     run_campaign,
 )
-from loomctx.workspace import ConversationManager, Labels, RoleOptions, WorkSpace
+from loomctx.workspace import ConversationManager, Labels, WorkSpace
 
-LB = Labels()
+LB = Labels.english()  # the team's prompts are English, so its labels are too
 
 
 def text(payload: Mapping[str, Any]) -> str:
@@ -76,22 +77,27 @@ def test_the_campaign_makes_its_notes_in_order(run: Campaign) -> None:
 
 
 def test_concierge_sees_numbered_chat_and_note_previews(run: Campaign) -> None:
-    first, after_task, later = (text(p) for p in run.concierge.requests)
+    first, dispatched, report, later = (text(p) for p in run.concierge.requests)
     assert f"#1 {LB.user}: {ASK}" in first and LB.new_message not in first
     assert f"@material1: {BRIEF[:50]}..." in first  # material: cut raw, newline kept
     assert "@websearch1" not in first
-    # after the task: the timeline with one-line previews, every note, the tool exchange
-    assert f"# {LB.user_message}1: {TASK}" in after_task
-    observe = run.team.conversation.calls[0].execution_records[0].observe
-    assert f"{LB.observe}: {observe}" in after_task
-    flat = " ".join(PERSONA.split())
-    assert f"@persona1: {flat[:50]}..." in after_task
+    # the dispatch is answered at once: the orchestrator runs in the background
     tool = run.concierge.requests[1]["messages"][-1]
-    assert tool["role"] == "tool" and "@xhs1" in tool["content"]
-    # the next message: the whole chat numbered, the concierge's own reply included
+    assert tool["role"] == "tool" and tool["content"].startswith("started")
+    assert LB.running.split("{")[0] in dispatched
+    # its outcome: the timeline with one-line previews, every note, the notes made
+    assert f"# {LB.user_message}1: {TASK}" in report
+    observe = run.team.conversation.calls[0].execution_records[0].observe
+    assert f"{LB.observe}: {observe}" in report
+    flat = " ".join(PERSONA.split())
+    assert f"@persona1: {flat[:50]}..." in report
+    assert report.rstrip().endswith("notes: @websearch1 @persona1 @hitpoint1 @xhs1")
+    assert LB.finished in report and LB.running.split("{")[0] not in report
+    # the next message: the whole chat numbered, the concierge's own replies included
     assert f"#1 {LB.user}: {ASK}" in later
-    assert f"#2 {LB.assistant}: {REPLY}" in later
-    assert f"#3 {LB.user}: Thanks! Can it be shorter?" in later
+    assert f"#2 {LB.assistant}: {ACK}" in later
+    assert f"#3 {LB.assistant}: {REPLY}" in later
+    assert f"#4 {LB.user}: Thanks! Can it be shorter?" in later
     assert "@xhs1: Title: The quiet bottle" in later
 
 
@@ -161,10 +167,20 @@ def test_tight_budgets_still_fit_and_name_what_was_shortened() -> None:
     assert shortened  # the report names what did not fit as the seed shows it
 
 
-def test_english_labels_reach_the_requests() -> None:
-    c = run_campaign(options=TeamOptions(roles=RoleOptions(labels=Labels.english())))
+def test_labels_follow_the_prompts_language() -> None:
+    c = run_campaign()
     assert "Commands: executed 0/12, remaining 12" in text(c.orchestrator.requests[0])
     assert "[Task background]" in text(c.action.requests[1])
+    zh = TeamOptions(concierge_prompt="你是Loomi，负责和用户沟通。",
+                     orchestrator_prompt="你是编排者，每轮写观察和思考。",
+                     action_prompt="你是{action}执行者，按指令完成任务。")
+    c = run_campaign(options=zh)
+    assert Labels().quota.format(executed=0, max=12, remaining=12) in text(
+        c.orchestrator.requests[0])
+    assert Labels().background in text(c.action.requests[1])
+    # chosen by hand: kept whatever the prompts' language
+    c = run_campaign(options=TeamOptions(language="zh"))
+    assert Labels().background in text(c.action.requests[1])
 
 
 def test_the_campaign_survives_a_store_round_trip(tmp_path: Any) -> None:

@@ -82,3 +82,23 @@ def test_a_file_that_is_not_a_store_is_exit_2(tmp_path: Path,
     assert main(["workspace", "show", "--db", str(db), "--session", "demo"]) == 2
     err = capsys.readouterr().err
     assert "not a database" in err and err.count("\n") == 1
+
+
+def test_show_contexts_prints_each_call_role_report_and_expansions(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    db = tmp_path / "loomi.db"
+    _demo(db)
+    capsys.readouterr()
+    assert main(["workspace", "show", "--db", str(db), "--session", "demo", "--contexts"]) == 0
+    out = capsys.readouterr().out
+    assert "contexts: 11 model calls" in out  # concierge 3, orchestrator 4, actions 4
+    assert out.count("; report: ") == 11
+    assert "#1 concierge (openai):" in out
+    assert "action hitpoint (openai):" in out
+    assert "expanded: @websearch1 @persona1 @material1" in out
+    assert "note: thinking_budget 1200 not sent: Chat Completions has no thinking" in out
+    assert "[Instruction]\n     Write one Xiaohongshu post from @hitpoint1." in out
+    assert main(["workspace", "show", "--db", str(db), "--session", "demo", "--contexts",
+                 "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert [c["role"] for c in doc["calls"]][:3] == ["concierge", "concierge", "orchestrator"]

@@ -19,6 +19,7 @@ from loomctx.workspace import (
     build_action_context,
     build_concierge_context,
     build_orchestrator_context,
+    language_of,
     material_status,
 )
 
@@ -263,3 +264,12 @@ def test_orchestrator_takes_the_seeds_dict_log_too() -> None:
     assert "已执行 1/15" in text
     with pytest.raises(ConfigError, match="'oops'"):
         material_status(ws, ["oops"])  # type: ignore[list-item]
+
+
+def test_language_of_counts_cjk_characters_against_latin_words() -> None:
+    assert language_of("Plan a short campaign for our tea") == "en"
+    assert language_of("为新款冷泡乌龙茶策划推广") == "zh"
+    assert language_of("写一篇 xhs post", "关于乌龙茶") == "zh"
+    assert language_of("") == "en"
+    assert Labels.for_text("你好，世界") == Labels()
+    assert Labels.for_text("hello") == Labels.english()
