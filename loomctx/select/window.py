@@ -116,6 +116,8 @@ class TurnWindow:
         self._clips: dict[tuple[int, int], tuple[object, ContextItem | None]] = {}
         self._notes: dict[str, dict[str, list[ContextItem]]] = {}
         """History source → id of the message a note follows → the notes after it."""
+        self._starts: dict[tuple[str, int], tuple[str, int]] = {}
+        """(History source, gap) → id and index of the message the window last started at."""
         self._asked: tuple[str | None, tuple[bool, ...]] = (None, ())
         """The latest user turn's input id, and whether each of the latest turns was wide."""
 
@@ -146,11 +148,31 @@ class TurnWindow:
         room = max(0, room - max(0, reserve - int(self.options.volatile_share * st.available)))
         st.window_room = room
         items = self._clipped(st, self._with_notes(st, source, list(items)), clip)
-        start = self.compactor.window_start(source, items, room, gap, self.measure)
+        start = self._onwards(source, gap, items,
+                              self.compactor.window_start(source, items, room, gap,
+                                                          self.measure))
         if start >= len(items) and items:
             return None
         st.window_start[source] = start
         return [it for u in window_units(items[start:], cost) for it in u.items]
+
+    def _onwards(self, source: str, gap: int, items: Sequence[ContextItem], start: int) -> int:
+        """``start``, or where the window started last time when that is later: a window that
+        yielded room to a turn's evidence does not grow back at its front on the next turn
+        (that would change the request right after the summary); it appends from there."""
+        key = (source, gap)
+        last = self._starts.get(key)
+        if last is not None:
+            first, hint = last
+            at = hint if hint < len(items) and items[hint].id == first else next(
+                (i for i, it in enumerate(items) if it.id == first), None)
+            if at is not None and at > start:
+                start = at
+        if start < len(items):
+            if len(self._starts) > 64 and key not in self._starts:  # budgets change rarely
+                self._starts.pop(next(iter(self._starts)))
+            self._starts[key] = (items[start].id, start)
+        return start
 
     def _with_notes(self, st: BuildState, source: str, items: list[ContextItem],
                     ) -> list[ContextItem]:
