@@ -1,4 +1,5 @@
-"""The README's library example runs, and the architecture page names the code as it is."""
+"""The code blocks of the README and of the docs/ pages run, and the architecture page names the
+code as it is."""
 
 from __future__ import annotations
 
@@ -24,6 +25,21 @@ def test_the_readme_points_to_the_architecture_page() -> None:
 @pytest.mark.parametrize("block", _python_blocks((ROOT / "README.md").read_text("utf-8")))
 def test_readme_python_blocks_run(block: str, capsys: pytest.CaptureFixture[str]) -> None:
     exec(compile(block, "README.md", "exec"), {"__name__": "__main__"})
+    assert capsys.readouterr().out.strip()
+
+
+DOC_BLOCKS = [(page.name, block) for page in sorted((ROOT / "docs").glob("*.md"))
+              for block in _python_blocks(page.read_text("utf-8"))]
+
+
+def test_the_docs_pages_have_code_to_run() -> None:
+    assert DOC_BLOCKS
+
+
+@pytest.mark.parametrize(("page", "block"), DOC_BLOCKS, ids=[name for name, _ in DOC_BLOCKS])
+def test_docs_python_blocks_run(page: str, block: str,
+                                capsys: pytest.CaptureFixture[str]) -> None:
+    exec(compile(block, f"docs/{page}", "exec"), {"__name__": "__main__"})
     assert capsys.readouterr().out.strip()
 
 
