@@ -554,13 +554,13 @@ def test_only_a_follow_up_is_expanded_with_the_recent_turns(
         return real(text, limit)
 
     monkeypatch.setattr(memory, "search_lexical", spy)
-    collect(UnifiedRetrievalSource(memory, bridge_terms=0), "And the second one?", total=2000)
+    collect(UnifiedRetrievalSource(memory, bridge_terms=0, follow_up_terms=2), "And the second one?",
+            total=2000)
     assert len(searched) == 2 and "biscuit" in searched[1].lower()  # asked, then expanded
     searched.clear()
     asked = "Which train was late on the Thursday meeting day?"
-    collect(UnifiedRetrievalSource(memory, bridge_terms=0), asked, total=2000)
+    collect(UnifiedRetrievalSource(memory, bridge_terms=0, follow_up_terms=2), asked, total=2000)
     assert searched == [asked]  # names its own subject: searched as asked
     searched.clear()
-    collect(UnifiedRetrievalSource(memory, bridge_terms=0, follow_up_terms=None), asked,
-            total=2000)
+    collect(UnifiedRetrievalSource(memory, bridge_terms=0), asked, total=2000)  # the default
     assert len(searched) == 2 and searched[0] == asked
