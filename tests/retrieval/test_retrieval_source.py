@@ -554,8 +554,8 @@ def test_only_a_follow_up_is_expanded_with_the_recent_turns(
         return real(text, limit)
 
     monkeypatch.setattr(memory, "search_lexical", spy)
-    collect(UnifiedRetrievalSource(memory, bridge_terms=0, follow_up_terms=2), "And the second one?",
-            total=2000)
+    follow_up = UnifiedRetrievalSource(memory, bridge_terms=0, follow_up_terms=2)
+    collect(follow_up, "And the second one?", total=2000)
     assert len(searched) == 2 and "biscuit" in searched[1].lower()  # asked, then expanded
     searched.clear()
     asked = "Which train was late on the Thursday meeting day?"
