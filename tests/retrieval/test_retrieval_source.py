@@ -538,3 +538,29 @@ def test_a_long_message_is_not_blended_with_its_exchange(
 def test_own_words_is_validated(make_memory: Callable[..., TieredMemory], bad: object) -> None:
     with pytest.raises(ConfigError, match="own_words must be an int >= 1 or None"):
         UnifiedRetrievalSource(make_memory(), own_words=bad)  # type: ignore[arg-type]
+
+
+def test_only_a_follow_up_is_expanded_with_the_recent_turns(
+        make_memory: Callable[..., TieredMemory], collect: Collect,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    memory = make_memory(l1_max_tokens=10**6)
+    add(memory, [*FILLER, "My dog Biscuit loves the beach.", "Biscuit swims every morning."],
+        prefix="m")
+    searched: list[str] = []
+    real = memory.search_lexical
+
+    def spy(text: str, limit: int) -> list:  # type: ignore[type-arg]
+        searched.append(text)
+        return real(text, limit)
+
+    monkeypatch.setattr(memory, "search_lexical", spy)
+    follow_up = UnifiedRetrievalSource(memory, bridge_terms=0, follow_up_terms=2)
+    collect(follow_up, "And the second one?", total=2000)
+    assert len(searched) == 2 and "biscuit" in searched[1].lower()  # asked, then expanded
+    searched.clear()
+    asked = "Which train was late on the Thursday meeting day?"
+    collect(UnifiedRetrievalSource(memory, bridge_terms=0, follow_up_terms=2), asked, total=2000)
+    assert searched == [asked]  # names its own subject: searched as asked
+    searched.clear()
+    collect(UnifiedRetrievalSource(memory, bridge_terms=0), asked, total=2000)  # the default
+    assert len(searched) == 2 and searched[0] == asked
