@@ -20,27 +20,15 @@ from __future__ import annotations
 import re
 
 _PRESENT = re.compile(
-    r"\b(?:now|next|right now|should|will|going to|plan|todo|continue)\b"
+    r"\b(?:now|next|currently|right now|should|will|going to|plan|todo|continue)\b"
     r"|现在|接下来|下一步|应该|将要|打算|继续",
-    re.IGNORECASE,
-)
-_RECALLS = re.compile(
-    r"\b(?:ago|did|previous|previously|earlier|remind me|last time|used to)\b"
-    r"|之前|以前|上次|曾经",
     re.IGNORECASE,
 )
 
 
 def about_the_past(question: str) -> bool:
-    """True unless ``question`` asks about now or what comes next (or is empty).
-
-    A question that points back ("a few months ago compared to now", "did I plan to ...",
-    "remind me what you will ...") is about the past whatever present word it also has; and
-    "currently" asks for a state memory recorded ("What do I currently use?"), not for the
-    task at hand."""
-    if not question.strip():
-        return False
-    return bool(_RECALLS.search(question)) or not _PRESENT.search(question)
+    """True unless ``question`` asks about now or what comes next (or is empty)."""
+    return bool(question.strip()) and not _PRESENT.search(question)
 
 
 def tail_share_scale(question: str, total: int, full_at: int) -> float:
