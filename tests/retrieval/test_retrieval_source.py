@@ -510,7 +510,8 @@ def test_a_long_reply_is_judged_on_its_own_words(
     memory = make_memory(l1_max_tokens=10**6)
     _exchange(memory, reply=LONG_REPLY)
     assert memory.counter.count(LONG_REPLY) >= 96
-    judged = collect(UnifiedRetrievalSource(memory, recall_limit=3), QUESTION, total=32)
+    judged = collect(UnifiedRetrievalSource(memory, recall_limit=3, own_words=96), QUESTION,
+                     total=32)
     inherits = collect(UnifiedRetrievalSource(memory, recall_limit=3, own_words=None),
                        QUESTION, total=32)
     assert "m31" in [it.id for it in inherits]
