@@ -35,6 +35,10 @@ def add_agent_parser(sub: Any) -> None:
                                       " (without it the model is scripted, offline)")
     p.add_argument("--model", default="gpt-4o", help="model name sent to the endpoint")
     p.add_argument("--max-tokens", type=int, default=16_000, help="context budget per call")
+    p.add_argument("--placement", choices=("system", "first_system", "user_block"),
+                   help="where the per-turn schema block goes: system messages mid-conversation"
+                        " (default), the first system message, or the user's turn (for local "
+                        "servers whose chat template takes one leading system message)")
     p.add_argument("--db", type=Path, help="the SQLite file to use (default: a fresh demo one)")
     p.add_argument("--json", action="store_true", help="print one JSON document")
     p.set_defaults(func=run_agent)
@@ -46,6 +50,7 @@ def run_agent(args: argparse.Namespace) -> int:
     from loomctx.embed.fake import HashingEmbedder
     from loomctx.models.openai import OpenAIChatModel
     from loomctx.models.scripted import ScriptedModel
+    from loomctx.options import BuildOptions
 
     if not args.question.strip():
         raise ConfigError('the question is empty: pass one, e.g. "Total sales of the last 7 '
@@ -55,7 +60,9 @@ def run_agent(args: argparse.Namespace) -> int:
                           "database")
     show = _Show(live=not args.json)
     # Budgets are counted with gpt-4o's tokenizer (o200k), also for another endpoint's model.
-    demo = sql_demo(args.question, db=args.db, embedder=HashingEmbedder(), events=show)
+    options = BuildOptions(placement=args.placement)
+    demo = sql_demo(args.question, db=args.db, embedder=HashingEmbedder(), events=show,
+                    options=options)
     show.dynamic = demo.dynamic.name
     if args.base_url:
         model: Any = OpenAIChatModel(args.model, base_url=args.base_url)

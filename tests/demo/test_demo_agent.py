@@ -173,3 +173,22 @@ def test_the_agent_records_a_failed_query_as_an_error(db: Path) -> None:
     (guess,), (fixed,) = (t.tool_calls for t in result.turns if t.tool_calls)
     assert (guess.status, fixed.status) == ("error", "ok")
     assert guess.content == "error: no such column: order_id"
+
+
+@pytest.mark.parametrize("placement", ["first_system", "user_block"])
+def test_the_cli_with_a_strict_placement_passes_a_strict_template_server(
+        placement: str, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    scenario = next(s for s in SCENARIOS if s.name == "return_rate")
+    steps = [Reply(text=r.get("content"), tool_calls=[
+        ToolCall(c["function"]["name"], c["function"]["arguments"], c["id"])
+        for c in r.get("tool_calls") or ()]) for r in scenario.replies]
+    argv = ["agent", "--demo", "sql", scenario.question, "--model", "local-model", "--json"]
+    with FakeModelServer(steps, strict_template=True) as server:
+        code = main([*argv, "--base-url", server.url + "/v1", "--placement", placement])
+    assert code == 0 and server.template_refusals == []
+    assert json.loads(capsys.readouterr().out)["stop"] == "final"
+    with FakeModelServer(steps, strict_template=True) as server:  # the default is refused
+        assert main([*argv, "--base-url", server.url + "/v1"]) != 0
+    assert server.template_refusals
