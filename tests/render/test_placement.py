@@ -15,7 +15,7 @@ from loomctx.demo import RETURN_RATE, TOTAL_SALES, create_database, sql_demo
 from loomctx.errors import ConfigError, ModelError
 from loomctx.models.openai import OpenAIChatModel
 from loomctx.render.chat import OpenAIRenderer
-from loomctx.render.placement import CONTINUES, place
+from loomctx.render.placement import CONTINUES, PLACEMENTS, place
 from loomctx.testing import FakeModelServer, HashingEmbedder, Reply, ToolCall
 from loomctx.testing.strict_template import template_problems
 from loomctx.tokens.chat import ChatCounter
@@ -229,3 +229,27 @@ def test_a_recall_note_is_placed_by_the_mode(placement: str) -> None:
         before = first.payload["messages"]
         user = max(k for k, m in enumerate(before) if m["role"] == "user")
         assert second.payload["messages"][:user] == before[:user]
+
+
+@pytest.mark.parametrize("placement", PLACEMENTS)
+def test_anthropic_keeps_the_evidence_user_side_unless_first_system(placement: str) -> None:
+    from loomctx.items import ContextItem
+    from loomctx.render.chat import AnthropicRenderer
+    from loomctx.render.protocol import Layout
+    from loomctx.render.validate import check
+
+    def item(kind: str, text: str) -> ContextItem:
+        return ContextItem(id=text, source="t", kind=kind, content=text)  # type: ignore
+
+    chat = ChatCounter(counter_for_model("claude-sonnet-4-5").counter, "anthropic")
+    layout = Layout(system=[item("system", "You are terse.")],
+                    evidence=[item("knowledge", "doc A")], input=[item("input", "q")])
+    out = AnthropicRenderer(chat, placement=placement).render(layout)  # type: ignore
+    assert check("anthropic", out.payload) == []
+    assert out.tokens == chat.messages(out.payload["messages"], None,
+                                       system=out.payload["system"])
+    system_text = json.dumps(out.payload["system"])
+    turn_text = json.dumps(out.payload["messages"])
+    assert ("doc A" in system_text) == (placement == "first_system")
+    assert ("doc A" in turn_text) == (placement != "first_system")
+    assert out.prefix_tokens == chat.system(out.payload["system"][:1])
