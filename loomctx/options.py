@@ -32,6 +32,10 @@ class BuildOptions:
     """Template text for ``format="template"``."""
     text_order: Literal["cache", "gssc"] = "cache"
     """Section order of the text format."""
+    text_style: Literal["plain", "seed"] = "plain"
+    """The text formats' section style: ``"seed"`` adds seed 002's labels under the section
+    headers, ``[来源: source]`` tags on evidence lines and its default ``[Output]``
+    instruction when ``output_instructions`` is empty."""
     output_instructions: str = ""
     """Text for the [Output] part (stable)."""
     source_timeout: float = 5.0
@@ -68,6 +72,8 @@ class BuildOptions:
         if self.placement is not None and self.placement not in PLACEMENTS:
             raise ConfigError(f"placement must be one of {list(PLACEMENTS)!r} or None (the "
                               f"format's default), got {self.placement!r}")
+        if self.text_style not in ("plain", "seed"):
+            raise ConfigError(f"text_style must be 'plain' or 'seed', got {self.text_style!r}")
         if self.format == "template" and not self.template:
             raise ConfigError("format='template' needs template='... {{task}} ...'")
         if self.source_timeout <= 0:

@@ -66,10 +66,12 @@ def _builtin() -> None:
     # and alternating roles (vLLM, llama.cpp and most open-model templates).
     register_format("openai_strict", lambda tok, o: OpenAIRenderer(
         ChatCounter(tok.counter, "openai"), placement=_placement(o, "user_block")))
-    register_format("text", lambda tok, o: TextRenderer(tok.counter, order=o.text_order,
-                                                        headers=True), default_for="text")
-    register_format("minimal", lambda tok, o: TextRenderer(tok.counter, order=o.text_order,
-                                                           headers=False))
+    register_format("text", lambda tok, o: TextRenderer(
+        tok.counter, order=o.text_order, headers=True,
+        style=getattr(o, "text_style", "plain")), default_for="text")
+    register_format("minimal", lambda tok, o: TextRenderer(
+        tok.counter, order=o.text_order, headers=False,
+        style=getattr(o, "text_style", "plain")))
     register_format("template", lambda tok, o: TemplateRenderer(o.template or "", tok.counter))
 
 
