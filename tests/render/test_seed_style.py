@@ -61,13 +61,14 @@ def test_cost_and_overhead_cover_what_the_seed_style_adds(headers: bool) -> None
     assert r.cost(lay.evidence[0]) == COUNTER.count("[来源: memory] 用户上周下单。") + 1
 
 
-@pytest.mark.parametrize("budget", [100, 140, 400])
+@pytest.mark.parametrize("budget", [140, 200, 400])
 def test_a_build_in_the_seed_style_stays_within_its_budget(budget: int) -> None:
     builder = ContextBuilder(
-        [SystemPromptSource("你是助手。" * 3), UserInputSource("能退货吗？" * 4)],
+        [SystemPromptSource("你是助手。" * 3), UserInputSource()],
         options=BuildOptions(format="text", text_style="seed"))
-    result = builder.build_sync(max_tokens=budget)
+    result = builder.build_sync("能退货吗？" * 4, max_tokens=budget)
     assert "[Output]\n" + SEED_OUTPUT in result.payload["text"]
+    assert "[Task]\n用户问题：\n能退货吗？" in result.payload["text"]
     assert result.tokens == COUNTER.count(result.payload["text"]) <= budget
 
 
