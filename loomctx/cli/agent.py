@@ -73,8 +73,9 @@ def run_agent(args: argparse.Namespace) -> int:
     agent = Agent(model, tools=demo.tools.tools(on_result=show.tool_ran),
                   session=demo.session, budget=args.max_tokens)
     result = agent.run_sync(args.question)
-    status = [o.status for t in result.turns for o in t.tool_calls]
-    tools = [{**ran, "status": st} for ran, st in zip(show.tools, status, strict=False)]
+    outcomes = [o for t in result.turns for o in t.tool_calls]
+    status = [o.status for o in outcomes]
+    tools = [{"name": o.name, "status": o.status, "output": o.content} for o in outcomes]
     if args.json:
         json.dump({"answer": result.output, "stop": result.stop, "calls": show.calls,
                    "tool_calls": tools, "model": "scripted" if not args.base_url else args.model},
@@ -95,7 +96,6 @@ class _Show:
         self.live = live
         self.dynamic = ""
         self.calls: list[dict[str, Any]] = []
-        self.tools: list[dict[str, Any]] = []
 
     def emit(self, event: Any) -> None:
         if event.kind != "context_rebuilt":
@@ -111,7 +111,6 @@ class _Show:
 
     def tool_ran(self, name: str, arguments: dict[str, Any], output: str) -> None:
         failed = output.startswith("error:")
-        self.tools.append({"name": name, "arguments": arguments, "output": output})
         if self.live:
             shown = ", ".join(f"{k}={v!r}" for k, v in arguments.items())
             print(f"tool {name}({shown}): {'error' if failed else 'ok'}", flush=True)

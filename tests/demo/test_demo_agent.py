@@ -192,3 +192,14 @@ def test_the_cli_with_a_strict_placement_passes_a_strict_template_server(
     with FakeModelServer(steps, strict_template=True) as server:  # the default is refused
         assert main([*argv, "--base-url", server.url + "/v1"]) != 0
     assert server.template_refusals
+
+
+def test_a_call_to_an_unknown_tool_is_listed_as_failed(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    steps = [Reply(tool_calls=[ToolCall("drop_everything", "{}", "call_x")]),
+             Reply(text="Sorry.")]
+    with FakeModelServer(steps) as server:
+        assert main(["agent", "--demo", "sql", "Drop it", "--base-url", server.url + "/v1",
+                     "--json"]) == 0
+    (tool,) = json.loads(capsys.readouterr().out)["tool_calls"]
+    assert tool["status"] == "error" and "unknown tool" in tool["output"]
