@@ -10,6 +10,7 @@
     ├── SourceError              a context source failed (reported, never fatal to a build)
     ├── StoreError               a memory store could not read or write
     ├── BusError                 an event bus could not accept or deliver (server unreachable)
+    ├── ToolError                a tool failed in a way the model should read and may retry
     ├── ModelError               a model call failed after its retries
     │   ├── ContextLengthError   the provider says the input is too long
     │   ├── RateLimitError       still rate-limited when the retries ran out
@@ -82,6 +83,11 @@ class StoreError(LoomctxError):
 class BusError(LoomctxError):
     """An event bus could not accept an event (its server stayed unreachable through the
     retries) or could not deliver what it had accepted; the event was not silently dropped."""
+
+
+class ToolError(LoomctxError):
+    """A tool's own failure (a query the database refused): the agent gives the model
+    ``error: <message>`` as the result and records the call as ``error``, not ``ok``."""
 
 
 class ModelError(LoomctxError):

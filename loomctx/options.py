@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from loomctx.errors import ConfigError
+from loomctx.render.placement import PLACEMENTS, Placement
 from loomctx.render.registry import formats
 from loomctx.select.scoring import SelectOptions
 
@@ -18,12 +19,23 @@ class BuildOptions:
     """Target model: decides the tokenizer and the context window."""
     format: str | None = None
     """Output format (a registered name); None picks the model's provider's format."""
+    placement: Placement | None = None
+    """Where the turn's context (evidence, state), recall notes and the history summary go in
+    chat formats (:mod:`loomctx.render.placement`): ``"system"`` (system messages mid-
+    conversation), ``"first_system"`` (joined into the first system message) or
+    ``"user_block"`` (user-side text in the user's turn). None: the format's default —
+    ``"system"`` for openai, ``"user_block"`` for anthropic and for ``openai_strict`` (a local
+    server whose chat template allows one leading system message and alternating roles)."""
     fallback_encoding: str | None = None
     """Encoding to use when ``model`` is unknown (explicit opt-in, e.g. "cl100k_base")."""
     template: str | None = None
     """Template text for ``format="template"``."""
     text_order: Literal["cache", "gssc"] = "cache"
     """Section order of the text format."""
+    text_style: Literal["plain", "seed"] = "plain"
+    """The text formats' section style: ``"seed"`` adds seed 002's labels under the section
+    headers, ``[来源: source]`` tags on evidence lines and its default ``[Output]``
+    instruction when ``output_instructions`` is empty."""
     output_instructions: str = ""
     """Text for the [Output] part (stable)."""
     source_timeout: float = 5.0
@@ -57,6 +69,11 @@ class BuildOptions:
         if self.format is not None and self.format not in formats():
             raise ConfigError(f"format must be one of {list(formats())!r} (or a format "
                               f"registered with register_format), got {self.format!r}")
+        if self.placement is not None and self.placement not in PLACEMENTS:
+            raise ConfigError(f"placement must be one of {list(PLACEMENTS)!r} or None (the "
+                              f"format's default), got {self.placement!r}")
+        if self.text_style not in ("plain", "seed"):
+            raise ConfigError(f"text_style must be 'plain' or 'seed', got {self.text_style!r}")
         if self.format == "template" and not self.template:
             raise ConfigError("format='template' needs template='... {{task}} ...'")
         if self.source_timeout <= 0:

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from loomctx.agent.tools import Tool
-from loomctx.errors import ConfigError
+from loomctx.errors import ConfigError, ToolError
 
 ToolLike = Callable[..., Any] | Tool
 """What a registry accepts: a plain function (schema from its signature) or a :class:`Tool`."""
@@ -88,6 +88,8 @@ class ToolRegistry:
             value = await asyncio.wait_for(_invoke(tool.fn, args), limit)
         except asyncio.TimeoutError:
             return error(f"tool {name!r} timed out after {limit:g} s", "timeout")
+        except ToolError as exc:  # the tool's own message, read by the model as it is
+            return error(str(exc))
         except Exception as exc:  # the model reads what went wrong and may try again
             return error(f"{type(exc).__name__}: {exc}")
         return ToolOutcome(id=cid, name=name, content=_as_text(value), status="ok")

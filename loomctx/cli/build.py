@@ -82,7 +82,15 @@ def add_build_parser(sub: Any) -> None:
     p.add_argument("--reserve", type=float, default=None,
                    help=f"output reserve share, with --window (default {DEFAULT_RESERVE})")
     p.add_argument("--format", choices=[f for f in formats() if f != "template"],
-                   help="output format (default: the model's provider)")
+                   help="output format (default: the model's provider); openai_strict is "
+                        "OpenAI's wire format for local servers whose chat template takes one "
+                        "leading system message")
+    p.add_argument("--placement", choices=("system", "first_system", "user_block"),
+                   help="where the turn's evidence and recall notes go in chat formats "
+                        "(default: the format's own)")
+    p.add_argument("--text-style", choices=("plain", "seed"), default="plain",
+                   help="text formats: seed adds the seed's section labels, [来源: …] source "
+                        "tags and default [Output] instruction")
     p.add_argument("--report", choices=("table", "json", "html"), default="table",
                    help="table (with the context), json (context and report) or html (a "
                         "self-contained page: budget bar, items, request, timings)")
@@ -135,7 +143,8 @@ def builder_from_args(args: argparse.Namespace,
     if args.knowledge:
         sources.append(KnowledgeSource.from_folder(args.knowledge))
     options = BuildOptions(model=args.model, format=args.format,
-                           fallback_encoding=args.fallback_encoding)
+                           fallback_encoding=args.fallback_encoding, placement=args.placement,
+                           text_style=args.text_style)
     return ContextBuilder(sources, options=options, budget=_budget(args)), query, context
 
 

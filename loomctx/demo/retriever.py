@@ -5,6 +5,11 @@ The knowledge is the database's own definition (:data:`loomctx.demo.sales.TABLES
 rules; one constraint document (how to query) applies to every question and comes first. A
 document must score at least ``min_ratio`` of the best one: a weak match (a shared column name
 like ``customer_id``) does not pull in a table the question is not about.
+
+The documents are English; :data:`SEARCH_NOTES` give each one Chinese search terms (the seed's
+questions are Chinese: "查询退货率" must find ``returns``). The notes are indexed, never shown:
+what the model reads is the schema as defined, and the search stays lexical, offline and
+deterministic (the CJK-aware tokenizer splits "查询退货率" into 查询 / 退货 / 率).
 """
 
 from __future__ import annotations
@@ -18,6 +23,23 @@ from loomctx.retrieval.dynamic import RetrievedDocument
 from loomctx.text.lexical import BM25Index
 
 CONSTRAINTS_ID = "sql:constraints"
+
+SEARCH_NOTES: dict[str, str] = {
+    "schema:customers": "客户 顾客 用户 会员 城市 客户群 细分 注册 购买行为",
+    "schema:products": "产品 商品 货品 类别 品类 价格 单价 目录 在售",
+    "schema:orders": "订单 购买 下单 购买行为 状态 渠道 取消 日期",
+    "schema:order_items": "订单明细 订单行 明细 商品 数量 件数 销量 单价",
+    "schema:sales": "销售 销售额 营业额 收入 营收 金额 总额 区域 最近 天",
+    "schema:reviews": "评论 评价 评分 星级 打分 口碑",
+    "schema:returns": "退货 退货率 退回 退款 退款金额 原因 退",
+    "rule:revenue": "销售额 营收 收入 总额 取消",
+    "rule:dates": "日期 最近 天 7天 一周 今天",
+    "rule:return_month": "退货 月份 按月",
+    "rule:return_rate": "退货率 退货 比率 比例",
+    "rule:ratings": "评分 平均 评价",
+    "rule:active_customer": "活跃 客户 活跃客户",
+}
+"""Document id → Chinese search terms indexed with it (not shown to the model)."""
 
 
 def constraints_text(today: date = TODAY) -> str:
@@ -43,7 +65,7 @@ class SchemaRetriever:
                                    kind="rule") for rid, text in rules(today)]
         self.documents: tuple[RetrievedDocument, ...] = tuple(docs)
         self._index = BM25Index()
-        self._index.add([d.text for d in docs])
+        self._index.add([f"{d.text}\n{SEARCH_NOTES.get(d.id, '')}" for d in docs])
 
     def search(self, query: str, top_k: int) -> list[RetrievedDocument]:
         """The constraints, then up to ``top_k`` documents best first (ties by position)."""
@@ -67,4 +89,4 @@ class SchemaRetriever:
         return "\n\n".join(d.text for d in ordered)
 
 
-__all__ = ["CONSTRAINTS_ID", "SchemaRetriever", "constraints_text"]
+__all__ = ["CONSTRAINTS_ID", "SEARCH_NOTES", "SchemaRetriever", "constraints_text"]

@@ -7,6 +7,10 @@ it: add the question, build, take the next reply, run its tool calls with
 :class:`loomctx.demo.tools.SalesTools`, add the results, build again, until a reply without tool
 calls. ``needs[i]`` are the document ids the context of model call ``i`` must hold (the schema
 the reply at ``i`` relies on); ``absent[i]`` the ones it must not hold yet.
+
+A final answer may quote the last tool result: ``{result}`` in its text stands for it (the
+value itself when the result is one column of one row, else the whole table). A script cannot
+know the number the database gives; the player fills it in (:func:`fill_result`).
 """
 
 from __future__ import annotations
@@ -29,6 +33,30 @@ class Scenario:
     """Model call index → document ids its context must hold."""
     absent: Mapping[int, tuple[str, ...]] = field(default_factory=dict)
     """Model call index → document ids its context must not hold."""
+    aliases: tuple[str, ...] = ()
+    """Other wordings of the question that play this script (the seed's Chinese ones)."""
+
+
+RESULT = "{result}"
+"""Stands in a scripted answer for the last tool result."""
+
+
+def result_value(result: str) -> str:
+    """The single value of a one-column, one-row tool result; else the result unchanged."""
+    lines = result.strip().splitlines()
+    if len(lines) == 2 and " | " not in lines[0] and not result.startswith("error:"):
+        return lines[1].strip()
+    return result.strip()
+
+
+def fill_result(reply: Mapping[str, Any], last_result: str | None) -> dict[str, Any]:
+    """``reply`` with ``{result}`` in its text replaced by the last tool result."""
+    out = dict(reply)
+    content = out.get("content")
+    if isinstance(content, str) and RESULT in content:
+        out["content"] = content.replace(
+            RESULT, result_value(last_result) if last_result is not None else "(no result)")
+    return out
 
 
 def _call(call_id: str, name: str, content: str = "", **arguments: Any) -> dict[str, Any]:
@@ -63,10 +91,13 @@ RETURNS_SQL = (
 TOTAL_SALES = Scenario(
     name="total_sales",
     question="Total sales of the last 7 days",
-    replies=(_answer(f"```sql\n{WEEK_SQL}\n```"),),
+    replies=(_call("call_week", "run_sql", query=WEEK_SQL),
+             _answer(f"Total sales of the last 7 days: {RESULT} EUR.")),
     needs={0: ("schema:sales",)},
+    aliases=("查询最近7天的销售额",),
 )
-"""1. Answered in one call: the ``sales`` schema is retrieved before the first call."""
+"""1. One SQL from the first context: the ``sales`` schema is retrieved before the first call,
+the query runs, and the answer quotes its number."""
 
 PURCHASE_BEHAVIOUR = Scenario(
     name="purchase_behaviour",
@@ -77,11 +108,12 @@ PURCHASE_BEHAVIOUR = Scenario(
               "let me see which tables exist."),
         _call("call_behaviour", "run_sql", query=BEHAVIOUR_SQL),
         _answer("Per segment: the number of orders, the spend per customer, and the average "
-                "rating of the products they bought are in the table above."),
+                f"rating of the products they bought:\n{RESULT}"),
     ),
     needs={0: ("schema:customers", "schema:orders"),
            1: ("schema:products", "schema:reviews")},
     absent={0: ("schema:products", "schema:reviews")},
+    aliases=("分析客户购买行为",),
 )
 """2. ``list_tables`` shows products and reviews; the next call's context holds their schemas."""
 
@@ -92,10 +124,11 @@ RETURN_RATE = Scenario(
         _call("call_guess", "run_sql", query=WRONG_RETURNS_SQL),
         _call("call_fixed", "run_sql", query=RETURNS_SQL),
         _answer("The return rate (returned units over sold units, cancelled orders left "
-                "out) is the percentage above."),
+                f"out) is {RESULT} %."),
     ),
     needs={1: ("schema:returns", "schema:order_items")},
     absent={0: ("schema:order_items",)},
+    aliases=("查询退货率",),
 )
 """3. The first SQL fails on ``returns`` (it has no ``order_id``); the next call's context holds
 the ``returns`` schema and the ``order_items`` table that links a return to its order."""
@@ -108,9 +141,10 @@ def scenario_for(text: str) -> Scenario | None:
     offline run can only replay the questions it has a script for."""
     key = " ".join(text.lower().replace("_", " ").split()).rstrip("?")
     for sc in SCENARIOS:
-        if key in (sc.name.replace("_", " "), sc.question.lower().rstrip("?")):
+        names = (sc.name.replace("_", " "), sc.question.lower().rstrip("?"), *sc.aliases)
+        if key in names:
             return sc
     return None
 
-__all__ = ["PURCHASE_BEHAVIOUR", "RETURN_RATE", "SCENARIOS", "TOTAL_SALES", "Scenario",
-           "scenario_for"]
+__all__ = ["PURCHASE_BEHAVIOUR", "RESULT", "RETURN_RATE", "SCENARIOS", "TOTAL_SALES", "Scenario",
+           "fill_result", "result_value", "scenario_for"]

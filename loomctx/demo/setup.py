@@ -19,7 +19,7 @@ from typing import Any
 from loomctx.builder import BuildOptions, BuildResult
 from loomctx.demo.retriever import SchemaRetriever
 from loomctx.demo.sales import create_database
-from loomctx.demo.scenarios import Scenario
+from loomctx.demo.scenarios import Scenario, fill_result
 from loomctx.demo.tools import TOOL_SCHEMAS, SalesTools
 from loomctx.retrieval.dynamic import Assembly, DynamicContextSource, DynamicOptions
 from loomctx.retrieval.task import TaskContextSource
@@ -28,6 +28,8 @@ from loomctx.session import Session
 SYSTEM_PROMPT = ("You answer questions about a sales database. Use the tools to look at the "
                  "tables and to run read-only SQL, then answer briefly with the numbers.")
 TASK_CONTEXT: Mapping[str, Any] = {"database": "sales", "dialect": "sqlite"}
+STATIC_MAX_TOKENS = 12_000
+"""The static part's own cap: the seed's 12,000 of 16,000 (the per-turn block has 4,000)."""
 
 
 @dataclass
@@ -52,7 +54,7 @@ def sql_demo(question: str, *, db: str | os.PathLike[str] | None = None,
     path = db if db is not None else create_database()
     dyn = DynamicContextSource(SchemaRetriever(), options=dyn_opts)
     task = TaskContextSource(question, phase="sql_generation", mode="read-only analysis",
-                             task_context=TASK_CONTEXT)
+                             task_context=TASK_CONTEXT, max_tokens=STATIC_MAX_TOKENS)
     opts = options or BuildOptions(model=model)
     session_kwargs.setdefault("system_prompt", SYSTEM_PROMPT)
     session = Session(tools=TOOL_SCHEMAS, sources=[dyn, task], options=opts, **session_kwargs)
@@ -70,7 +72,7 @@ class Step:
     """What the per-turn block retrieved and kept for this call (None when the source failed:
     the build report names the error)."""
     reply: Mapping[str, Any]
-    """The scripted reply."""
+    """The scripted reply (``{result}`` filled with the last tool result)."""
     tool_results: list[str] = field(default_factory=list)
     """The tools' answers to the reply's calls, in order."""
 
@@ -79,8 +81,10 @@ def replay(scenario: Scenario, demo: SqlDemo, *, max_tokens: int = 16_000) -> li
     """Play ``scenario`` through ``demo``'s session, one build per scripted reply."""
     s = demo.session
     s.add_message_sync("user", scenario.question)
-    steps = []
-    for reply in scenario.replies:
+    steps: list[Step] = []
+    for scripted in scenario.replies:
+        last = steps[-1].tool_results[-1] if steps and steps[-1].tool_results else None
+        reply = fill_result(scripted, last)
         result = s.build_sync(max_tokens=max_tokens)
         step = Step(result=result, assembly=demo.dynamic.last, reply=reply)
         steps.append(step)
@@ -93,4 +97,5 @@ def replay(scenario: Scenario, demo: SqlDemo, *, max_tokens: int = 16_000) -> li
     return steps
 
 
-__all__ = ["SYSTEM_PROMPT", "TASK_CONTEXT", "SqlDemo", "Step", "replay", "sql_demo"]
+__all__ = ["STATIC_MAX_TOKENS", "SYSTEM_PROMPT", "TASK_CONTEXT",
+           "SqlDemo", "Step", "replay", "sql_demo"]

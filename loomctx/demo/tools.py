@@ -11,6 +11,7 @@ characters: a tool result is read back into the model's context, so its size is 
 
 from __future__ import annotations
 
+import functools
 import os
 import sqlite3
 from collections.abc import Callable
@@ -19,7 +20,7 @@ from typing import Any
 
 from loomctx.demo.sales import TABLES
 from loomctx.demo.sandbox import Guard, Limits, connect, split_statements
-from loomctx.errors import ConfigError
+from loomctx.errors import ConfigError, ToolError
 
 MAX_ROWS = 50
 MAX_CHARS = 20_000
@@ -147,19 +148,45 @@ class SalesTools:
             return "only a single statement is allowed (remove the extra ';')"
         return msg
 
-    def tools(self) -> list[Callable[..., str]]:
-        """The three tools as bound methods, in :data:`TOOL_SCHEMAS` order."""
+    def tools(self, *, on_result: OnResult | None = None) -> list[Callable[..., str]]:
+        """The three tools for an agent, in :data:`TOOL_SCHEMAS` order.
+
+        Each has its method's name, signature and docstring (the agent derives its schema
+        from them), raises :class:`~loomctx.errors.ToolError` where the method returns
+        ``error: ...``, and first hands ``(name, arguments, result text)`` to ``on_result``:
+        a CLI shows each result as the agent runs.
+        """
+        return [_for_agent(fn, on_result) for fn in self._methods()]
+
+    def _methods(self) -> list[Callable[..., str]]:
         return [self.list_tables, self.describe_table, self.run_sql]
 
     def call(self, name: str, arguments: dict[str, Any]) -> str:
         """Run the tool ``name`` with ``arguments`` (a model's tool call), as text."""
-        fn = {f.__name__: f for f in self.tools()}.get(name)
+        fn = {f.__name__: f for f in self._methods()}.get(name)
         if fn is None:
             return f"error: unknown tool {name!r}"
         try:
             return fn(**arguments)
         except TypeError as exc:
             return f"error: bad arguments for {name}: {exc}"
+
+
+OnResult = Callable[[str, dict[str, Any], str], None]
+"""Called with a tool's name, its arguments and its result text, each time it runs."""
+
+
+def _for_agent(fn: Callable[..., str], on_result: OnResult | None) -> Callable[..., str]:
+    @functools.wraps(fn)
+    def tool(**arguments: Any) -> str:
+        out = fn(**arguments)
+        if on_result is not None:
+            on_result(fn.__name__, arguments, out)
+        if out.startswith("error:"):
+            raise ToolError(out[len("error:"):].strip())
+        return out
+
+    return tool
 
 
 def _cell(v: object) -> str:

@@ -3,7 +3,9 @@
 Layout (stable first, volatile last, for prompt caching): tools, then one system message (system
 prompt, active skills, output instructions), then the history in order, then the volatile part —
 state and retrieved evidence — and the current input last. For OpenAI the volatile part is a
-system message just before the input; for Anthropic it is a text block in the last user turn.
+system message just before the input (or, with a strict placement, in the first system message
+or the user's turn: :mod:`loomctx.render.placement`); for Anthropic it is a text block in the
+last user turn (or, with ``first_system``, a last system block).
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from typing import Any
 
 from loomctx.errors import ConfigError
 from loomctx.items import ContextItem
+from loomctx.render.placement import CONTINUES, PLACEMENTS, Placement, place
 from loomctx.render.protocol import Layout, Rendered, stable_hash
 from loomctx.text.messages import content_text
 from loomctx.tokens.chat import ChatCounter
@@ -47,13 +50,27 @@ def _volatile_text(layout: Layout) -> str:
     return EVIDENCE_HEADER + "\n\n" + "\n\n".join(lines) if lines else ""
 
 
+def _check_placement(placement: str) -> None:
+    if placement not in PLACEMENTS:
+        raise ConfigError(f"placement must be one of {list(PLACEMENTS)!r}, got {placement!r}; "
+                          "'user_block' suits chat templates that allow one system message")
+
+
 class OpenAIRenderer:
-    """OpenAI Chat Completions ``messages`` (+ ``tools``)."""
+    """OpenAI Chat Completions ``messages`` (+ ``tools``).
+
+    ``placement`` says where the summary, recall notes and evidence block go
+    (:mod:`loomctx.render.placement`): ``"system"`` (mid-conversation system messages, OpenAI's
+    default) or, for servers whose chat template allows one leading system message and
+    alternating roles, ``"first_system"`` or ``"user_block"``.
+    """
 
     format = "openai"
 
-    def __init__(self, chat: ChatCounter) -> None:
+    def __init__(self, chat: ChatCounter, *, placement: Placement = "system") -> None:
+        _check_placement(placement)
         self.chat = chat
+        self.placement = placement
 
     def cost(self, item: ContextItem) -> int:
         if item.kind == "message":
@@ -75,6 +92,8 @@ class OpenAIRenderer:
             total += frame + self.chat.text(EVIDENCE_HEADER) + 2
         if sections is None or "tools" in sections:
             total += self.chat.tools_overhead
+        if self.placement != "system":  # a strict mode may open with a short user turn
+            total += self.chat.message({"role": "user", "content": CONTINUES})
         return total
 
     def render(self, layout: Layout) -> Rendered:
@@ -91,11 +110,14 @@ class OpenAIRenderer:
         if volatile:
             messages.append({"role": "system", "content": volatile})
         messages.extend(_input_message(i) for i in layout.input)
+        messages = place(messages, self.placement, lead=bool(system) + bool(summary))
         tools = [i.metadata["schema"] for i in layout.tools]
         payload: dict[str, Any] = {"messages": messages}
         if tools:
             payload["tools"] = tools
-        prefix_msgs = messages[:1] if system else []
+        # The prefix is the system message when it holds the system part alone (a strict
+        # placement may have joined the turn's context into it).
+        prefix_msgs = messages[:1] if system and messages[0]["content"] == system else []
         prefix_tokens = self.chat.tools(tools) + sum(self.chat.message(m) for m in prefix_msgs)
         return Rendered(
             format=self.format, payload=payload, tokens=self.chat.messages(messages, tools),
@@ -181,12 +203,20 @@ def _input_blocks(item: ContextItem) -> list[dict[str, Any]]:
 
 
 class AnthropicRenderer:
-    """Anthropic Messages ``system`` + ``messages`` (+ ``tools``) with cache breakpoints."""
+    """Anthropic Messages ``system`` + ``messages`` (+ ``tools``) with cache breakpoints.
+
+    The Messages API has no system role inside ``messages``: recall notes and the evidence
+    block are user-side text already, so ``"system"`` and ``"user_block"`` render alike;
+    ``"first_system"`` moves the evidence block into a last ``system`` block instead (after
+    the cache breakpoint, so the cached system prompt stays reusable).
+    """
 
     format = "anthropic"
 
-    def __init__(self, chat: ChatCounter) -> None:
+    def __init__(self, chat: ChatCounter, *, placement: Placement = "user_block") -> None:
+        _check_placement(placement)
         self.chat = chat
+        self.placement = placement
 
     def cost(self, item: ContextItem) -> int:
         if item.kind == "message":
@@ -224,7 +254,8 @@ class AnthropicRenderer:
                                                           "text": "[conversation continues]"}]})
         tail: list[dict[str, Any]] = []
         volatile = _volatile_text(layout)
-        if volatile:
+        in_system = self.placement == "first_system"
+        if volatile and not in_system:
             tail.append({"type": "text", "text": volatile})
         for i in layout.input:
             tail.extend(_input_blocks(i))
@@ -246,17 +277,20 @@ class AnthropicRenderer:
         summary = _summary_text(layout)
         if summary:
             system.append({"type": "text", "text": summary})
+        if volatile and in_system:
+            system.append({"type": "text", "text": volatile})
         tools = [_anthropic_tool(i.metadata["schema"]) for i in layout.tools]
         if tools:
             tools[-1] = {**tools[-1], "cache_control": {"type": "ephemeral"}}
         payload: dict[str, Any] = {"system": system, "messages": turns}
         if tools:
             payload["tools"] = tools
-        prefix_tokens = self.chat.tools(tools) + self.chat.system(system)
+        stable = system[:-1] if volatile and in_system else system
+        prefix_tokens = self.chat.tools(tools) + self.chat.system(stable)
         return Rendered(
             format=self.format, payload=payload,
             tokens=self.chat.messages(turns, tools, system=system),
-            prefix_tokens=prefix_tokens, prefix_hash=stable_hash([tools, system]),
+            prefix_tokens=prefix_tokens, prefix_hash=stable_hash([tools, stable]),
         )
 
 

@@ -51,15 +51,27 @@ def renderer_for(tokenizer: ModelTokenizer, options: Any) -> Renderer:
     return factory(tokenizer, options)
 
 
+def _placement(options: Any, default: str) -> Any:
+    return getattr(options, "placement", None) or default
+
+
 def _builtin() -> None:
-    register_format("openai", lambda tok, _o: OpenAIRenderer(ChatCounter(tok.counter, "openai")),
-                    default_for="openai")
-    register_format("anthropic", lambda tok, _o: AnthropicRenderer(
-        ChatCounter(tok.counter, "anthropic")), default_for="anthropic")
-    register_format("text", lambda tok, o: TextRenderer(tok.counter, order=o.text_order,
-                                                        headers=True), default_for="text")
-    register_format("minimal", lambda tok, o: TextRenderer(tok.counter, order=o.text_order,
-                                                           headers=False))
+    register_format("openai", lambda tok, o: OpenAIRenderer(
+        ChatCounter(tok.counter, "openai"), placement=_placement(o, "system")),
+        default_for="openai")
+    register_format("anthropic", lambda tok, o: AnthropicRenderer(
+        ChatCounter(tok.counter, "anthropic"), placement=_placement(o, "user_block")),
+        default_for="anthropic")
+    # OpenAI's wire format for servers whose chat template takes one leading system message
+    # and alternating roles (vLLM, llama.cpp and most open-model templates).
+    register_format("openai_strict", lambda tok, o: OpenAIRenderer(
+        ChatCounter(tok.counter, "openai"), placement=_placement(o, "user_block")))
+    register_format("text", lambda tok, o: TextRenderer(
+        tok.counter, order=o.text_order, headers=True,
+        style=getattr(o, "text_style", "plain")), default_for="text")
+    register_format("minimal", lambda tok, o: TextRenderer(
+        tok.counter, order=o.text_order, headers=False,
+        style=getattr(o, "text_style", "plain")))
     register_format("template", lambda tok, o: TemplateRenderer(o.template or "", tok.counter))
 
 

@@ -3,6 +3,12 @@
 Sections are ``[Role & Policies] [Tools] [Context] [State] [Evidence] [Task] [Output]`` in the
 cache-friendly order (stable first, volatile last); ``order="gssc"`` gives the seed order
 ``[Role & Policies] [Task] [State] [Evidence] [Context] [Output]``.
+
+``style="seed"`` writes the sections as seed 002's DefaultStructurer does: a label under each
+of ``[Task] [State] [Evidence] [Context]`` (用户问题： ...), each evidence line tagged with its
+source (``[来源: memory] ...``), and the seed's default ``[Output]`` instruction when the build
+gives none. The tags and labels are counted in each item's cost and in the overhead, so the
+rendered text stays within the budget.
 """
 
 from __future__ import annotations
@@ -29,6 +35,18 @@ HEADERS = {
 CACHE_ORDER = ("role", "tools", "output", "context", "state", "evidence", "task")
 GSSC_ORDER = ("role", "tools", "task", "state", "evidence", "context", "output")
 STABLE = frozenset({"role", "tools", "output"})
+Style = Literal["plain", "seed"]
+SEED_LABELS = {"task": "用户问题：", "state": "关键进展与未决问题：", "evidence": "事实与引用：",
+               "context": "对话历史与背景："}
+"""The seed's label line under a section header (seed 002, DefaultStructurer)."""
+SEED_OUTPUT = ("请按以下格式回答：\n1. 结论（简洁明确）\n2. 依据（列出支撑证据及来源）\n"
+               "3. 风险与假设（如有）\n4. 下一步行动建议（如适用）")
+"""The seed's default ``[Output]`` instruction, used when the build gives none."""
+
+
+def source_tag(item: ContextItem) -> str:
+    """The seed's source tag of an evidence line: ``[来源: memory] ``."""
+    return f"[来源: {item.source}] "
 
 
 def item_line(item: ContextItem) -> str:
@@ -42,41 +60,57 @@ def item_line(item: ContextItem) -> str:
     return item.content
 
 
-def sections(layout: Layout) -> dict[str, list[str]]:
+def sections(layout: Layout, style: Style = "plain") -> dict[str, list[str]]:
     """The lines of each section, read from the layout lists of :data:`SECTION_FIELD`."""
-    parts: dict[str, list[str]] = {sec: [item_line(i) for i in getattr(layout, fld)]
+    parts: dict[str, list[str]] = {sec: [_line(i, style) for i in getattr(layout, fld)]
                                    for sec, fld in SECTION_FIELD.items()}
     parts["context"] = [item_line(i) for i in layout.summary] + parts["context"]
-    parts["output"] = [layout.output] if layout.output else []
+    output = layout.output or (SEED_OUTPUT if style == "seed" else "")
+    parts["output"] = [output] if output else []
     return parts
+
+
+def _line(item: ContextItem, style: Style) -> str:
+    line = item_line(item)
+    return source_tag(item) + line if style == "seed" and item.section == "evidence" else line
 
 
 class TextRenderer:
     """Sectioned plain text; ``headers=False`` gives the minimal format."""
 
     def __init__(self, counter: TokenCounter, *, order: Literal["cache", "gssc"] = "cache",
-                 headers: bool = True) -> None:
+                 headers: bool = True, style: Style = "plain") -> None:
         if order not in ("cache", "gssc"):
             raise ConfigError(f"order must be 'cache' or 'gssc', got {order!r}")
+        if style not in ("plain", "seed"):
+            raise ConfigError(f"style must be 'plain' or 'seed', got {style!r}")
+        self.style: Style = style
         self.counter = counter
         self.order = CACHE_ORDER if order == "cache" else GSSC_ORDER
         self.headers = headers
         self.format = "text" if headers else "minimal"
 
     def cost(self, item: ContextItem) -> int:
-        return self.counter.count(item_line(item)) + 1
+        return self.counter.count(_line(item, self.style)) + 1
 
     def overhead(self, sections: frozenset[str] | None = None) -> int:
         """Header lines of the sections that may appear (all when unknown), plus joins.
 
         ``[Output]`` is reserved only when ``sections`` names it (the build has output
-        instructions): at a 512-token budget its ~5 tokens are better spent on evidence.
+        instructions): at a 512-token budget its ~5 tokens are better spent on evidence. The
+        seed style always has an ``[Output]`` (its default) and a label per section.
         """
+        seed = self.style == "seed"
+        total = self.counter.count(SEED_OUTPUT) + 2 if seed else 0
         if not self.headers:
-            return 0
-        names = HEADERS if sections is None else {k: v for k, v in HEADERS.items()
-                                                 if k in sections}
-        return sum(self.counter.count(h) + 2 for h in names.values())
+            return total
+        names = {k: v for k, v in HEADERS.items()
+                 if sections is None or k in sections or (seed and k == "output")}
+        total += sum(self.counter.count(h) + 2 for h in names.values())
+        if seed:
+            total += sum(self.counter.count(SEED_LABELS[k]) + 1 for k in names
+                         if k in SEED_LABELS)
+        return total
 
     def _join(self, parts: Mapping[str, list[str]], names: tuple[str, ...]) -> str:
         blocks = []
@@ -84,12 +118,14 @@ class TextRenderer:
             lines = parts[name]
             if not lines:
                 continue
+            if self.headers and self.style == "seed" and name in SEED_LABELS:
+                lines = [SEED_LABELS[name], *lines]
             body = "\n".join(lines)
             blocks.append(f"{HEADERS[name]}\n{body}" if self.headers else body)
         return "\n\n".join(blocks)
 
     def render(self, layout: Layout) -> Rendered:
-        parts = sections(layout)
+        parts = sections(layout, self.style)
         text = self._join(parts, self.order)
         stable = tuple(n for n in self.order if n in STABLE)
         # The prefix is stable only while it stays in front, as in the cache order.
@@ -141,4 +177,5 @@ class TemplateRenderer:
                         prefix_hash=stable_hash(prefix))
 
 
-__all__ = ["HEADERS", "TemplateRenderer", "TextRenderer", "item_line"]
+__all__ = ["HEADERS", "SEED_LABELS", "SEED_OUTPUT", "Style", "TemplateRenderer", "TextRenderer",
+           "item_line", "source_tag"]

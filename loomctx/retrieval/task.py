@@ -13,11 +13,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 from loomctx.errors import ConfigError
 from loomctx.items import ContextItem, Tier
 from loomctx.sources.protocol import SourceRequest
+from loomctx.tokens.protocol import TokenCounter
 
 
 class TaskContextSource:
@@ -26,6 +28,12 @@ class TaskContextSource:
     ``task_context`` may be text or JSON-able data (rendered as sorted, indented JSON, so the
     same data gives the same bytes). Ids: ``task:requirement``, ``task:phase``,
     ``task:context``.
+
+    ``max_tokens`` is the static part's own cap (the seed's 12,000 of 16,000): a static part
+    above it is cut at collect time, the task context first, then the phase, then the
+    requirement, each to the room the others leave, so a huge pasted requirement cannot eat
+    the per-turn block's room. The cut is deterministic: the same text gives the same bytes
+    on every call of the task, and the cached prefix holds.
     """
 
     share: float | None = None
@@ -33,7 +41,12 @@ class TaskContextSource:
 
     def __init__(self, requirement: str, *, phase: str = "", mode: str = "",
                  task_context: str | Mapping[str, Any] | None = None,
-                 name: str = "task_context") -> None:
+                 name: str = "task_context", max_tokens: int | None = None) -> None:
+        if max_tokens is not None and (isinstance(max_tokens, bool)
+                                       or not isinstance(max_tokens, int) or max_tokens < 1):
+            raise ConfigError(f"max_tokens must be an int >= 1 or None, got {max_tokens!r}; "
+                              "the seed's static part is 12000")
+        self.max_tokens = max_tokens
         if not isinstance(requirement, str) or not requirement.strip():
             raise ConfigError(f"requirement must be non-empty text (the user's task), got "
                               f"{requirement!r:.80}")
@@ -58,7 +71,34 @@ class TaskContextSource:
         return self._items
 
     async def collect(self, request: SourceRequest) -> Sequence[ContextItem]:
-        return list(self._items)
+        if self.max_tokens is None:
+            return list(self._items)
+        return _capped(self._items, self.max_tokens, request.counter)
+
+
+CUT_NOTE = "\n[cut: the static part is capped at {cap} tokens]"
+
+
+def _capped(items: Sequence[ContextItem], cap: int, counter: TokenCounter) -> list[ContextItem]:
+    """``items`` within ``cap`` tokens: cut from the last (least important) item backwards."""
+    costs = counter.count_many([i.content for i in items])
+    if sum(costs) <= cap:
+        return list(items)
+    out = list(items)
+    total = sum(costs)
+    note = CUT_NOTE.format(cap=cap)
+    for k in range(len(out) - 1, -1, -1):
+        if total <= cap:
+            break
+        room = costs[k] - (total - cap) - counter.count(note)
+        total -= costs[k]
+        if room < 1:
+            out[k] = replace(out[k], content="", tokens=None)
+            continue
+        text = counter.truncate(out[k].content, room) + note
+        out[k] = replace(out[k], content=text, tokens=None)
+        total += counter.count(text)
+    return [i for i in out if i.content]
 
 
 def _context_text(ctx: str | Mapping[str, Any]) -> str:

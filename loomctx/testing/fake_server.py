@@ -25,6 +25,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from loomctx.testing.fake_script import Format, Step, anthropic_error, openai_error, render
+from loomctx.testing.strict_template import template_problems
 
 __all__ = ["FakeModelServer", "RecordedRequest"]
 
@@ -55,8 +56,13 @@ class FakeModelServer:
     """
 
     def __init__(self, script: Iterable[Step | str] = (), *, port: int = 0,
-                 respond: Callable[[RecordedRequest], Step | str] | None = None) -> None:
+                 respond: Callable[[RecordedRequest], Step | str] | None = None,
+                 strict_template: bool = False) -> None:
         self._script: list[Step | str] = list(script)
+        self.strict_template = strict_template
+        """Refuse (400, before taking a script step) an OpenAI request whose ``messages`` a
+        strict open-model chat template would refuse
+        (:func:`loomctx.testing.strict_template.template_problems`)."""
         self.respond = respond
         """Answers each request past the end of the script from the request itself (e.g.
         :class:`~loomctx.testing.ToolFollower`); None: such a request is a 400."""
@@ -64,6 +70,8 @@ class FakeModelServer:
         self._served = 0
         self.requests: list[RecordedRequest] = []
         """Every request received, in order."""
+        self.template_refusals: list[list[str]] = []
+        """The template problems of each request refused under ``strict_template``."""
         self._httpd = ThreadingHTTPServer(("127.0.0.1", port), _handler(self))
         self._httpd.daemon_threads = True
         self._thread: threading.Thread | None = None
@@ -146,6 +154,16 @@ def _handler(server: FakeModelServer) -> type[BaseHTTPRequestHandler]:
                 self._send(404, {}, json.dumps(openai_error(f"no route {path!r}",
                                                             "invalid_request_error")).encode())
                 return
+            if server.strict_template and fmt == "openai" and isinstance(body, dict):
+                problems = template_problems(body.get("messages") or [])
+                if problems:
+                    with server._lock:
+                        server.requests.append(request)
+                        server.template_refusals.append(problems)
+                    err = openai_error("chat template error: " + "; ".join(problems),
+                                       "BadRequestError")
+                    self._send(400, {}, json.dumps(err).encode())
+                    return
             step = server._next(request)
             if step is None:
                 message = f"FakeModelServer: script exhausted after {server._served} steps"

@@ -157,3 +157,13 @@ def test_every_failure_is_a_result_the_model_reads():
     assert "['c', 'f']" in out["bad_enum"].content
     assert out["slow"].status == "timeout" and "timed out" in out["slow"].content
     assert {o.status for k, o in out.items() if k != "slow"} == {"error"}
+
+
+def test_a_tool_error_is_told_in_the_tools_own_words_and_recorded_as_an_error():
+    from loomctx.errors import ToolError
+
+    def query(sql: str) -> str:
+        raise ToolError("no such column: order_id")
+
+    out = asyncio.run(ToolRegistry([query]).run(_call("query", {"sql": "SELECT 1"})))
+    assert (out.status, out.content) == ("error", "error: no such column: order_id")

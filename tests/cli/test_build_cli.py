@@ -223,3 +223,29 @@ def test_a_multimodal_question_is_the_input_with_its_parts(
         assert "What is in this photo?" in json.dumps(last)
         assert any(image_key in part for part in last["content"])
         assert json.dumps(json.loads(out)["messages"]).count("What is in this photo?") == 1
+
+
+def test_placement_and_the_seed_text_style_from_the_command_line(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from loomctx.testing.strict_template import template_problems
+
+    hist = write_jsonl(tmp_path / "h.jsonl", OK)
+    docs = tmp_path / "kb"
+    docs.mkdir()
+    (docs / "refunds.md").write_text("Refund policy: customs holds get no refund from us.\n",
+                                     encoding="utf-8")
+    system = tmp_path / "sys.txt"
+    system.write_text("You are Atlas.\n", encoding="utf-8")
+    common = ["--history", hist, "--system", system, "--knowledge", docs, "--max-tokens", 2000,
+              "--report", "json", "--query", "Customs refund?"]
+    code, out, _ = run(capsys, *common)
+    default = json.loads(out)["messages"]
+    assert code == 0 and template_problems(default)  # the evidence: a system message mid-way
+    for args in (["--format", "openai_strict"], ["--placement", "first_system"]):
+        code, out, _ = run(capsys, *common, *args)
+        messages = json.loads(out)["messages"]
+        assert code == 0 and template_problems(messages) == []
+        assert "customs holds get no refund" in json.dumps(messages)
+    code, out, _ = run(capsys, *common, "--format", "text", "--text-style", "seed")
+    text = json.loads(out)["text"]
+    assert code == 0 and "[来源: " in text and "用户问题：" in text

@@ -118,3 +118,88 @@ def test_a_hostile_query_from_the_model_comes_back_as_a_short_error(
     assert result.stop == "final"
     tool = next(m for m in model.requests[1]["messages"] if m.get("role") == "tool")
     assert tool["content"].startswith(error) and len(tool["content"]) < 400
+
+
+def test_the_cli_shows_each_tool_result_and_a_failed_query_as_failed(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["agent", "--demo", "sql", "What is our return rate?"]) == 0
+    out = capsys.readouterr().out
+    guess = out.index("tool run_sql(")
+    assert out[guess:].splitlines()[0].endswith(": error")
+    assert "  error: no such column: order_id" in out  # the database's words, shown
+    fixed = out.index("tool run_sql(", guess + 1)
+    assert out[fixed:].splitlines()[0].endswith(": ok")
+    value = out[fixed:].splitlines()[2].strip()  # header, then the one value
+    assert float(value) > 0 and out.rstrip().endswith(f"is {value} %.")
+    assert "1 of 2 tool calls failed" in out
+
+
+def test_the_cli_json_records_each_tool_status_and_output(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["agent", "--demo", "sql", "What is our return rate?", "--json"]) == 0
+    tools = json.loads(capsys.readouterr().out)["tool_calls"]
+    assert [t["status"] for t in tools] == ["error", "ok"]
+    assert tools[0]["output"].startswith("error: no such column")
+    assert tools[1]["output"].startswith("return_rate_pct\n")
+
+
+def test_scenario_one_runs_its_sql_and_prints_the_number(
+        db: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from loomctx.demo import SalesTools
+    from loomctx.demo.scenarios import WEEK_SQL
+
+    expected = SalesTools(db).run_sql(WEEK_SQL).splitlines()[1]
+    assert main(["agent", "--demo", "sql", "Total sales of the last 7 days",
+                 "--db", str(db)]) == 0
+    out = capsys.readouterr().out
+    assert f"  {expected}\n" in out
+    assert out.rstrip().endswith(f"Total sales of the last 7 days: {expected} EUR.")
+
+
+def test_the_seeds_chinese_question_finds_the_returns_schema_offline(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["agent", "--demo", "sql", "查询退货率", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert "schema:returns" in out["calls"][0]["retrieved"]
+    assert out["stop"] == "final" and [t["status"] for t in out["tool_calls"]] == ["error", "ok"]
+
+
+def test_the_agent_records_a_failed_query_as_an_error(db: Path) -> None:
+    from loomctx.demo.scenarios import RETURN_RATE
+
+    demo = sql_demo(RETURN_RATE.question, db=db, embedder=HashingEmbedder())
+    result = Agent(ScriptedModel(list(RETURN_RATE.replies)), tools=demo.tools.tools(),
+                   session=demo.session, budget=16_000).run_sync(RETURN_RATE.question)
+    (guess,), (fixed,) = (t.tool_calls for t in result.turns if t.tool_calls)
+    assert (guess.status, fixed.status) == ("error", "ok")
+    assert guess.content == "error: no such column: order_id"
+
+
+@pytest.mark.parametrize("placement", ["first_system", "user_block"])
+def test_the_cli_with_a_strict_placement_passes_a_strict_template_server(
+        placement: str, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    scenario = next(s for s in SCENARIOS if s.name == "return_rate")
+    steps = [Reply(text=r.get("content"), tool_calls=[
+        ToolCall(c["function"]["name"], c["function"]["arguments"], c["id"])
+        for c in r.get("tool_calls") or ()]) for r in scenario.replies]
+    argv = ["agent", "--demo", "sql", scenario.question, "--model", "local-model", "--json"]
+    with FakeModelServer(steps, strict_template=True) as server:
+        code = main([*argv, "--base-url", server.url + "/v1", "--placement", placement])
+    assert code == 0 and server.template_refusals == []
+    assert json.loads(capsys.readouterr().out)["stop"] == "final"
+    with FakeModelServer(steps, strict_template=True) as server:  # the default is refused
+        assert main([*argv, "--base-url", server.url + "/v1"]) != 0
+    assert server.template_refusals
+
+
+def test_a_call_to_an_unknown_tool_is_listed_as_failed(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    steps = [Reply(tool_calls=[ToolCall("drop_everything", "{}", "call_x")]),
+             Reply(text="Sorry.")]
+    with FakeModelServer(steps) as server:
+        assert main(["agent", "--demo", "sql", "Drop it", "--base-url", server.url + "/v1",
+                     "--json"]) == 0
+    (tool,) = json.loads(capsys.readouterr().out)["tool_calls"]
+    assert tool["status"] == "error" and "unknown tool" in tool["output"]

@@ -65,3 +65,18 @@ def test_retrieve_for_query_is_search_and_formatting_is_the_seeds_order() -> Non
     assert text == r.format_documents(docs)
     assert text.index("### Constraints") < text.index("### Table returns") < \
         text.index("### Rule: return_rate")
+
+
+@pytest.mark.parametrize(("question", "table"), [
+    ("查询退货率", "schema:returns"),
+    ("查询最近7天的销售额", "schema:sales"),
+    ("分析客户购买行为", "schema:customers"),
+])
+def test_the_seeds_chinese_questions_find_their_tables(question: str, table: str) -> None:
+    found = [d.id for d in SchemaRetriever().search(question, 8)]
+    assert table in found
+
+
+def test_the_chinese_notes_are_searched_but_never_shown() -> None:
+    (doc,) = [d for d in SchemaRetriever().search("退货", 8) if d.id == "schema:returns"]
+    assert "退货" not in doc.text and doc.text.startswith("### Table returns")

@@ -129,13 +129,16 @@ def test_static_prefix_is_byte_identical_and_the_block_follows_the_history(
                 assert report.reused_prefix_tokens > report.prefix_tokens
 
 
-def test_total_sales_is_answered_in_one_call_with_sql_that_runs(
+def test_total_sales_runs_its_sql_from_the_first_context_and_answers_the_number(
         tools: SalesTools, play: Callable[..., list[Step]]) -> None:
-    (call,) = play(TOTAL_SALES)
-    assert asm(call).tiers["schema:sales"].name == "P1"
-    assert "tool_calls" not in TOTAL_SALES.replies[0]
+    first, last = play(TOTAL_SALES)
+    assert asm(first).tiers["schema:sales"].name == "P1"
+    (call,) = first.reply["tool_calls"]
+    assert json.loads(call["function"]["arguments"]) == {"query": WEEK_SQL}
     out = tools.run_sql(WEEK_SQL).splitlines()
     assert out[0] == "total_sales" and float(out[1]) > 0
+    assert first.tool_results == [tools.run_sql(WEEK_SQL)]
+    assert out[1] in last.reply["content"] and "{result}" not in last.reply["content"]
 
 
 def test_list_tables_changes_what_the_next_call_retrieves(

@@ -176,3 +176,19 @@ def test_sandbox_limits_are_validated() -> None:
         Limits(max_seconds=0)
     with pytest.raises(ConfigError, match="max_value_bytes"):
         Limits(max_value_bytes=10)
+
+
+def test_the_agent_tools_raise_on_an_error_and_report_every_result(tools: SalesTools) -> None:
+    from loomctx.errors import ToolError
+
+    seen: list[tuple[str, dict[str, object], str]] = []
+    _, describe, run_sql = tools.tools(on_result=lambda *a: seen.append(a))
+    assert run_sql(query="SELECT 1 AS one") == "one\n1"
+    with pytest.raises(ToolError, match=r"^no such table: nope$"):
+        run_sql(query="SELECT * FROM nope")
+    assert describe(name="sales").startswith("### Table sales")
+    assert [(n, a) for n, a, _ in seen] == [("run_sql", {"query": "SELECT 1 AS one"}),
+                                           ("run_sql", {"query": "SELECT * FROM nope"}),
+                                           ("describe_table", {"name": "sales"})]
+    assert seen[1][2] == "error: no such table: nope"
+    assert tools.call("run_sql", {"query": "SELECT * FROM nope"}) == seen[1][2]
