@@ -51,15 +51,20 @@ def renderer_for(tokenizer: ModelTokenizer, options: Any) -> Renderer:
     return factory(tokenizer, options)
 
 
+def _text(tok: ModelTokenizer, o: Any, *, headers: bool) -> TextRenderer:
+    return TextRenderer(tok.counter, order=o.text_order, headers=headers,
+                        style=getattr(o, "text_style", "plain"),
+                        language=getattr(o, "text_language", "zh"),
+                        overflow=getattr(o, "text_overflow", "drop"))
+
+
 def _builtin() -> None:
     register_format("openai", lambda tok, _o: OpenAIRenderer(ChatCounter(tok.counter, "openai")),
                     default_for="openai")
     register_format("anthropic", lambda tok, _o: AnthropicRenderer(
         ChatCounter(tok.counter, "anthropic")), default_for="anthropic")
-    register_format("text", lambda tok, o: TextRenderer(tok.counter, order=o.text_order,
-                                                        headers=True), default_for="text")
-    register_format("minimal", lambda tok, o: TextRenderer(tok.counter, order=o.text_order,
-                                                           headers=False))
+    register_format("text", lambda tok, o: _text(tok, o, headers=True), default_for="text")
+    register_format("minimal", lambda tok, o: _text(tok, o, headers=False))
     register_format("template", lambda tok, o: TemplateRenderer(o.template or "", tok.counter))
 
 
