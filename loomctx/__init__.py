@@ -103,6 +103,7 @@ if TYPE_CHECKING:
     from loomctx.select.scoring import SelectOptions
     from loomctx.session import Session, SessionState
     from loomctx.sources.agent_output import AgentOutput, AgentOutputSource
+    from loomctx.sources.function import FunctionSource
     from loomctx.sources.history import HistorySource
     from loomctx.sources.knowledge import Document, KnowledgeSource
     from loomctx.sources.protocol import ContextSource, SourceRequest
@@ -175,6 +176,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     "loomctx.select.scoring": ("SelectOptions",),
     "loomctx.session": ("Session", "SessionState"),
     "loomctx.sources.agent_output": ("AgentOutput", "AgentOutputSource"),
+    "loomctx.sources.function": ("FunctionSource",),
     "loomctx.sources.history": ("HistorySource",),
     "loomctx.sources.knowledge": ("Document", "KnowledgeSource"),
     "loomctx.sources.protocol": ("ContextSource", "SourceRequest"),
@@ -264,6 +266,7 @@ __all__ = [
     "EventBus",
     "EventSink",
     "ExtractiveSummarizer",
+    "FunctionSource",
     "HFTokenizerCounter",
     "HashingEmbedder",
     "HeuristicImportance",
