@@ -96,6 +96,7 @@ if TYPE_CHECKING:
         RetrievedDocument,
     )
     from loomctx.retrieval.inherited import InheritedSource
+    from loomctx.retrieval.pool import SharedPool, SharedPoolSource
     from loomctx.retrieval.reranker import RerankWeights, UnifiedReranker
     from loomctx.retrieval.rewriter import QueryRewriter
     from loomctx.retrieval.source import L2ImportantSource, UnifiedRetrievalSource
@@ -173,6 +174,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     "loomctx.retrieval.source": ("L2ImportantSource", "UnifiedRetrievalSource"),
     "loomctx.retrieval.task": ("TaskContextSource",),
     "loomctx.retrieval.inherited": ("InheritedSource",),
+    "loomctx.retrieval.pool": ("SharedPool", "SharedPoolSource"),
     "loomctx.select.scoring": ("SelectOptions",),
     "loomctx.session": ("Session", "SessionState"),
     "loomctx.sources.agent_output": ("AgentOutput", "AgentOutputSource"),
@@ -313,6 +315,8 @@ __all__ = [
     "Session",
     "SessionEnded",
     "SessionState",
+    "SharedPool",
+    "SharedPoolSource",
     "Skill",
     "SkillSource",
     "SourceError",
