@@ -86,6 +86,10 @@ def test_seed_style_through_the_builder() -> None:
     assert f"[Task]\n{SEED_LABELS['en']['task']}\nAnd the refund?" in r.text
     assert f"[Output]\n{SEED_OUTPUT['en']}" in r.text
     assert r.tokens == COUNTER.count(r.text) <= 300
+    cutting = ContextBuilder([UserInputSource()], options=BuildOptions(
+        format="text", text_overflow="sections"))
+    assert isinstance(cutting.renderer, TextRenderer)
+    assert cutting.renderer.overflow == "sections" and not cutting.renderer.seed
 
 
 def long_layout() -> list[ContextItem]:
