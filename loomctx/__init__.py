@@ -96,6 +96,7 @@ if TYPE_CHECKING:
         RetrievedDocument,
     )
     from loomctx.retrieval.inherited import InheritedSource
+    from loomctx.retrieval.pool import SharedPool, SharedPoolSource
     from loomctx.retrieval.reranker import RerankWeights, UnifiedReranker
     from loomctx.retrieval.rewriter import QueryRewriter
     from loomctx.retrieval.source import L2ImportantSource, UnifiedRetrievalSource
@@ -103,6 +104,7 @@ if TYPE_CHECKING:
     from loomctx.select.scoring import SelectOptions
     from loomctx.session import Session, SessionState
     from loomctx.sources.agent_output import AgentOutput, AgentOutputSource
+    from loomctx.sources.function import FunctionSource
     from loomctx.sources.history import HistorySource
     from loomctx.sources.knowledge import Document, KnowledgeSource
     from loomctx.sources.protocol import ContextSource, SourceRequest
@@ -172,9 +174,11 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     "loomctx.retrieval.source": ("L2ImportantSource", "UnifiedRetrievalSource"),
     "loomctx.retrieval.task": ("TaskContextSource",),
     "loomctx.retrieval.inherited": ("InheritedSource",),
+    "loomctx.retrieval.pool": ("SharedPool", "SharedPoolSource"),
     "loomctx.select.scoring": ("SelectOptions",),
     "loomctx.session": ("Session", "SessionState"),
     "loomctx.sources.agent_output": ("AgentOutput", "AgentOutputSource"),
+    "loomctx.sources.function": ("FunctionSource",),
     "loomctx.sources.history": ("HistorySource",),
     "loomctx.sources.knowledge": ("Document", "KnowledgeSource"),
     "loomctx.sources.protocol": ("ContextSource", "SourceRequest"),
@@ -264,6 +268,7 @@ __all__ = [
     "EventBus",
     "EventSink",
     "ExtractiveSummarizer",
+    "FunctionSource",
     "HFTokenizerCounter",
     "HashingEmbedder",
     "HeuristicImportance",
@@ -310,6 +315,8 @@ __all__ = [
     "Session",
     "SessionEnded",
     "SessionState",
+    "SharedPool",
+    "SharedPoolSource",
     "Skill",
     "SkillSource",
     "SourceError",

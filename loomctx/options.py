@@ -33,9 +33,13 @@ class BuildOptions:
     text_order: Literal["cache", "gssc"] = "cache"
     """Section order of the text format."""
     text_style: Literal["plain", "seed"] = "plain"
-    """The text formats' section style: ``"seed"`` adds seed 002's labels under the section
-    headers, ``[来源: source]`` tags on evidence lines and its default ``[Output]``
-    instruction when ``output_instructions`` is empty."""
+    """The text formats' structure: "seed" adds seed 002's label lines, ``[来源: …]`` tags on
+    evidence and a default ``[Output]`` answer format."""
+    text_language: Literal["zh", "en"] = "zh"
+    """Language of the seed style's labels, tags and default output instruction."""
+    text_overflow: Literal["drop", "sections"] = "drop"
+    """When the rendered text is over budget: drop the weakest items ("drop"), or cut
+    sections by the seed's priority, [Context] first and [Role & Policies] last ("sections")."""
     output_instructions: str = ""
     """Text for the [Output] part (stable)."""
     source_timeout: float = 5.0
@@ -72,10 +76,14 @@ class BuildOptions:
         if self.placement is not None and self.placement not in PLACEMENTS:
             raise ConfigError(f"placement must be one of {list(PLACEMENTS)!r} or None (the "
                               f"format's default), got {self.placement!r}")
-        if self.text_style not in ("plain", "seed"):
-            raise ConfigError(f"text_style must be 'plain' or 'seed', got {self.text_style!r}")
         if self.format == "template" and not self.template:
             raise ConfigError("format='template' needs template='... {{task}} ...'")
+        for name, allowed in (("text_order", ("cache", "gssc")), ("text_style", ("plain", "seed")),
+                              ("text_language", ("zh", "en")),
+                              ("text_overflow", ("drop", "sections"))):
+            if getattr(self, name) not in allowed:
+                raise ConfigError(f"{name} must be one of {list(allowed)!r}, got "
+                                  f"{getattr(self, name)!r}")
         if self.source_timeout <= 0:
             raise ConfigError(f"source_timeout must be > 0, got {self.source_timeout!r}")
         if self.min_fragment < 1:

@@ -9,11 +9,17 @@ by every session of the agent through :class:`AgentMemorySource` and by nothing 
 one :class:`SessionSource` per session (plus the agent's L3), so their candidates are gathered
 concurrently, ranked on one scale and packed under one budget (no source has a share of its
 own: every token goes to the best next candidate, whichever session it comes from), and the
-report names each item's session in its source (``session:<id>``).
+report names each item's session in its source (``session:<id>``). With ``remember=True`` the
+aggregate is also written to the agent's L3 (seed 001's L2 → L3 step "across sessions, by
+aggregate_context"): one record per question and set of sessions, holding what went in, which
+every session of the agent then recalls. It is opt-in because an aggregate is usually a read:
+written on every call, near-identical digests would crowd the agent's memory.
 """
 
 from __future__ import annotations
 
+import asyncio
+import time
 import uuid
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
@@ -28,6 +34,7 @@ from loomctx.embed.default import default_embedder
 from loomctx.embed.protocol import Embedder
 from loomctx.errors import ConfigError
 from loomctx.events import EventSink
+from loomctx.items import fingerprint
 from loomctx.report import BuildReport
 from loomctx.retrieval.shared import SharedL2Source
 from loomctx.session import Session, SessionState
@@ -192,21 +199,53 @@ class ContextController:
     # -- one context over many sessions ----------------------------------------------------
     async def aggregate_context(self, sessions: Iterable[Session | str] | None, query: str,
                                 budget: int, *, include_agent_memory: bool = True,
-                                options: BuildOptions | None = None) -> BuildResult:
+                                options: BuildOptions | None = None, remember: bool = False,
+                                now: float | None = None) -> BuildResult:
         """One context for ``query`` from several sessions (all registered when None), under
-        one ``budget`` of tokens; each item's report source is ``session:<id>`` (or L3)."""
+        one ``budget`` of tokens; each item's report source is ``session:<id>`` (or L3).
+
+        ``remember=True`` stores what the sessions contributed as one L3 record of the agent
+        (id ``aggregate:<hash of the query and sessions>``: asking again replaces it), kind
+        ``aggregate``, timestamped ``now`` (default: the current time)."""
         if not isinstance(query, str) or not query.strip():
             raise ConfigError(f"aggregate_context needs a non-empty query, got {query!r}")
         chosen = [self._get(s) for s in (self.sessions.values() if sessions is None
                                          else sessions)]
         if not chosen:
             raise ConfigError("aggregate_context needs at least one session")
-        sources: list[Any] = [SessionSource(s) for s in chosen]
+        per_session = [SessionSource(s) for s in chosen]
+        sources: list[Any] = list(per_session)
         if include_agent_memory:
             sources.append(self.agent_memory)
         builder = ContextBuilder(sources, options=options or BuildOptions(model=self.model),
                                  budget=BudgetManager(ratios={}), tenant=self.tenant)
-        return await builder.build(query, max_tokens=budget)
+        at = time.time() if now is None else now
+        result = await builder.build(query, max_tokens=budget, now=at)
+        if remember:
+            await asyncio.to_thread(self._remember_aggregate, query, chosen, per_session,
+                                    result.report, at)
+        return result
+
+    def _remember_aggregate(self, query: str, chosen: list[Session],
+                            sources: list[SessionSource], report: BuildReport,
+                            now: float) -> str | None:
+        """Write the sessions' included items (whole, in report order) as one L3 record."""
+        collected = {k: v for src in sources for k, v in src.collected.items()}
+        rows = sorted((it for it in report.items if it.included and it.id in collected),
+                      key=lambda it: it.position if it.position is not None else 0)
+        if not rows:
+            return None
+        sids = sorted(s.id for s in chosen)
+        text = "\n".join(f"[{collected[r.id].metadata['session']}] {collected[r.id].content}"
+                         for r in rows)
+        rid = f"aggregate:{fingerprint(query + '|' + ','.join(sids))[:16]}"
+        self.store.put([MemoryRecord(
+            id=rid, content=text, level="L3", agent=self.agent, tenant=self.tenant,
+            timestamp=now, importance=0.7,
+            metadata={"kind": "aggregate", "query": query, "sessions": sids})],
+            self.embedder.embed([text]))
+        self._memory_changed()
+        return rid
 
 
 def tokens_by_session(report: BuildReport) -> dict[str, int]:

@@ -9,6 +9,12 @@ other tenant can. Going through the bus puts the write where the store is, in wh
 runs the persister, and makes it survive a crash of the session's process (the event waits in
 the stream until a persister acknowledges it).
 
+Seed 001 moves L3 to L4 "at session end or on a timer": :meth:`L4Persister.run_every`
+is the timer, for agents whose sessions run for days. Every ``interval`` seconds it copies each
+given agent's L3 records (every summary and fact so far) the same way, so a long session's
+facts reach the tenant before it ends; the copies of a timer and of a session end are the same
+records (same ids), so running both never duplicates anything.
+
 Idempotent by construction: an L4 record's id is derived from its L3 record
 (``l3:<agent>:<session or ->:<id>``), so a redelivered event rewrites the same records, and the
 bus skips an event id the group already acknowledged. Facts have no session, so each session
@@ -18,7 +24,9 @@ end carries the agent's current facts over again (a replace, not a duplicate).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
+from collections.abc import Sequence
 
 from loomctx.bus.protocol import Envelope, EventBus
 from loomctx.embed.protocol import Embedder
@@ -65,8 +73,51 @@ class L4Persister:
         """Write the L4 copies for one ended session; returns their ids."""
         assert event.agent is not None
         scope = Scope(tenant=event.tenant, agent=event.agent)
-        picked = [r for r in self.store.scan(scope=scope, level="L3")
-                  if r.session == event.session or r.session is None]
+        return self._copy([r for r in self.store.scan(scope=scope, level="L3")
+                           if r.session == event.session or r.session is None])
+
+    def persist_agent(self, scope: Scope) -> list[str]:
+        """Write the L4 copies of every L3 record of the agent ``scope`` names (its summaries
+        and facts); returns their ids."""
+        if scope.agent is None or scope.session is not None:
+            raise ConfigError(f"persist_agent needs an agent scope, Scope(tenant=..., "
+                              f"agent=...) without a session, got {scope!r}")
+        return self._copy(list(self.store.scan(scope=scope, level="L3")))
+
+    async def run_every(self, interval: float, scopes: Sequence[Scope], *,
+                        stop: asyncio.Event | None = None, rounds: int | None = None) -> int:
+        """Persist each agent scope of ``scopes`` now and then every ``interval`` seconds,
+        until ``stop`` is set or after ``rounds`` rounds (None: no limit; cancel the task to
+        end it); returns the L4 records written. A failing round is logged and the next one
+        runs: a timer must not die of one bad write."""
+        if isinstance(interval, bool) or not isinstance(interval, int | float) \
+                or not interval > 0:
+            raise ConfigError(f"interval must be > 0 seconds, got {interval!r}")
+        if rounds is not None and (isinstance(rounds, bool) or not isinstance(rounds, int)
+                                   or rounds < 1):
+            raise ConfigError(f"rounds must be an int >= 1 or None, got {rounds!r}")
+        for scope in scopes:
+            if scope.agent is None or scope.session is not None:
+                raise ConfigError(f"run_every needs agent scopes (tenant + agent, no "
+                                  f"session), got {scope!r}")
+        written, done = 0, 0
+        while stop is None or not stop.is_set():
+            for scope in scopes:
+                try:
+                    written += len(await asyncio.to_thread(self.persist_agent, scope))
+                except Exception as exc:  # logged and retried at the next round
+                    log.warning("persisting L3 → L4 for %r failed: %s", scope, exc)
+            done += 1
+            if rounds is not None and done >= rounds:
+                break
+            if stop is None:
+                await asyncio.sleep(interval)
+            else:
+                with contextlib.suppress(TimeoutError):  # the interval passed: next round
+                    await asyncio.wait_for(stop.wait(), interval)
+        return written
+
+    def _copy(self, picked: list[MemoryRecord]) -> list[str]:
         if not picked:
             return []
         copies = [MemoryRecord(

@@ -36,12 +36,17 @@ class SessionSource:
         self.name = f"{SESSION_PREFIX}{session.id}"
         self._retrieval = UnifiedRetrievalSource(session.memory, name=self.name,
                                                  recall_limit=recall_limit)
+        self.collected: dict[str, ContextItem] = {}
+        """The items of the last collect by id, whole (an aggregate that is remembered as L3
+        stores what went in, not a cut copy)."""
 
     async def collect(self, request: SourceRequest) -> Sequence[ContextItem]:
         items = await self._retrieval.collect(request)
         sid = self.session.id
-        return [replace(it, id=f"{sid}/{it.id}", metadata={**it.metadata, "session": sid})
-                for it in items]
+        out = [replace(it, id=f"{sid}/{it.id}", metadata={**it.metadata, "session": sid})
+               for it in items]
+        self.collected = {it.id: replace(it) for it in out}
+        return out
 
 
 def session_of(source: str) -> str | None:

@@ -55,6 +55,13 @@ def _placement(options: Any, default: str) -> Any:
     return getattr(options, "placement", None) or default
 
 
+def _text(tok: ModelTokenizer, o: Any, *, headers: bool) -> TextRenderer:
+    return TextRenderer(tok.counter, order=o.text_order, headers=headers,
+                        style=getattr(o, "text_style", "plain"),
+                        language=getattr(o, "text_language", "zh"),
+                        overflow=getattr(o, "text_overflow", "drop"))
+
+
 def _builtin() -> None:
     register_format("openai", lambda tok, o: OpenAIRenderer(
         ChatCounter(tok.counter, "openai"), placement=_placement(o, "system")),
@@ -66,12 +73,8 @@ def _builtin() -> None:
     # and alternating roles (vLLM, llama.cpp and most open-model templates).
     register_format("openai_strict", lambda tok, o: OpenAIRenderer(
         ChatCounter(tok.counter, "openai"), placement=_placement(o, "user_block")))
-    register_format("text", lambda tok, o: TextRenderer(
-        tok.counter, order=o.text_order, headers=True,
-        style=getattr(o, "text_style", "plain")), default_for="text")
-    register_format("minimal", lambda tok, o: TextRenderer(
-        tok.counter, order=o.text_order, headers=False,
-        style=getattr(o, "text_style", "plain")))
+    register_format("text", lambda tok, o: _text(tok, o, headers=True), default_for="text")
+    register_format("minimal", lambda tok, o: _text(tok, o, headers=False))
     register_format("template", lambda tok, o: TemplateRenderer(o.template or "", tok.counter))
 
 

@@ -4,11 +4,12 @@ Sections are ``[Role & Policies] [Tools] [Context] [State] [Evidence] [Task] [Ou
 cache-friendly order (stable first, volatile last); ``order="gssc"`` gives the seed order
 ``[Role & Policies] [Task] [State] [Evidence] [Context] [Output]``.
 
-``style="seed"`` writes the sections as seed 002's DefaultStructurer does: a label under each
-of ``[Task] [State] [Evidence] [Context]`` (用户问题： ...), each evidence line tagged with its
-source (``[来源: memory] ...``), and the seed's default ``[Output]`` instruction when the build
-gives none. The tags and labels are counted in each item's cost and in the overhead, so the
-rendered text stays within the budget.
+``style="seed"`` adds the seed's structure (seed 002's DefaultStructurer): a label line under
+the headers of task, state, evidence and context, a ``[来源: source]`` tag before each piece of
+evidence (so the answer can cite where a fact came from), and a default ``[Output]`` answer
+format when the build gives none. ``overflow="sections"`` lets the verify step cut a text over
+budget by the seed's section priority (:func:`~loomctx.compress.truncate.truncate_sections`)
+instead of dropping whole items.
 """
 
 from __future__ import annotations
@@ -18,9 +19,11 @@ import re
 from collections.abc import Mapping
 from typing import Literal
 
+from loomctx.compress.truncate import truncate_sections
 from loomctx.errors import ConfigError
 from loomctx.items import ContextItem
 from loomctx.render.protocol import SECTION_FIELD, Layout, Rendered, stable_hash
+from loomctx.text.messages import common_prefix_length
 from loomctx.tokens.protocol import TokenCounter
 
 HEADERS = {
@@ -35,18 +38,24 @@ HEADERS = {
 CACHE_ORDER = ("role", "tools", "output", "context", "state", "evidence", "task")
 GSSC_ORDER = ("role", "tools", "task", "state", "evidence", "context", "output")
 STABLE = frozenset({"role", "tools", "output"})
-Style = Literal["plain", "seed"]
-SEED_LABELS = {"task": "用户问题：", "state": "关键进展与未决问题：", "evidence": "事实与引用：",
-               "context": "对话历史与背景："}
-"""The seed's label line under a section header (seed 002, DefaultStructurer)."""
-SEED_OUTPUT = ("请按以下格式回答：\n1. 结论（简洁明确）\n2. 依据（列出支撑证据及来源）\n"
-               "3. 风险与假设（如有）\n4. 下一步行动建议（如适用）")
-"""The seed's default ``[Output]`` instruction, used when the build gives none."""
 
-
-def source_tag(item: ContextItem) -> str:
-    """The seed's source tag of an evidence line: ``[来源: memory] ``."""
-    return f"[来源: {item.source}] "
+SEED_LABELS: dict[str, dict[str, str]] = {
+    "zh": {"task": "用户问题：", "state": "关键进展与未决问题：", "evidence": "事实与引用：",
+           "context": "对话历史与背景："},
+    "en": {"task": "User question:", "state": "Progress and open questions:",
+           "evidence": "Facts and references:", "context": "Conversation and background:"},
+}
+"""Seed style: the label line under each section header, by language."""
+SEED_OUTPUT = {
+    "zh": "请按以下格式回答：\n1. 结论（简洁明确）\n2. 依据（列出支撑证据及来源）\n"
+          "3. 风险与假设（如有）\n4. 下一步行动建议（如适用）",
+    "en": "Answer in this format:\n1. Conclusion (short and clear)\n2. Grounds (the supporting "
+          "evidence and its sources)\n3. Risks and assumptions (if any)\n4. Next steps (if "
+          "relevant)",
+}
+"""Seed style: the default ``[Output]`` instruction when the build gives none."""
+SOURCE_TAG = {"zh": "[来源: {source}] ", "en": "[Source: {source}] "}
+"""Seed style: the tag before each piece of evidence."""
 
 
 def item_line(item: ContextItem) -> str:
@@ -60,72 +69,108 @@ def item_line(item: ContextItem) -> str:
     return item.content
 
 
-def sections(layout: Layout, style: Style = "plain") -> dict[str, list[str]]:
-    """The lines of each section, read from the layout lists of :data:`SECTION_FIELD`."""
-    parts: dict[str, list[str]] = {sec: [_line(i, style) for i in getattr(layout, fld)]
+def sections(layout: Layout, tag: str = "") -> dict[str, list[str]]:
+    """The lines of each section, read from the layout lists of :data:`SECTION_FIELD`;
+    ``tag`` (a format string with ``{source}``) goes before each evidence line."""
+    parts: dict[str, list[str]] = {sec: [item_line(i) for i in getattr(layout, fld)]
                                    for sec, fld in SECTION_FIELD.items()}
+    if tag:
+        parts["evidence"] = [tag.format(source=i.source) + line
+                             for i, line in zip(layout.evidence, parts["evidence"], strict=True)]
     parts["context"] = [item_line(i) for i in layout.summary] + parts["context"]
-    output = layout.output or (SEED_OUTPUT if style == "seed" else "")
-    parts["output"] = [output] if output else []
+    parts["output"] = [layout.output] if layout.output else []
     return parts
 
 
-def _line(item: ContextItem, style: Style) -> str:
-    line = item_line(item)
-    return source_tag(item) + line if style == "seed" and item.section == "evidence" else line
-
-
 class TextRenderer:
-    """Sectioned plain text; ``headers=False`` gives the minimal format."""
+    """Sectioned plain text; ``headers=False`` gives the minimal format.
+
+    ``style="seed"`` gives the seed's labels, source tags and default output instruction in
+    ``language``; ``overflow="sections"`` makes :meth:`cut` fit an over-budget text by section.
+    """
 
     def __init__(self, counter: TokenCounter, *, order: Literal["cache", "gssc"] = "cache",
-                 headers: bool = True, style: Style = "plain") -> None:
+                 headers: bool = True, style: Literal["plain", "seed"] = "plain",
+                 language: Literal["zh", "en"] = "zh",
+                 overflow: Literal["drop", "sections"] = "drop") -> None:
         if order not in ("cache", "gssc"):
             raise ConfigError(f"order must be 'cache' or 'gssc', got {order!r}")
         if style not in ("plain", "seed"):
             raise ConfigError(f"style must be 'plain' or 'seed', got {style!r}")
-        self.style: Style = style
+        if language not in SEED_LABELS:
+            raise ConfigError(f"language must be one of {sorted(SEED_LABELS)!r}, got {language!r}")
+        if overflow not in ("drop", "sections"):
+            raise ConfigError(f"overflow must be 'drop' or 'sections', got {overflow!r}")
         self.counter = counter
         self.order = CACHE_ORDER if order == "cache" else GSSC_ORDER
         self.headers = headers
+        self.seed = style == "seed"
+        self.language = language
+        self.overflow = overflow
         self.format = "text" if headers else "minimal"
 
+    @property
+    def _tag(self) -> str:
+        return SOURCE_TAG[self.language] if self.seed else ""
+
     def cost(self, item: ContextItem) -> int:
-        return self.counter.count(_line(item, self.style)) + 1
+        line = item_line(item)
+        if self._tag and item.section == "evidence":
+            line = self._tag.format(source=item.source) + line
+        return self.counter.count(line) + 1
 
     def overhead(self, sections: frozenset[str] | None = None) -> int:
         """Header lines of the sections that may appear (all when unknown), plus joins.
 
         ``[Output]`` is reserved only when ``sections`` names it (the build has output
-        instructions): at a 512-token budget its ~5 tokens are better spent on evidence. The
-        seed style always has an ``[Output]`` (its default) and a label per section.
+        instructions): at a 512-token budget its ~5 tokens are better spent on evidence.
         """
-        seed = self.style == "seed"
-        total = self.counter.count(SEED_OUTPUT) + 2 if seed else 0
         if not self.headers:
-            return total
-        names = {k: v for k, v in HEADERS.items()
-                 if sections is None or k in sections or (seed and k == "output")}
-        total += sum(self.counter.count(h) + 2 for h in names.values())
-        if seed:
-            total += sum(self.counter.count(SEED_LABELS[k]) + 1 for k in names
-                         if k in SEED_LABELS)
+            return self.counter.count(SEED_OUTPUT[self.language]) + 2 if self.seed else 0
+        names = HEADERS if sections is None else {k: v for k, v in HEADERS.items()
+                                                 if k in sections or (self.seed and k == "output")}
+        total = sum(self.counter.count(h) + 2 for h in names.values())
+        if self.seed:
+            labels = SEED_LABELS[self.language]
+            total += sum(self.counter.count(labels[k]) + 1 for k in names if k in labels)
+            if sections is None or "output" not in sections:  # the default instruction
+                total += self.counter.count(SEED_OUTPUT[self.language]) + 1
         return total
 
     def _join(self, parts: Mapping[str, list[str]], names: tuple[str, ...]) -> str:
         blocks = []
+        labels = SEED_LABELS[self.language] if self.seed and self.headers else {}
         for name in names:
             lines = parts[name]
             if not lines:
                 continue
-            if self.headers and self.style == "seed" and name in SEED_LABELS:
-                lines = [SEED_LABELS[name], *lines]
+            if name in labels:
+                lines = [labels[name], *lines]
             body = "\n".join(lines)
             blocks.append(f"{HEADERS[name]}\n{body}" if self.headers else body)
         return "\n\n".join(blocks)
 
+    def cut(self, rendered: Rendered, total: int) -> Rendered | None:
+        """``rendered`` fitted to ``total`` tokens by the seed's section priority (the
+        ``[Context]`` section first, ``[Role & Policies]`` last; each cut keeps a marker), or
+        None when this renderer drops items instead (``overflow="drop"``, or no headers)."""
+        if self.overflow != "sections" or not self.headers:
+            return None
+        before = str(rendered.payload["text"])
+        text = truncate_sections(before, total, self.counter)
+        same = text[:common_prefix_length(before, text)]
+        if self.counter.count(same) >= rendered.prefix_tokens:  # the stable prefix is intact
+            prefix_tokens, prefix_hash = rendered.prefix_tokens, rendered.prefix_hash
+        else:
+            prefix_tokens, prefix_hash = self.counter.count(same), stable_hash(same)
+        return Rendered(format=rendered.format, payload={"text": text},
+                        tokens=self.counter.count(text), prefix_tokens=prefix_tokens,
+                        prefix_hash=prefix_hash)
+
     def render(self, layout: Layout) -> Rendered:
-        parts = sections(layout, self.style)
+        parts = sections(layout, self._tag)
+        if self.seed and not parts["output"]:
+            parts["output"] = [SEED_OUTPUT[self.language]]
         text = self._join(parts, self.order)
         stable = tuple(n for n in self.order if n in STABLE)
         # The prefix is stable only while it stays in front, as in the cache order.
@@ -177,5 +222,5 @@ class TemplateRenderer:
                         prefix_hash=stable_hash(prefix))
 
 
-__all__ = ["HEADERS", "SEED_LABELS", "SEED_OUTPUT", "Style", "TemplateRenderer", "TextRenderer",
-           "item_line", "source_tag"]
+__all__ = ["HEADERS", "SEED_LABELS", "SEED_OUTPUT", "SOURCE_TAG", "TemplateRenderer",
+           "TextRenderer", "item_line"]

@@ -2,9 +2,10 @@
 repeats the previous request.
 
 Rendering is re-counted with the model's own tokenizer; while it is over budget the weakest
-removable unit goes (reason ``overflow``). The payload is then checked against the provider's
-structural rules (:mod:`loomctx.render.validate`): a request the provider would reject never
-leaves the builder.
+removable unit goes (reason ``overflow``), unless the renderer cuts its own text by section
+(a text renderer with ``overflow="sections"``: the seed's truncation order). The payload is
+then checked against the provider's structural rules (:mod:`loomctx.render.validate`): a
+request the provider would reject never leaves the builder.
 """
 
 from __future__ import annotations
@@ -27,6 +28,11 @@ def render_within(renderer: Renderer, layout: Callable[[Sequence[ContextItem]], 
     while True:
         rendered = renderer.render(layout(included))
         if rendered.tokens <= total:
+            break
+        cut = getattr(renderer, "cut", None)
+        fitted = cut(rendered, total) if cut is not None else None
+        if fitted is not None and fitted.tokens <= total:  # the renderer cuts by section
+            rendered = fitted
             break
         victim = weakest(included)
         if victim is None:

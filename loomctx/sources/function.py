@@ -1,83 +1,81 @@
-"""A plain function as a context source: the seed's callback gatherers.
+"""A source that is a plain function: the seed's callback gatherers.
 
-Seed 002 plugs memory and RAG into a build as callbacks (``NewRAGGatherer(func(ctx, query,
-topK) ...)``). :class:`FunctionSource` does the same: it calls ``fn(query, limit)`` (sync or
-async) at every build and turns what comes back into items::
-
-    def search(query: str, limit: int) -> list[dict]:
-        return [{"content": hit.text, "score": hit.score} for hit in index.find(query, limit)]
-
-    builder = ContextBuilder([SystemPromptSource("..."), FunctionSource(search, name="rag")])
-
-Each result may be text, a mapping (``content`` or ``text``; optional ``id``, ``score`` in
-[0, 1], ``metadata``) or a ready :class:`~loomctx.items.ContextItem`. A function that raises
-or returns something else fails this source only: the builder reports it and builds without it.
+Seed 002 gathers packets through small callbacks (a memory look-up, a RAG query) and seed 000's
+sources are objects with one ``collect``. Writing a class for a one-line look-up is friction,
+so :class:`FunctionSource` turns a function into a :class:`~loomctx.sources.protocol.ContextSource`:
+it is called with the :class:`~loomctx.sources.protocol.SourceRequest`, may be sync or async,
+and may return strings (each becomes one item of ``kind``) or ready
+:class:`~loomctx.items.ContextItem` objects. A sync function runs in a worker thread, so a slow
+look-up cannot stall the other sources; its timeout and failures are the builder's, as for any
+source (a failing function degrades the build and is named in the report).
 """
 
 from __future__ import annotations
 
+import asyncio
 import inspect
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import replace
 from typing import Any
 
 from loomctx.errors import ConfigError, SourceError
-from loomctx.items import ContextItem, Tier
+from loomctx.items import KIND_SECTION, ContextItem, Kind, Tier
 from loomctx.sources.protocol import SourceRequest
 
-Result = str | Mapping[str, Any] | ContextItem
-Fetch = Callable[[str, int], Iterable[Result] | Awaitable[Iterable[Result]]]
+Gatherer = Callable[[SourceRequest], Any]
+"""What :class:`FunctionSource` wraps: request → strings or items (or an awaitable of them)."""
 
 
 class FunctionSource:
-    """``fn(query, limit)`` at every build; its results become ``kind`` items of ``tier``."""
+    """A function as a source: ``FunctionSource("weather", lambda req: [lookup(req.query)])``."""
 
-    share: float | None = None
-    """Budget ratio; None uses the budget manager's ratio for this source's name."""
-
-    def __init__(self, fn: Fetch, *, name: str, limit: int = 5, kind: str = "evidence",
-                 tier: Tier = Tier.P2, share: float | None = None) -> None:
-        if not callable(fn):
-            raise ConfigError(f"fn must be a function (query, limit) -> results, got {fn!r:.80}")
+    def __init__(self, name: str, fn: Gatherer, *, kind: Kind = "evidence",
+                 tier: Tier = Tier.P2, priority: float = 0.5) -> None:
         if not isinstance(name, str) or not name.strip():
-            raise ConfigError(f"name must be non-empty text (the source's budget key), got "
-                              f"{name!r}")
-        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
-            raise ConfigError(f"limit must be an int >= 1, got {limit!r}")
-        if share is not None and not 0.0 < share <= 1.0:
-            raise ConfigError(f"share must be in (0, 1] or None, got {share!r}")
-        self.fn, self.name, self.limit, self.kind, self.tier = fn, name, limit, kind, tier
-        self.share = share
+            raise ConfigError(f"a FunctionSource needs a non-empty name, got {name!r}")
+        if not callable(fn):
+            raise ConfigError(f"FunctionSource {name!r}: fn must be callable, got {fn!r}")
+        if kind not in KIND_SECTION or kind in ("message", "tool"):
+            allowed = sorted(k for k in KIND_SECTION if k not in ("message", "tool"))
+            raise ConfigError(f"FunctionSource {name!r}: kind must be one of {allowed!r} "
+                              f"(history and tools have their own sources), got {kind!r}")
+        if not isinstance(tier, Tier):
+            raise ConfigError(f"FunctionSource {name!r}: tier must be a Tier, got {tier!r}")
+        if isinstance(priority, bool) or not isinstance(priority, int | float) \
+                or not 0.0 <= priority <= 1.0:
+            raise ConfigError(f"FunctionSource {name!r}: priority must be in [0, 1], got "
+                              f"{priority!r}")
+        self.name = name
+        self.fn = fn
+        self.kind: Kind = kind
+        self.tier = tier
+        self.priority = float(priority)
 
     async def collect(self, request: SourceRequest) -> Sequence[ContextItem]:
-        out = self.fn(request.query, self.limit)
-        if inspect.isawaitable(out):
-            out = await out
-        if isinstance(out, (str, bytes)) or not isinstance(out, Iterable):
-            raise SourceError(f"{self.name}: the function returned {type(out).__name__}, not a "
-                              "list of results (text, mappings or ContextItems)",
-                              source=self.name)
-        return [self._item(k, r) for k, r in enumerate(list(out)[: self.limit])]
-
-    def _item(self, k: int, r: Result) -> ContextItem:
-        if isinstance(r, ContextItem):
-            return r
-        if isinstance(r, str):
-            r = {"content": r}
-        if not isinstance(r, Mapping):
-            raise SourceError(f"{self.name}: result {k} is {type(r).__name__}: give text, a "
-                              "mapping with 'content' or a ContextItem", source=self.name)
-        text = r.get("content", r.get("text"))
-        if not isinstance(text, str):
-            raise SourceError(f"{self.name}: result {k} has no 'content' text: {r!r:.80}",
-                              source=self.name)
-        score = r.get("score")
-        if score is not None and not (isinstance(score, (int, float)) and 0 <= score <= 1):
-            raise SourceError(f"{self.name}: result {k} has score {score!r}; use [0, 1]",
-                              source=self.name)
-        return ContextItem(id=str(r.get("id") or f"{self.name}:{k}"), source=self.name,
-                           kind=self.kind, content=text, tier=self.tier,  # type: ignore[arg-type]
-                           priority=float(score) if score is not None else 0.5,
-                           metadata=dict(r.get("metadata") or {}))
+        if inspect.iscoroutinefunction(self.fn):
+            out = await self.fn(request)
+        else:
+            out = await asyncio.to_thread(self.fn, request)
+            if inspect.isawaitable(out):
+                out = await out
+        if out is None:
+            return []
+        if isinstance(out, str | bytes) or not isinstance(out, Iterable):
+            raise SourceError(f"FunctionSource {self.name!r} returned {out!r}: return a list "
+                              "of strings or ContextItem objects", source=self.name)
+        items: list[ContextItem] = []
+        for n, x in enumerate(out):
+            if isinstance(x, ContextItem):
+                items.append(x if x.source == self.name else replace(x, source=self.name))
+            elif isinstance(x, str):
+                if x.strip():
+                    items.append(ContextItem(
+                        id=f"{self.name}:{n}", source=self.name, content=x, kind=self.kind,
+                        tier=self.tier, priority=self.priority, timestamp=request.now, seq=n))
+            else:
+                raise SourceError(f"FunctionSource {self.name!r} returned an element {x!r}: "
+                                  "each must be a str or a ContextItem", source=self.name)
+        return items
 
 
-__all__ = ["FunctionSource"]
+__all__ = ["FunctionSource", "Gatherer"]

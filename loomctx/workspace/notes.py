@@ -48,11 +48,6 @@ def parse_refs(text: str) -> list[str]:
     return list(dict.fromkeys(REF_RE.findall(text)))
 
 
-def type_of(note_id: str) -> str:
-    """The seed's rule for a note id's type: before the first ``_``, else without the digits."""
-    return note_id.split("_")[0] if "_" in note_id else note_id.rstrip("0123456789")
-
-
 class WorkSpace:
     """Notes numbered per type, the orchestrator's ``tactics`` memo, and their persistence."""
 
@@ -157,4 +152,4 @@ class WorkSpace:
         return ws
 
 
-__all__ = ["NOTE_KIND", "REF_RE", "STATE_KIND", "Note", "WorkSpace", "parse_refs", "type_of"]
+__all__ = ["NOTE_KIND", "REF_RE", "STATE_KIND", "Note", "WorkSpace", "parse_refs"]

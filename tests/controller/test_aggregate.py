@@ -91,3 +91,23 @@ def test_a_session_of_another_controller_is_refused(tmp_path: Path) -> None:
 def test_an_empty_query_is_refused(controller: ContextController) -> None:
     with pytest.raises(ConfigError, match="non-empty query"):
         asyncio.run(controller.aggregate_context(None, "  ", 200))
+
+
+def test_remember_writes_the_aggregate_to_the_agent_s_l3(controller: ContextController) -> None:
+    """Seed 001's L2 → L3 step: an aggregate over sessions becomes agent memory, recalled by a
+    new session of the agent; asking the same again replaces the record."""
+    plain = asyncio.run(controller.aggregate_context(None, QUERY, 400, now=100.0))
+    assert controller.recall(QUERY) == []  # a plain aggregate is a read
+    result = asyncio.run(controller.aggregate_context(None, QUERY, 400, remember=True,
+                                                      now=100.0))
+    assert result.rendered.payload == plain.rendered.payload
+    [rec] = controller.recall(QUERY)
+    assert rec.level == "L3" and rec.session is None and rec.agent == "ops"
+    assert rec.metadata["kind"] == "aggregate"
+    assert rec.metadata["sessions"] == ["customs", "lunch", "shipping"]
+    assert "[shipping] " in rec.content and "warehouse strike" in rec.content
+    asyncio.run(controller.aggregate_context(None, QUERY, 400, remember=True, now=200.0))
+    assert [r.timestamp for r in controller.recall(QUERY)] == [200.0]
+    later = controller.create_session("later")
+    built = later.build_sync(QUERY, max_tokens=900)
+    assert any(i.source == "L3_agent" and i.included for i in built.report.items)

@@ -8,6 +8,8 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from loomctx import HashingEmbedder, SQLiteStore
 from loomctx.bus import BusOptions, InProcessEventBus
 from loomctx.bus.redis import RedisEventBus, RedisOptions
@@ -112,3 +114,42 @@ def test_an_event_without_agent_is_refused_not_guessed(tmp_path: Path) -> None:
     [dead] = asyncio.run(main())
     assert "names no agent" in dead.error and ConfigError.__name__ in dead.error
     store.close()
+
+
+def test_a_timer_persists_l3_to_l4_without_a_session_end() -> None:
+    """Seed 001: L3 → L4 at session end *or on a timer*; the timer's copies are the same
+    records a session end writes, so rounds rewrite them instead of adding duplicates."""
+    store = SQLiteStore(":memory:")
+    acme = ContextController("ops", store=store, tenant="acme", embedder=HashingEmbedder())
+    globex = ContextController("ops", store=store, tenant="globex", embedder=HashingEmbedder())
+    acme.add_fact(WORDS["acme"][1], id="f1")
+    globex.add_fact(WORDS["globex"][1], id="f1")
+    persister = L4Persister(store, embedder=HashingEmbedder())
+    scope = Scope(tenant="acme", agent="ops")
+
+    def l4(tenant: str) -> list[str]:
+        return sorted(r.content for r in store.scan(scope=Scope(tenant=tenant), level="L4"))
+
+    assert l4("acme") == []
+    assert asyncio.run(persister.run_every(0.01, [scope], rounds=1)) == 1
+    assert l4("acme") == [WORDS["acme"][1]]
+    acme.add_fact("Acme's Hamburg dock closes on Sundays.", id="f2")
+    assert asyncio.run(persister.run_every(0.01, [scope], rounds=2)) == 4
+    assert l4("acme") == sorted([WORDS["acme"][1], "Acme's Hamburg dock closes on Sundays."])
+    assert l4("globex") == []  # a scope not given is not read
+
+    stop = asyncio.Event()
+    stop.set()
+    assert asyncio.run(persister.run_every(60, [scope], stop=stop)) == 0
+
+
+def test_timer_arguments_are_checked() -> None:
+    persister = L4Persister(SQLiteStore(":memory:"))
+    agent = [Scope(agent="a")]
+    with pytest.raises(ConfigError, match="interval must be > 0 seconds, got 0"):
+        asyncio.run(persister.run_every(0, agent))
+    with pytest.raises(ConfigError, match="rounds must be an int >= 1 or None, got 0"):
+        asyncio.run(persister.run_every(1, agent, rounds=0))
+    for bad in (Scope(), Scope(agent="a", session="s")):
+        with pytest.raises(ConfigError, match="agent scope"):
+            persister.persist_agent(bad)

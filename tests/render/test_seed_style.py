@@ -1,79 +1,128 @@
-"""The seed's section style for the text formats (seed 002's DefaultStructurer): labels under
-the headers, ``[来源: …]`` tags on evidence, the default ``[Output]`` instruction — counted, so a
-build in this style stays within its budget."""
+"""The seed's section structure (labels, source tags, default [Output]) and its section
+truncation order, as options of the text format."""
 
 from __future__ import annotations
 
 import pytest
 
 from loomctx.builder import BuildOptions, ContextBuilder
-from loomctx.errors import ConfigError
+from loomctx.errors import BudgetError, ConfigError
 from loomctx.items import ContextItem, Tier
+from loomctx.render.layout import layout as place
 from loomctx.render.protocol import Layout
 from loomctx.render.text import SEED_LABELS, SEED_OUTPUT, TextRenderer
+from loomctx.render.verify import render_within
 from loomctx.sources.static import SystemPromptSource, UserInputSource
 from loomctx.tokens.registry import counter_for_model
 
 COUNTER = counter_for_model("gpt-4o").counter
 
 
-def _layout(output: str = "") -> Layout:
+def lay(output: str = "") -> Layout:
     return Layout(
-        system=[ContextItem(id="s", source="s", content="你是助手。", kind="system",
+        system=[ContextItem(id="sys", source="s", content="You are Atlas.", kind="system",
                             tier=Tier.P0)],
-        state=[ContextItem(id="st", source="agent_output", content="已查询订单。",
+        history=[ContextItem(id="m1", source="history", content="Where is SHP-1?",
+                             kind="message", role="user", seq=1)],
+        state=[ContextItem(id="st", source="agent_output", content="Plan: answer.",
                            kind="state")],
-        evidence=[ContextItem(id="m", source="memory", content="用户上周下单。",
+        evidence=[ContextItem(id="ev1", source="memory", content="SHP-1 is held in Lyon.",
                               kind="evidence"),
-                  ContextItem(id="r", source="rag", content="退货需七天内。", kind="evidence")],
-        input=[ContextItem(id="in", source="user_input", content="能退货吗？", kind="input",
-                           tier=Tier.P0)],
-        output=output,
-    )
+                  ContextItem(id="ev2", source="rag", content="Holds get no refund.",
+                              kind="evidence")],
+        input=[ContextItem(id="in", source="user_input", content="And the refund?",
+                           kind="input", tier=Tier.P0)],
+        output=output)
 
 
-def test_the_seed_style_has_labels_source_tags_and_the_default_output() -> None:
-    text = TextRenderer(COUNTER, order="gssc", style="seed").render(_layout()).payload["text"]
-    assert text == (
-        "[Role & Policies]\n你是助手。\n\n"
-        "[Task]\n用户问题：\n能退货吗？\n\n"
-        "[State]\n关键进展与未决问题：\n已查询订单。\n\n"
-        "[Evidence]\n事实与引用：\n[来源: memory] 用户上周下单。\n[来源: rag] 退货需七天内。\n\n"
-        f"[Output]\n{SEED_OUTPUT}")
-    own = TextRenderer(COUNTER, style="seed").render(_layout("只答是或否。")).payload["text"]
-    assert "[Output]\n只答是或否。" in own and SEED_OUTPUT not in own
+def items(lay_: Layout) -> list[ContextItem]:
+    return [*lay_.system, *lay_.history, *lay_.state, *lay_.evidence, *lay_.input]
 
 
-def test_the_plain_style_is_unchanged() -> None:
-    text = TextRenderer(COUNTER).render(_layout()).payload["text"]
-    assert "[来源" not in text and "[Output]" not in text
-    assert not any(label in text for label in SEED_LABELS.values())
+def test_seed_style_gives_labels_source_tags_and_the_default_output() -> None:
+    text = TextRenderer(COUNTER, order="gssc", style="seed").render(lay()).payload["text"]
+    labels = SEED_LABELS["zh"]
+    assert f"[Task]\n{labels['task']}\nAnd the refund?" in text
+    assert f"[State]\n{labels['state']}\nPlan: answer." in text
+    assert (f"[Evidence]\n{labels['evidence']}\n[来源: memory] SHP-1 is held in Lyon.\n"
+            "[来源: rag] Holds get no refund.") in text
+    assert f"[Context]\n{labels['context']}\nuser: Where is SHP-1?" in text
+    assert text.endswith(f"[Output]\n{SEED_OUTPUT['zh']}")
+    plain = TextRenderer(COUNTER, order="gssc").render(lay()).payload["text"]
+    assert "来源" not in plain and "[Output]" not in plain
 
 
-@pytest.mark.parametrize("headers", [True, False])
-def test_cost_and_overhead_cover_what_the_seed_style_adds(headers: bool) -> None:
-    r = TextRenderer(COUNTER, style="seed", headers=headers)
-    lay = _layout()
-    items = [*lay.system, *lay.state, *lay.evidence, *lay.input]
-    out = r.render(lay)
+def test_seed_style_keeps_given_output_and_speaks_english() -> None:
+    r = TextRenderer(COUNTER, style="seed", language="en")
+    text = r.render(lay("Answer briefly.")).payload["text"]
+    assert "[Output]\nAnswer briefly." in text and SEED_OUTPUT["en"] not in text
+    assert "[Source: rag] Holds get no refund." in text
+    assert SEED_LABELS["en"]["evidence"] in text
+
+
+@pytest.mark.parametrize("output", ["", "Answer briefly."])
+def test_seed_style_cost_contract(output: str) -> None:
+    r = TextRenderer(COUNTER, style="seed")
+    out = r.render(lay(output))
+    sections = frozenset({"role", "context", "state", "evidence", "task"} |
+                         ({"output"} if output else set()))
     assert out.tokens == COUNTER.count(out.payload["text"])
-    assert out.tokens <= r.overhead() + sum(r.cost(i) for i in items)
-    assert r.cost(lay.evidence[0]) == COUNTER.count("[来源: memory] 用户上周下单。") + 1
+    assert out.tokens <= r.overhead(sections) + sum(r.cost(i) for i in items(lay(output)))
 
 
-@pytest.mark.parametrize("budget", [140, 200, 400])
-def test_a_build_in_the_seed_style_stays_within_its_budget(budget: int) -> None:
-    builder = ContextBuilder(
-        [SystemPromptSource("你是助手。" * 3), UserInputSource()],
-        options=BuildOptions(format="text", text_style="seed"))
-    result = builder.build_sync("能退货吗？" * 4, max_tokens=budget)
-    assert "[Output]\n" + SEED_OUTPUT in result.payload["text"]
-    assert "[Task]\n用户问题：\n能退货吗？" in result.payload["text"]
-    assert result.tokens == COUNTER.count(result.payload["text"]) <= budget
-
-
-def test_a_bad_style_is_a_config_error() -> None:
+def test_bad_style_options_are_config_errors() -> None:
+    for kwargs in ({"style": "go"}, {"language": "fr"}, {"overflow": "cut"}):
+        with pytest.raises(ConfigError):
+            TextRenderer(COUNTER, **kwargs)  # type: ignore[arg-type]
     with pytest.raises(ConfigError, match="text_style"):
-        BuildOptions(text_style="fancy")  # type: ignore[arg-type]
-    with pytest.raises(ConfigError, match="style"):
-        TextRenderer(COUNTER, style="fancy")  # type: ignore[arg-type]
+        BuildOptions(format="text", text_style="go")  # type: ignore[arg-type]
+
+
+def test_seed_style_through_the_builder() -> None:
+    b = ContextBuilder([SystemPromptSource("You are Atlas."), UserInputSource()],
+                       options=BuildOptions(format="text", text_style="seed",
+                                            text_language="en"))
+    r = b.build_sync("And the refund?", max_tokens=300, now=0.0)
+    assert f"[Task]\n{SEED_LABELS['en']['task']}\nAnd the refund?" in r.text
+    assert f"[Output]\n{SEED_OUTPUT['en']}" in r.text
+    assert r.tokens == COUNTER.count(r.text) <= 300
+    cutting = ContextBuilder([UserInputSource()], options=BuildOptions(
+        format="text", text_overflow="sections"))
+    assert isinstance(cutting.renderer, TextRenderer)
+    assert cutting.renderer.overflow == "sections" and not cutting.renderer.seed
+
+
+def long_layout() -> list[ContextItem]:
+    hist = [ContextItem(id=f"m{i}", source="history", content=f"turn {i} " + "word " * 40,
+                        kind="message", role="user", seq=i, tier=Tier.P0) for i in range(6)]
+    ev = [ContextItem(id="ev", source="rag", content="fact " * 60, kind="evidence",
+                      tier=Tier.P0)]
+    return [*items(lay())[:1], *hist, *ev, *items(lay())[-1:]]
+
+
+def test_sections_overflow_cuts_context_first_where_drop_fails() -> None:
+    """Everything pinned and over budget: dropping cannot help, the seed's order can."""
+    included = long_layout()
+    total = TextRenderer(COUNTER, order="gssc").render(place(included)).tokens - 100
+    cutter = TextRenderer(COUNTER, order="gssc", overflow="sections")
+    rendered, kept = render_within(cutter, place, included, total, {})
+    text = rendered.payload["text"]
+    assert rendered.tokens == COUNTER.count(text) <= total
+    assert len(kept) == len(included)
+    assert "…[section truncated]" in text
+    assert "[Task]\nAnd the refund?" in text and "[Role & Policies]\nYou are Atlas." in text
+    assert "turn 5" not in text  # [Context], cut first, lost its end
+    assert rendered.prefix_tokens > 0
+    with pytest.raises(BudgetError):
+        render_within(TextRenderer(COUNTER, order="gssc"), place, included, total, {})
+
+
+def test_sections_overflow_leaves_a_fitting_text_alone() -> None:
+    included = long_layout()
+    r = TextRenderer(COUNTER, overflow="sections")
+    total = r.render(place(included)).tokens
+    rendered, _ = render_within(r, place, included, total, {})
+    assert rendered == r.render(place(included))
+    assert "truncated" not in rendered.payload["text"]
+    assert r.cut(rendered, total - 10) is not None
+    assert TextRenderer(COUNTER).cut(rendered, total - 10) is None

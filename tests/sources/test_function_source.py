@@ -1,62 +1,66 @@
-"""A plain function as a source (the seed's callback gatherers): sync or async, text, mappings
-or items, and a failing function degrades the build and is named in the report."""
+"""FunctionSource: a plain function (sync or async) as a source, the seed's callback gatherer."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-
 import pytest
 
-from loomctx.builder import ContextBuilder
+from loomctx.builder import BuildOptions, ContextBuilder
 from loomctx.errors import ConfigError
 from loomctx.items import ContextItem, Tier
 from loomctx.sources.function import FunctionSource
 from loomctx.sources.static import SystemPromptSource, UserInputSource
 
-Collect = Callable[..., Sequence[ContextItem]]
+FACTS = {"refund": "Refunds take 5 days.", "lyon": "The Lyon depot closes at 18:00."}
 
 
-def test_a_sync_function_gets_the_query_and_its_results_become_items(collect: Collect) -> None:
-    seen: list[tuple[str, int]] = []
-
-    def rag(query: str, top_k: int) -> list[object]:
-        seen.append((query, top_k))
-        return ["Returns take 7 days.", {"content": "Refunds go to the card.", "score": 0.9,
-                                         "id": "doc-2", "metadata": {"url": "u"}}, "extra"]
-
-    items = collect(FunctionSource(rag, name="rag", limit=2), "refund?")
-    assert seen == [("refund?", 2)]
-    assert [(i.id, i.source, i.kind, i.tier, i.priority) for i in items] == [
-        ("rag:0", "rag", "evidence", Tier.P2, 0.5), ("doc-2", "rag", "evidence", Tier.P2, 0.9)]
-    assert items[1].metadata == {"url": "u"}
+def lookup(request) -> list[str]:  # type: ignore[no-untyped-def]
+    return [text for word, text in FACTS.items() if word in request.query.lower()]
 
 
-def test_an_async_function_works_too(collect: Collect) -> None:
-    async def memory(query: str, limit: int) -> list[str]:
-        return [f"remembered about {query}"]
-
-    (item,) = collect(FunctionSource(memory, name="memory", kind="state", tier=Tier.P1), "x")
-    assert (item.content, item.kind, item.tier) == ("remembered about x", "state", Tier.P1)
+async def alookup(request) -> list[ContextItem]:  # type: ignore[no-untyped-def]
+    return [ContextItem(id="own", source="elsewhere", content="Async fact about refunds.",
+                        kind="evidence")]
 
 
-@pytest.mark.parametrize("returns", [None, "one string", [{"text": 3}], [{"content": "a",
-                                                                          "score": 7}], [42]])
-def test_a_function_that_fails_or_returns_junk_degrades_the_build(returns: object) -> None:
-    def bad(query: str, limit: int) -> object:
-        return returns
-
-    builder = ContextBuilder([SystemPromptSource("Be brief."), UserInputSource(),
-                              FunctionSource(bad, name="rag")])  # type: ignore[arg-type]
-    result = builder.build_sync("hi there", max_tokens=500)
-    assert result.payload["messages"][-1] == {"role": "user", "content": "hi there"}
-    (failed,) = result.report.failed_sources
-    assert failed.name == "rag"
+def builder(*sources: FunctionSource) -> ContextBuilder:
+    return ContextBuilder([SystemPromptSource("You are Atlas."), UserInputSource(), *sources],
+                          options=BuildOptions(format="text"))
 
 
-def test_bad_options_are_config_errors() -> None:
-    with pytest.raises(ConfigError, match="fn"):
-        FunctionSource("nope", name="rag")  # type: ignore[arg-type]
+def test_a_sync_function_gathers_for_the_query() -> None:
+    r = builder(FunctionSource("facts", lookup)).build_sync("When is my refund?",
+                                                           max_tokens=300, now=0.0)
+    assert "Refunds take 5 days." in r.text and "Lyon" not in r.text
+    [row] = [i for i in r.report.items if i.source == "facts"]
+    assert row.included
+
+
+def test_an_async_function_and_items_keep_their_fields_under_the_source_name() -> None:
+    r = builder(FunctionSource("mem", alookup)).build_sync("refunds?", max_tokens=300, now=0.0)
+    assert "Async fact about refunds." in r.text
+    assert [i.source for i in r.report.items if i.id == "own"] == ["mem"]
+
+
+def test_a_failing_or_malformed_function_degrades_the_build_and_is_named() -> None:
+    def broken(request):  # type: ignore[no-untyped-def]
+        raise RuntimeError("lookup service down")
+
+    r = builder(FunctionSource("broken", broken),
+                FunctionSource("odd", lambda req: "not a list")).build_sync(
+        "refund?", max_tokens=300, now=0.0)
+    failed = {s.name: s.error for s in r.report.failed_sources}
+    assert "lookup service down" in (failed["broken"] or "")
+    assert "return a list" in (failed["odd"] or "")
+    assert "refund?" in r.text
+
+
+def test_bad_arguments_are_config_errors() -> None:
+    with pytest.raises(ConfigError, match="callable"):
+        FunctionSource("x", "not a function")  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match="'message'"):
+        FunctionSource("x", lookup, kind="message")
+    with pytest.raises(ConfigError, match="priority"):
+        FunctionSource("x", lookup, priority=2.0)
     with pytest.raises(ConfigError, match="name"):
-        FunctionSource(lambda q, n: [], name=" ")
-    with pytest.raises(ConfigError, match="limit"):
-        FunctionSource(lambda q, n: [], name="rag", limit=0)
+        FunctionSource("", lookup)
+    assert FunctionSource("x", lookup, tier=Tier.P1).tier is Tier.P1

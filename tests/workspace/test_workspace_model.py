@@ -101,3 +101,17 @@ def test_saving_again_replaces_not_duplicates() -> None:
     back = WorkSpace.load(store, S1)
     assert len(back) == 3 and back.notes["persona2"].content == "changed"
     assert back.notes["persona2"].review_status == "approved"
+
+
+def test_an_underscored_type_is_the_note_s_own_not_the_seed_s_id_rule() -> None:
+    """The seed derives a type from an id (before the first ``_``): ``hit_point2`` would be
+    ``hit``. A note carries its type, so numbering, @refs and a reload keep ``hit_point``."""
+    ws = WorkSpace()
+    ws.add_note("hit_point", "a")
+    note = ws.add_note("hit_point", "b")
+    assert (note.id, note.type) == ("hit_point2", "hit_point")
+    assert [n.type for _, n in ws.resolve("see @hit_point2") if n] == ["hit_point"]
+    store = InMemoryStore()
+    ws.save(store, S1)
+    again = WorkSpace.load(store, S1)
+    assert again.add_note("hit_point", "c").id == "hit_point3"
