@@ -19,7 +19,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from loomctx.stores.protocol import MemoryRecord, Scope
+from loomctx.stores.protocol import Level, MemoryRecord, Scope
 
 _LEVEL_CODES = {"L1": 0, "L2": 1, "L3": 2, "L4": 3}
 _JOIN = "FROM vectors v JOIN records r ON r.pk = v.pk"
@@ -99,7 +99,7 @@ class VectorIndex:
         levels[:n] = self._levels[:n]
         self._matrix, self._scope, self._levels = matrix, scope, levels
 
-    def set_level(self, pks: list[int], level: str) -> None:
+    def set_level(self, pks: list[int], level: Level) -> None:
         rows = self._row_of()
         code = _LEVEL_CODES[level]
         records = self._records
