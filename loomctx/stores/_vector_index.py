@@ -4,20 +4,30 @@ Reading 100k blobs back from SQLite takes about a second; a matrix product over 
 of milliseconds. So the store loads every vector once into one float32 matrix, with the scope and
 filter columns (tenant, agent, session, level) as small integer codes, and searches that until
 the data changes. Rows are named by the records' ``pk``; every search is masked to one scope.
+
+The records a search returns are kept with the index too (:meth:`VectorIndex.records`): reading
+and decoding a search's 256 rows (two JSON columns each) cost more than the matrix product over
+100k vectors, and successive searches of one session return mostly the same records. They follow
+the index's life: the store's own level changes update them, anything else drops them with it.
 """
 
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Callable
+from dataclasses import replace
 
 import numpy as np
 
-from loomctx.stores.protocol import Scope
+from loomctx.stores.protocol import Level, MemoryRecord, Scope
 
 _LEVEL_CODES = {"L1": 0, "L2": 1, "L3": 2, "L4": 3}
 _JOIN = "FROM vectors v JOIN records r ON r.pk = v.pk"
 _FETCH = 4096
 _COLUMNS = ("tenant", "agent", "session")
+RECORDS_MAX = 50_000
+"""Decoded records kept with the index; past this many they are all read again (bounded memory,
+well above what one session's searches return between two changes of the data)."""
 
 
 class VectorIndex:
@@ -38,6 +48,7 @@ class VectorIndex:
         self._scope = np.empty((0, len(_COLUMNS)), dtype=np.int32)
         self._levels = np.empty(0, dtype=np.int8)
         self._rows: dict[int, int] | None = None
+        self._records: dict[int, MemoryRecord] = {}
 
     @property
     def dim(self) -> int | None:
@@ -88,13 +99,29 @@ class VectorIndex:
         levels[:n] = self._levels[:n]
         self._matrix, self._scope, self._levels = matrix, scope, levels
 
-    def set_level(self, pks: list[int], level: str) -> None:
+    def set_level(self, pks: list[int], level: Level) -> None:
         rows = self._row_of()
         code = _LEVEL_CODES[level]
+        records = self._records
         for pk in pks:
             r = rows.get(pk)
             if r is not None:
                 self._levels[r] = code
+            known = records.get(pk)
+            if known is not None and known.level != level:
+                records[pk] = replace(known, level=level)
+
+    def records(self, pks: list[int],
+                read: Callable[[list[int]], dict[int, MemoryRecord]]) -> dict[int, MemoryRecord]:
+        """The records of ``pks`` (those that exist): kept ones as kept, the rest from ``read``
+        (one query for all of them), kept from now on."""
+        known = self._records
+        missing = [pk for pk in pks if pk not in known]
+        fresh = read(missing) if missing else {}
+        if len(known) + len(fresh) > RECORDS_MAX:
+            known.clear()
+        known.update(fresh)
+        return {pk: r for pk in pks if (r := known.get(pk) or fresh.get(pk)) is not None}
 
     @classmethod
     def load(cls, conn: sqlite3.Connection, data_version: int) -> VectorIndex:

@@ -305,7 +305,7 @@ class SQLiteStore:
             if not index.pks or not limit:
                 return []
             best = index.search(query, limit, scope, level)
-            found = fetch(conn, [pk for pk, _ in best])
+            found = index.records([pk for pk, _ in best], lambda pks: fetch(conn, pks))
         return rec.top(((found[pk], s) for pk, s in best if pk in found), limit)
 
     def _vector_index(self, conn: sqlite3.Connection) -> VectorIndex:

@@ -51,3 +51,50 @@ def test_replacing_a_record_reloads_the_index(tmp_path):
     [best] = store.search_vector(q, limit=1, scope=TENANT)
     assert best.record.id == "r0" and best.score > 0.999
     store.close()
+
+
+def test_a_repeated_search_reads_no_rows_again(tmp_path, monkeypatch):
+    """The records a search returned are kept with the index: the next search of the same
+    records decodes nothing from SQLite (the cost that grew with every build)."""
+    import loomctx.stores.sqlite as sqlite_store
+
+    rng = np.random.default_rng(2)
+    store = SQLiteStore(tmp_path / "k.db")
+    store.put(_recs(0, 40), _unit(rng, 40))
+    q = _unit(rng, 1)[0]
+    first = store.search_vector(q, limit=10, scope=TENANT)
+    read: list[int] = []
+    real = sqlite_store.fetch
+    monkeypatch.setattr(sqlite_store, "fetch", lambda conn, pks: read.extend(pks)
+                        or real(conn, pks))
+    again = store.search_vector(q, limit=10, scope=TENANT)
+    assert read == []
+    assert [(h.record, h.score) for h in again] == [(h.record, h.score) for h in first]
+    wider = store.search_vector(q, limit=15, scope=TENANT)
+    assert len(read) == 5 and [h.record.id for h in wider[:10]] == [h.record.id
+                                                                     for h in first]
+    store.close()
+
+
+def test_kept_records_follow_level_changes_and_other_writers(tmp_path):
+    """A kept record shows the level the store's own ``set_level`` gave it, and a write by
+    another connection (a replaced text) is read again, never served stale."""
+    rng = np.random.default_rng(3)
+    path = tmp_path / "f.db"
+    store = SQLiteStore(path)
+    vecs = _unit(rng, 20)
+    store.put(_recs(0, 20), vecs)
+    q = vecs[0]
+    [hit] = store.search_vector(q, limit=1, scope=TENANT)
+    assert (hit.record.id, hit.record.level) == ("r0", "L1")
+    store.set_level(["r0"], "L4", scope=TENANT)
+    [hit] = store.search_vector(q, limit=1, scope=TENANT)
+    assert hit.record.level == "L4"
+    assert store.search_vector(q, limit=1, scope=TENANT, level="L1")[0].record.id != "r0"
+    other = SQLiteStore(path)
+    other.put([MemoryRecord(id="r0", content="rewritten", agent="a", session="s",
+                            level="L2")], q[None, :])
+    other.close()
+    [hit] = store.search_vector(q, limit=1, scope=TENANT)
+    assert (hit.record.content, hit.record.level) == ("rewritten", "L2")
+    store.close()
