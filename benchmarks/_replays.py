@@ -359,5 +359,17 @@ def locomo(path: str | Path, turns: int = 50, sample: int = 0) -> Replay:
     return replay.head(turns)
 
 
-__all__ = ["LOCOMO_PROMPT", "SYSTEM_PROMPT", "TOOLS", "Question", "Replay", "locomo",
-           "tool_agent"]
+def context_text(payload: dict[str, Any]) -> str:
+    """Every text of a request's messages, for the verbatim gold check."""
+    parts: list[str] = []
+    for msg in payload.get("messages", []):
+        content = msg.get("content")
+        if isinstance(content, str):
+            parts.append(content)
+        elif isinstance(content, list):
+            parts.extend(str(p.get("text", "")) for p in content if isinstance(p, dict))
+    return "\n\n".join(parts)
+
+
+__all__ = ["LOCOMO_PROMPT", "SYSTEM_PROMPT", "TOOLS", "Question", "Replay", "context_text",
+           "locomo", "tool_agent"]

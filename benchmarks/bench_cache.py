@@ -29,7 +29,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from _replays import Replay, locomo, tool_agent
+from _replays import Replay, context_text, locomo, tool_agent
 
 HERE = Path(__file__).resolve().parent
 DEFAULT_LOCOMO = HERE.parent / ".." / "shared" / "data" / "locomo" / "locomo10.json"
@@ -37,18 +37,6 @@ MODEL = "gpt-4o"
 BUDGETS = (4000, 16000, 128000)
 QUICK_TURNS = 12
 _MESSAGE_KEYS = ("id", "timestamp", "tool_calls", "tool_call_id", "name")
-
-
-def _context_text(payload: dict[str, Any]) -> str:
-    """Every text of a request's messages, for the verbatim gold check."""
-    parts: list[str] = []
-    for msg in payload.get("messages", []):
-        content = msg.get("content")
-        if isinstance(content, str):
-            parts.append(content)
-        elif isinstance(content, list):
-            parts.extend(str(p.get("text", "")) for p in content if isinstance(p, dict))
-    return "\n\n".join(parts)
 
 
 class LoomctxRun:
@@ -147,7 +135,7 @@ def replay_one(replay: Replay, system: Any, budget: int, counter: Any) -> dict[s
         payload, ids, _ = system.ask(q.text, budget)
         gold = [(g, texts[g]) for g in q.gold]
         # The budget is held on the request's own gpt-4o count below, not on cl100k here.
-        recalls.append(score_build(_context_text(payload), ids, gold, sys.maxsize).recall)
+        recalls.append(score_build(context_text(payload), ids, gold, sys.maxsize).recall)
     return {
         "replay": replay.name, "budget": budget, "system": system.name,
         "builds": len(series), "mean_reuse": round(reuse["mean"], 4),

@@ -26,20 +26,10 @@ import time
 from pathlib import Path
 from typing import Any
 
+from _replays import context_text
+
 HERE = Path(__file__).resolve().parent
 MODEL = "cl100k_base"
-
-
-def context_text(payload: dict[str, Any]) -> str:
-    """Every text of a request's messages, for the verbatim gold check."""
-    parts: list[str] = []
-    for msg in payload.get("messages", []):
-        content = msg.get("content")
-        if isinstance(content, str):
-            parts.append(content)
-        elif isinstance(content, list):
-            parts.extend(str(p.get("text", "")) for p in content if isinstance(p, dict))
-    return "\n\n".join(parts)
 
 
 def conversations(data: Path, wanted: set[int]) -> list[tuple[int, list[Any]]]:

@@ -30,6 +30,7 @@ from loomctx.errors import (
     RateLimitError,
     SourceError,
     StoreError,
+    ToolError,
 )
 
 if TYPE_CHECKING:
@@ -336,6 +337,7 @@ __all__ = [
     "TieredMemory",
     "TokenCounter",
     "Tool",
+    "ToolError",
     "ToolFinished",
     "ToolOutcome",
     "ToolRegistry",

@@ -144,4 +144,5 @@ __all__ = [
     "RateLimitError",
     "SourceError",
     "StoreError",
+    "ToolError",
 ]
