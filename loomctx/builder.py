@@ -19,7 +19,7 @@ prompt cache warm (see :mod:`loomctx.compress.history`).
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -35,8 +35,8 @@ from loomctx.events import BuildCompleted, EventSink, NullSink
 from loomctx.items import ContextItem, fingerprint
 from loomctx.options import BuildOptions
 from loomctx.render.chat import EVIDENCE_HEADER
-from loomctx.render.layout import layout
-from loomctx.render.protocol import Rendered, Renderer
+from loomctx.render.layout import LayoutOnce, layout
+from loomctx.render.protocol import Layout, Rendered, Renderer
 from loomctx.render.registry import formats, renderer_for
 from loomctx.render.verify import render_within, reused_parts, reused_prefix
 from loomctx.report import BuildReport, build_report
@@ -206,11 +206,11 @@ class ContextBuilder:
         st.timings["compress"] = (time.perf_counter() - t) * 1000
 
         t = time.perf_counter()
-        rendered, st.included = render_within(
-            self.renderer, lambda its: layout(its, self.options.output_instructions),
-            st.included, alloc.total, st.reasons)
+        place = LayoutOnce(self.options.output_instructions)
+        rendered, st.included = render_within(self.renderer, place, st.included, alloc.total,
+                                              st.reasons)
         if st.turn:
-            self._remember(st)
+            self._remember(st, place)
         reused = reused_prefix(self.renderer, self._last_payload, rendered.payload,
                                rendered.tokens)
         parts = reused_parts(self._last_payload, rendered.payload)
@@ -218,8 +218,7 @@ class ContextBuilder:
         st.timings["render"] = (time.perf_counter() - t) * 1000
         st.timings["total"] = (time.perf_counter() - t0) * 1000
 
-        report = build_report(st, self.sources, rendered, self.tokenizer, reused,
-                              lambda its: layout(its, self.options.output_instructions),
+        report = build_report(st, self.sources, rendered, self.tokenizer, reused, place,
                               reused_parts=parts)
         self.events.emit(BuildCompleted(tenant=self.tenant, session=self.session,
                                         tokens=rendered.tokens, reused_prefix_tokens=reused,
@@ -238,12 +237,13 @@ class ContextBuilder:
             role="system", message={"role": "system", "content": EVIDENCE_HEADER},
             metadata={NOTE: ()}))
 
-    def _remember(self, st: BuildState) -> None:
+    def _remember(self, st: BuildState, place: Callable[[Sequence[ContextItem]], Layout],
+                  ) -> None:
         """Keep a wide question's evidence, as rendered, in place for the next turns: a recall
         note after the newest history message shown, so the next request repeats it byte for
         byte (:mod:`loomctx.select.window`). Only when the window's room still holds it and the
         next step's messages: a note must never be what makes the window compact."""
-        lay = layout(st.included, self.options.output_instructions)
+        lay = place(st.included)
         evidence = [it for it in lay.evidence if it.kind != "custom"]
         if not st.recall_wide or not evidence or not lay.history or not st.window_start:
             return  # a small pool stays volatile: kept, it would fill the window sooner

@@ -21,6 +21,8 @@ from loomctx.text.messages import content_text
 from loomctx.tokens.chat import ChatCounter
 
 EVIDENCE_HEADER = "Context for this turn (state and retrieved evidence):"
+SIZES_MAX = 500_000
+"""History messages whose token counts a renderer keeps (cleared whole past it)."""
 
 
 def _system_text(layout: Layout) -> str:
@@ -71,6 +73,21 @@ class OpenAIRenderer:
         _check_placement(placement)
         self.chat = chat
         self.placement = placement
+        self._sizes: dict[int, tuple[Any, int]] = {}
+        """id of a history message → (the message, its tokens): a turn re-renders the
+        same stored messages, so each is counted once, not on every build."""
+
+    def _history_tokens(self, msg: Any) -> int:
+        """``chat.message(msg)`` for a stored history message, cached by its identity
+        (stored messages are not changed in place; the builder's costs rely on it too)."""
+        hit = self._sizes.get(id(msg))
+        if hit is not None and hit[0] is msg:
+            return hit[1]
+        n = self.chat.message(msg)
+        if len(self._sizes) >= SIZES_MAX:
+            self._sizes.clear()
+        self._sizes[id(msg)] = (msg, n)
+        return n
 
     def cost(self, item: ContextItem) -> int:
         if item.kind == "message":
@@ -104,14 +121,28 @@ class OpenAIRenderer:
         summary = _summary_text(layout)
         if summary:
             messages.append({"role": "system", "content": summary})
-        messages.extend(dict(i.message or {"role": i.role, "content": i.content})
-                        for i in layout.history)
+        others = list(messages)  # counted on every build; the history's are cached
+        history_tokens = 0
+        for i in layout.history:
+            if i.message is not None:
+                messages.append(dict(i.message))
+                history_tokens += self._history_tokens(i.message)
+            else:
+                messages.append({"role": i.role, "content": i.content})
+                others.append(messages[-1])
         volatile = _volatile_text(layout)
         if volatile:
             messages.append({"role": "system", "content": volatile})
-        messages.extend(_input_message(i) for i in layout.input)
-        messages = place(messages, self.placement, lead=bool(system) + bool(summary))
-        tools = [i.metadata["schema"] for i in layout.tools]
+            others.append(messages[-1])
+        for i in layout.input:
+            messages.append(_input_message(i))
+            others.append(messages[-1])
+        if self.placement == "system":  # stored history messages counted once (cached)
+            tokens = self.chat.messages(others, tools_of(layout)) + history_tokens
+        else:  # a strict placement rearranges the messages: count what is sent
+            messages = place(messages, self.placement, lead=bool(system) + bool(summary))
+            tokens = self.chat.messages(messages, tools_of(layout))
+        tools = tools_of(layout)
         payload: dict[str, Any] = {"messages": messages}
         if tools:
             payload["tools"] = tools
@@ -120,9 +151,14 @@ class OpenAIRenderer:
         prefix_msgs = messages[:1] if system and messages[0]["content"] == system else []
         prefix_tokens = self.chat.tools(tools) + sum(self.chat.message(m) for m in prefix_msgs)
         return Rendered(
-            format=self.format, payload=payload, tokens=self.chat.messages(messages, tools),
+            format=self.format, payload=payload, tokens=tokens,
             prefix_tokens=prefix_tokens, prefix_hash=stable_hash([tools, prefix_msgs]),
         )
+
+
+def tools_of(layout: Layout) -> list[dict[str, Any]]:
+    """The OpenAI tool schemas of a layout, in order."""
+    return [i.metadata["schema"] for i in layout.tools]
 
 
 def _anthropic_tool(schema: dict[str, Any]) -> dict[str, Any]:

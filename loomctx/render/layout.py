@@ -29,10 +29,29 @@ def layout(included: Sequence[ContextItem], output: str = "") -> Layout:
     return lay
 
 
+class LayoutOnce:
+    """:func:`layout` for one build, done once for the same items: a build places its final
+    items to render them, to keep a recall note and for its report; the same list of the same
+    objects gets the same :class:`Layout` (which its readers do not change)."""
+
+    def __init__(self, output: str = "") -> None:
+        self.output = output
+        self._last: tuple[list[ContextItem], Layout] | None = None
+
+    def __call__(self, included: Sequence[ContextItem]) -> Layout:
+        last = self._last
+        if last is not None and len(last[0]) == len(included) and all(
+                a is b for a, b in zip(last[0], included, strict=True)):
+            return last[1]
+        lay = layout(included, self.output)
+        self._last = (list(included), lay)
+        return lay
+
+
 def in_order(lay: Layout) -> list[ContextItem]:
     """The items of a layout in the order they are rendered (the report's positions)."""
     return [*lay.tools, *lay.system, *lay.summary, *lay.history, *lay.state, *lay.evidence,
             *lay.input]
 
 
-__all__ = ["in_order", "layout"]
+__all__ = ["LayoutOnce", "in_order", "layout"]

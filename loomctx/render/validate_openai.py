@@ -48,7 +48,13 @@ def _openai_content(where: str, content: Any, *, allow_none: bool) -> list[str]:
     return problems
 
 
+_PLAIN_ROLES = frozenset({"system", "developer", "user", "assistant"})
+
+
 def _openai_message(i: int, msg: Any) -> list[str]:
+    if type(msg) is dict and type(msg.get("content")) is str \
+            and msg.get("role") in _PLAIN_ROLES and "tool_calls" not in msg:
+        return []  # the usual message, text only: nothing below can object to it
     where = _at(i, msg)
     if not isinstance(msg, Mapping):
         return [f"{where}: {msg!r:.60} is not a message object"]
@@ -109,6 +115,9 @@ def _openai_sequence(messages: list[Any]) -> list[str]:
     i = 0
     while i < len(messages):
         msg = messages[i]
+        if type(msg) is dict and "tool_calls" not in msg and msg.get("role") != "tool":
+            i += 1  # neither a call block nor a result: nothing to pair
+            continue
         ids = _call_ids(msg)
         if not ids:
             if isinstance(msg, Mapping) and msg.get("role") == "tool":

@@ -165,6 +165,14 @@ class Tenants:
         self._build_bytes: dict[str, int] = {}
         self._heads: dict[str, dict[str, set[str]]] = {}
         """tenant → chain hash → the sessions whose stored messages end there."""
+        self._resends: dict[str, Resends] = {}
+
+    def resends(self, tenant: str) -> Resends:
+        """The tenant's memory of its latest whole-conversation requests (their hashes)."""
+        found = self._resends.get(tenant)
+        if found is None:
+            found = self._resends[tenant] = Resends()
+        return found
 
     def sessions(self, tenant: str) -> dict[str, Conversation]:
         return self._sessions.setdefault(tenant, OrderedDict())
@@ -311,9 +319,64 @@ def hashes(start: str, messages: Sequence[Mapping[str, Any]]) -> list[str]:
     return out
 
 
+RESENDS_KEPT = 32
+"""Whole-conversation requests a tenant's :class:`Resends` remembers (least recent forgotten)."""
+
+
+class Resends:
+    """The chain hashes of a tenant's latest whole-conversation requests, so that the next
+    request of the same conversation (the last one sent back with the reply and a new message)
+    hashes only what it adds: its leading messages that equal, as parsed JSON, the messages of
+    a remembered request have that request's hashes. The rest are hashed as :func:`hashes`
+    does, so the result is the same, in time proportional to what is new.
+
+    Keyed by the chain's seed and its first message's hash (conversations that begin alike
+    share a slot: the longest equal prefix wins); at most :data:`RESENDS_KEPT` requests are
+    kept, each as the list of its message objects (shared with the request, not copied).
+    """
+
+    def __init__(self, kept: int = RESENDS_KEPT) -> None:
+        self.kept = kept
+        self._recent: OrderedDict[tuple[str, str], list[tuple[list[Any], list[str]]]] = \
+            OrderedDict()
+
+    def hashes(self, start: str, messages: Sequence[Mapping[str, Any]]) -> list[str]:
+        """``hashes(start, messages)``, reusing the longest remembered equal prefix."""
+        if not messages:
+            return []
+        first = hashes(start, messages[:1])
+        key = (start, first[0])
+        slot = self._recent.get(key, [])
+        best, best_n = None, 1
+        for entry in slot:
+            sent = entry[0]
+            top = min(len(sent), len(messages))
+            if sent[:top] == messages[:top]:  # the usual case, compared in one C loop
+                n = max(1, top)
+            else:
+                n = 1
+                while n < top and sent[n] == messages[n]:
+                    n += 1
+            if n > best_n or best is None:
+                best, best_n = entry, n
+        if best is None:
+            out = first + hashes(first[0], messages[1:])
+        else:
+            known = best[1][:best_n]
+            out = known + hashes(known[-1], messages[best_n:])
+            slot.remove(best)
+        slot.append((list(messages), out))
+        del slot[:-4]  # a few conversations per first message
+        self._recent[key] = slot
+        self._recent.move_to_end(key)
+        while len(self._recent) > self.kept:
+            self._recent.popitem(last=False)
+        return out
+
+
 def new_id(prefix: str) -> str:
     return f"{prefix}{uuid.uuid4().hex[:16]}"
 
 
-__all__ = ["CHARS_PER_TOKEN", "BuildRecord", "Conversation", "RequestTools", "Tenants", "Usage",
-           "hashes", "new_id", "seed", "text_size"]
+__all__ = ["CHARS_PER_TOKEN", "RESENDS_KEPT", "BuildRecord", "Conversation", "RequestTools",
+           "Resends", "Tenants", "Usage", "hashes", "new_id", "seed", "text_size"]

@@ -138,7 +138,7 @@ class Service:
                 raise InputError(f"session {session_id!r} builds {conv.format} requests: "
                                  f"use its endpoint, or another session id", where="session")
             return conv, list(messages), None, False
-        chained = hashes(seed(system), messages)
+        chained = self.tenants.resends(tenant).hashes(seed(system), messages)
         found = self.tenants.find(tenant, chained)
         if found is not None and found[0].format == fmt and \
                 found[0].session.state is not SessionState.ENDED:

@@ -44,6 +44,8 @@ class InMemoryStore:
         self._total_length = 0
         self._vectors: dict[Key, np.ndarray] = {}
         self._matrix: tuple[list[Key], np.ndarray] | None = None
+        self._spare: np.ndarray | None = None
+        """The buffer ``_matrix``'s array is the head of, with room for the next vectors."""
         self._embed_cache: dict[tuple[str, str, str], np.ndarray] = {}
 
     # -- writes -------------------------------------------------------------------------------
@@ -54,9 +56,12 @@ class InMemoryStore:
             self._check_open()
             cleaned, rows = rec.prepare_put(records, vectors, self._dim())
             # Validation is over: nothing below can fail half-way.
+            appended = self._matrix is not None  # only new keys: the matrix grows in place
+            added: list[Key] = []
             for i, record in enumerate(cleaned):
                 key = rec.key(record)
-                self._remove(key)
+                if self._remove(key):
+                    appended = False
                 self._records[key] = record
                 self._by_id.setdefault(record.id, set()).add(key)
                 counts = Counter(tokenize(record.content))
@@ -68,7 +73,30 @@ class InMemoryStore:
                 self._total_length += length
                 if rows is not None:
                     self._vectors[key] = rows[i]
-            self._matrix = None
+                    added.append(key)
+            if not appended:
+                self._matrix = None
+            elif added:
+                self._grow(added)
+
+    def _grow(self, added: list[Key]) -> None:
+        """Append the vectors of ``added`` (new keys, the last of ``_vectors``) to the search
+        matrix, in a buffer with room to spare: a turn's few messages cost their own rows,
+        not a copy of every stored vector. The matrix is the one a rebuild would make."""
+        if self._matrix is None:
+            return
+        keys, matrix = self._matrix
+        rows = np.stack([self._vectors[k] for k in added])
+        n, k = len(keys), len(added)
+        spare = self._spare
+        if spare is None or matrix.base is not spare or n + k > spare.shape[0] \
+                or spare.dtype != np.result_type(matrix, rows) or spare.shape[1:] != rows.shape[1:]:
+            spare = np.empty((max(64, 2 * (n + k)), *rows.shape[1:]),
+                             dtype=np.result_type(matrix, rows))
+            spare[:n] = matrix
+            self._spare = spare
+        spare[n:n + k] = rows
+        self._matrix = ([*keys, *added], spare[:n + k])
 
     @property
     def dims(self) -> int | None:

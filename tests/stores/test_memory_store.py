@@ -55,3 +55,38 @@ def test_bm25_scores_are_the_pipelines_bm25() -> None:
         assert hits.keys() == {f"r{i}" for i, s in enumerate(expected) if s > 0}, query
         for rid, score in hits.items():
             assert score == pytest.approx(float(expected[int(rid[1:])]), rel=1e-5), (query, rid)
+
+
+def test_vector_search_grows_its_matrix_and_finds_what_a_rebuild_finds() -> None:
+    """Records added after a search join the search matrix in place (no copy of every stored
+    vector per put); replaced and deleted ones rebuild it. Hits equal a fresh store's."""
+    import numpy as np
+
+    rng = np.random.default_rng(7)
+    grown, fresh = InMemoryStore(), InMemoryStore()
+    recs = [MemoryRecord(id=f"r{i}", content=f"memory {i}") for i in range(300)]
+    vecs = rng.standard_normal((300, 8)).astype(np.float32)
+    query = rng.standard_normal(8).astype(np.float32)
+    grown.put(recs[:10], vecs[:10])
+    grown.search_vector(query, scope=TENANT, limit=5)
+    buffers = set()
+    for i in range(10, 300, 7):  # a search between puts, as turns do
+        grown.put(recs[i:i + 7], vecs[i:i + 7])
+        grown.search_vector(query, scope=TENANT, limit=5)
+        assert grown._matrix is not None
+        matrix = grown._matrix[1]
+        assert matrix.base is not None and matrix.base.shape[0] >= matrix.shape[0]
+        buffers.add(id(matrix.base))
+    assert len(buffers) < 10  # appended into spare room, reallocated only as it doubles
+    fresh.put(recs, vecs)
+    for store in (grown, fresh):
+        store.put([MemoryRecord(id="r3", content="replaced")], vecs[3:4] * -1)
+        store.delete(["r5"], scope=TENANT)
+        store.put([MemoryRecord(id="late", content="late")], vecs[6:7])
+    for limit in (1, 20, 400):
+        want = fresh.search_vector(query, scope=TENANT, limit=limit)
+        got = grown.search_vector(query, scope=TENANT, limit=limit)
+        assert [(h.record.id, h.score) for h in got] == [(h.record.id, h.score) for h in want]
+    assert grown._matrix is not None and fresh._matrix is not None
+    assert grown._matrix[0] == fresh._matrix[0]
+    assert np.array_equal(grown._matrix[1], fresh._matrix[1])
