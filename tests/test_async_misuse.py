@@ -88,7 +88,9 @@ def test_every_proper_use_is_silent() -> None:
         closed.close()  # explicitly closed: a decision, not a mistake
         del closed
         gc.collect()
-        assert _contents(s)[1:] == ["one", "two", "three", "four"]
+        stored = _contents(s)[1:]
+        # the two gathered calls run at once (each in a worker thread): either order is right
+        assert stored[:2] == ["one", "two"] and sorted(stored[2:]) == ["four", "three"]
 
 
 def test_the_call_is_a_coroutine_to_asyncio() -> None:
