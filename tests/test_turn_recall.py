@@ -141,6 +141,11 @@ def test_the_window_yields_once_most_of_the_latest_turns_asked_what_is_out_of_vi
     assert reserves[:3] == [0, 0, 0]
     assert reserves[3] == int(0.9 * 0.8 * 2000)
     assert reserves[4] == int(0.9 * 0.8 * 2000)
+    # A question none of whose best matches is in view yields at once.
+    fresh = _session(options=BuildOptions(model="gpt-4o", recall_share=0.8)).builder.window
+    st = _state(1.0, "where?", "n0")
+    st.recall_wide = fresh.wide(st)
+    assert fresh.reserve(st) == int(0.8 * 2000)
     kept = _session(options=BuildOptions(model="gpt-4o", recall_share=0.0)).builder.window
     for i in range(4):
         st = _state(0.9, "where?", f"k{i}")

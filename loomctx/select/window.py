@@ -247,9 +247,10 @@ class TurnWindow:
 
     def reserve(self, st: BuildState) -> int:
         """Tokens a wide question may take from the window: ``recall_share`` of the budget,
-        scaled by its need, once the conversation has turned to what is out of view."""
-        if not st.recall_wide or sum(self._asked[1]) < YIELD_AFTER:
-            return 0
+        scaled by its need, once the conversation has turned to what is out of view, or at
+        once when none of retrieval's best matches is in view."""
+        if not st.recall_wide or (sum(self._asked[1]) < YIELD_AFTER and st.recall_need < 1.0):
+            return 0  # a question none of whose best matches are in view yields at once
         return int(st.recall_need * self.options.recall_share * st.available)
 
     def pool(self, st: BuildState, candidates: Mapping[str, Sequence[ContextItem]],
