@@ -371,7 +371,7 @@ class ContextBuilder:
             if st.turn:
                 placed = self.window.place(st, src.name, items, stable, self._cost)
                 if placed is not None and not window:
-                    st.recall_need = self.window.need(st, _shown(placed))
+                    st.recall_need = self.window.need(st, _shown(placed), self.session)
                     st.recall_wide = self.window.wide(st)
                     reserve = self.window.reserve(st)
                     if reserve > self.options.volatile_share * st.available:

@@ -52,6 +52,8 @@ class BuildState:
     summary: ContextItem | None = None
     recall_need: float = 0.0
     """Turn builds: the share of retrieval's best candidates the history window does not show."""
+    recall_own: bool = False
+    """Turn builds: retrieval's best candidates include the session's own messages."""
     recall_wide: bool = False
     """Turn builds: a question whose best matches are mostly out of view (its evidence is kept
     in place as a recall note)."""

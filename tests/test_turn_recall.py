@@ -145,6 +145,8 @@ def test_the_window_yields_once_most_of_the_latest_turns_asked_what_is_out_of_vi
     fresh = _session(options=BuildOptions(model="gpt-4o", recall_share=0.8)).builder.window
     st = _state(1.0, "where?", "n0")
     st.recall_wide = fresh.wide(st)
+    assert fresh.reserve(st) == 0  # none of them the session's own: knowledge, say
+    st.recall_own = True
     assert fresh.reserve(st) == int(0.8 * 2000)
     kept = _session(options=BuildOptions(model="gpt-4o", recall_share=0.0)).builder.window
     for i in range(4):

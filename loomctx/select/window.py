@@ -225,14 +225,19 @@ class TurnWindow:
                 st.originals[it.id] = it
         return out
 
-    def need(self, st: BuildState, shown: set[str], top: int = 8) -> float:
+    def need(self, st: BuildState, shown: set[str], session: str | None = None,
+             top: int = 8) -> float:
         """How much this turn needs evidence from outside the window: the share of each
         evidence source's best ``top`` candidates that the window does not show (0: what
         retrieval found is all in view; 1: none of it is). The question itself is not
-        counted."""
+        counted. Records whether any of them is this ``session``'s own memory: only then can
+        the window hold what is asked (knowledge and other sessions' memory never are)."""
         asked = {it.id for it in st.candidates.get(INPUT_SOURCE, ())}  # the question itself
-        hits = [it.id not in shown for name in pool_sources(st.candidates)
-                for it in st.candidates[name][:top] if it.id not in asked]
+        best = [it for name in pool_sources(st.candidates) for it in st.candidates[name][:top]
+                if it.id not in asked]
+        st.recall_own = session is not None and any(
+            it.metadata.get("session") == session for it in best)
+        hits = [it.id not in shown for it in best]
         return sum(hits) / len(hits) if hits else 0.0
 
     def wide(self, st: BuildState) -> bool:
@@ -248,9 +253,11 @@ class TurnWindow:
     def reserve(self, st: BuildState) -> int:
         """Tokens a wide question may take from the window: ``recall_share`` of the budget,
         scaled by its need, once the conversation has turned to what is out of view, or at
-        once when none of retrieval's best matches is in view."""
-        if not st.recall_wide or (sum(self._asked[1]) < YIELD_AFTER and st.recall_need < 1.0):
-            return 0  # a question none of whose best matches are in view yields at once
+        once when none of retrieval's best matches is in view and some are the session's own
+        messages."""
+        at_once = st.recall_need >= 1.0 and st.recall_own  # its own past, all out of view
+        if not st.recall_wide or (sum(self._asked[1]) < YIELD_AFTER and not at_once):
+            return 0
         return int(st.recall_need * self.options.recall_share * st.available)
 
     def pool(self, st: BuildState, candidates: Mapping[str, Sequence[ContextItem]],
