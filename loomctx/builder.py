@@ -134,6 +134,7 @@ class ContextBuilder:
         self.window = TurnWindow(self.options, self.tokenizer.counter, self._measure,
                                  self.renderer.cost)
         self._last_payload: dict[str, Any] | None = None
+        self._frame: int | None = None
 
     # -- measure -------------------------------------------------------------------------
     def _measure(self, item: ContextItem) -> int:
@@ -231,11 +232,14 @@ class ContextBuilder:
 
     # -- stages --------------------------------------------------------------------------
     def _note_frame(self) -> int:
-        """What a recall note costs beyond its evidence: its message and header."""
-        return self.renderer.cost(ContextItem(
-            id="recall:frame", source="recall", content=EVIDENCE_HEADER, kind="message",
-            role="system", message={"role": "system", "content": EVIDENCE_HEADER},
-            metadata={NOTE: ()}))
+        """What a recall note costs beyond its evidence: its message and header (the same for
+        every note of this builder's renderer, so measured once)."""
+        if self._frame is None:
+            self._frame = self.renderer.cost(ContextItem(
+                id="recall:frame", source="recall", content=EVIDENCE_HEADER, kind="message",
+                role="system", message={"role": "system", "content": EVIDENCE_HEADER},
+                metadata={NOTE: ()}))
+        return self._frame
 
     def _remember(self, st: BuildState, place: Callable[[Sequence[ContextItem]], Layout],
                   ) -> None:
@@ -411,15 +415,18 @@ class ContextBuilder:
             await self.window.summary(st, self.summarizer)
             if st.summary is not None:
                 spent += st.summary.tokens or 0
-        if st.recall_reserve:  # the window yielded: the evidence may take all that is left
-            left = st.available - spent - sum(u.cost for q in ordered.values() for u in q
-                                              if u.pinned)
-        else:  # what the window's room does not hold yet, less the next step's messages and
-            # the note's own framing
-            left = (st.window_room - sum(it.tokens or 0 for it in window)
-                    - int(opts.volatile_share * st.available) - self._note_frame())
-        pool, pool_limit = (self.window.pool(st, st.candidates, ordered, self._declared, left)
-                            if st.turn else (frozenset(), None))
+        pool: frozenset[str] = frozenset()
+        pool_limit = None
+        if st.turn:
+            if st.recall_reserve:  # the window yielded: the evidence may take all that is left
+                left = st.available - spent - sum(u.cost for q in ordered.values() for u in q
+                                                  if u.pinned)
+            else:  # what the window's room does not hold yet, less the next step's messages
+                # and the note's own framing
+                left = (st.window_room - sum(it.tokens or 0 for it in window)
+                        - int(opts.volatile_share * st.available) - self._note_frame())
+            pool, pool_limit = self.window.pool(st, st.candidates, ordered, self._declared,
+                                                left)
         result = pack(
             ordered, allocation=st.allocation, available=max(0, st.available - spent),
             tail_sources=frozenset(ordered) & {s.name for s in self.sources if is_history(s)},
