@@ -40,6 +40,9 @@ from loomctx.tokens.protocol import TokenCounter
 SPEAKER_SHARE = 0.05
 """Share of a session's messages a label must carry to count as a speaker's
 (:meth:`TieredMemory.speakers`)."""
+VECTORS_MAX = 50_000
+"""Record vectors a session keeps for recall (:meth:`TieredMemory.vectors`); past this many the
+memo starts over (~100 MB at 512 dimensions)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -123,6 +126,10 @@ class TieredMemory:
         self._by_seq: dict[int, str] = {}  # a message's position in the session → its id
         self._labels: Counter[frozenset[str]] = Counter()  # label → messages that carry it
         self._speakers: tuple[int, float, frozenset[str]] = (-1, 0.0, frozenset())
+        # Record id → (its text, its vector): recall blends the vectors of a thousand
+        # neighbours per build, and hashing each text again for the embedder's cache cost more
+        # than the blend itself.
+        self._vectors: dict[str, tuple[str, np.ndarray]] = {}
         self._resume()
 
     def _resume(self) -> None:
@@ -169,6 +176,27 @@ class TieredMemory:
         """BM25 over this session's records (every tier), best first."""
         return [Hit(self.records[self._lex_ids[i]], score)
                 for i, score in self._lex.search(query, limit)]
+
+    def vectors(self, records: Sequence[MemoryRecord]) -> np.ndarray:
+        """The embeddings of ``records``' texts, one row each: what the embedder gives for their
+        :func:`index_text` (as when they were stored), kept by record id from the first call."""
+        out = np.empty((len(records), self.embedder.dim), dtype=np.float32)
+        kept = self._vectors
+        todo = []
+        for row, r in enumerate(records):
+            hit = kept.get(r.id)
+            if hit is not None and hit[0] == r.content:
+                out[row] = hit[1]
+            else:
+                todo.append(row)
+        if todo:
+            fresh = self.embedder.embed([index_text(records[row].content) for row in todo])
+            if len(kept) + len(todo) > VECTORS_MAX:
+                kept.clear()
+            for row, vec in zip(todo, fresh, strict=True):
+                kept[records[row].id] = (records[row].content, vec)
+                out[row] = vec
+        return out
 
     def adjacent(self, record_id: str) -> list[MemoryRecord]:
         """The messages right after and right before one (in that order) that have another role:

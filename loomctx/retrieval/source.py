@@ -233,9 +233,16 @@ class UnifiedRetrievalSource:
         if not cands:
             return []
         missing = [c for c in cands.values() if c.vector == 0.0]
-        if missing:
-            vecs = self.memory.embedder.embed([index_text(c.content) for c in missing])
-            for c, v in zip(missing, vecs, strict=True):
+        own = {c.id: c.payload for c in missing
+               if isinstance(c.payload, MemoryRecord) and c.id == c.payload.id}
+        other = [c for c in missing if c.id not in own]
+        if own:  # this session's records: their vectors are kept by id
+            vecs = self.memory.vectors(list(own.values()))
+            for i, v in zip(own, vecs, strict=True):
+                cands[i].vector = float(v @ qvec)
+        if other:
+            vecs = self.memory.embedder.embed([index_text(c.content) for c in other])
+            for c, v in zip(other, vecs, strict=True):
                 c.vector = float(v @ qvec)
         if self.context and self.scope == "session":
             self._in_context(list(cands.values()), qvec)
@@ -340,7 +347,7 @@ class UnifiedRetrievalSource:
                 if isinstance(c.payload, MemoryRecord) and c.id == c.payload.id}
         rest = list({r.id: r for rs in near.values() for r in rs if r.id not in sims}.values())
         if rest:
-            vecs = self.memory.embedder.embed([index_text(r.content) for r in rest])
+            vecs = self.memory.vectors(rest)
             sims.update(zip((r.id for r in rest), (vecs @ qvec).tolist(), strict=True))
         w = self.context
         for c in cands:
