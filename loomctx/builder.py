@@ -321,11 +321,23 @@ class ContextBuilder:
                 st.turn = True  # build(question) after adding it: show it once, as a turn
             if st.turn:
                 take_input(st, history[0].name)
+                ctx["history_in_view"] = self._in_view(history[0].name, items, st)
         st.gathered.update(await gather(
             rest, {s.name: self._request(st, s, ctx, phase) for s in rest}, timeout))
         for s in self.sources:
             if s.name not in st.candidates:
                 st.candidates[s.name] = list(st.gathered[s.name].items or [])
+
+    def _in_view(self, source: str, items: Sequence[ContextItem], st: BuildState) -> bool:
+        """Whether this turn's window will show the whole history, uncut: it has never started
+        later than the first message, and the history is at most half the budget with no
+        message near the size the window clips to. Recall of the session's own messages then
+        finds only what is in view, and its source may skip it (``context["history_in_view"]``)."""
+        if any(key[0] == source and at > 0 for key, (_, at) in self.window.starts()):
+            return False
+        total = st.allocation.total
+        costs = [self._measure(it) for it in items]
+        return sum(costs) <= total // 2 and max(costs, default=0) <= total // 8
 
     def _sections(self, st: BuildState) -> frozenset[str]:
         """The layout sections this build may fill (their framing is reserved up front)."""

@@ -189,3 +189,30 @@ def test_build_for_the_question_just_added_shows_it_once(model):
         q = s.build_sync("Where is the oak crate?", max_tokens=1500)
         assert q.payload["messages"][-1]["content"] == "Where is the oak crate?"
         assert _texts(q.payload).count(question) <= 1
+
+
+def test_a_turn_that_shows_the_whole_session_skips_recall_of_it(monkeypatch):
+    """Recall of the session's own messages finds only what the window shows when the whole
+    history is in view: the turn skips it (the proxy's short conversations), and runs it again
+    once the history outgrows half the budget."""
+    from loomctx.retrieval.source import UnifiedRetrievalSource
+
+    searched: list[str] = []
+    real = UnifiedRetrievalSource._matches
+
+    def spy(self, lexical, dense):
+        searched.append("recall")
+        return real(self, lexical, dense)
+
+    monkeypatch.setattr(UnifiedRetrievalSource, "_matches", spy)
+    s = Session(embedder=HashingEmbedder(dim=256), clock=lambda: 1_700_000_000.0)
+    for i, fact in enumerate(FACTS):  # ~500 tokens
+        s.add_message_sync("user", fact, id=f"f{i}")
+    s.add_message_sync("user", _ask(2))
+    r = s.build_sync(max_tokens=4000)
+    assert searched == []
+    assert not [row for row in r.report.items if row.source == "L4_semantic"]
+    assert FACTS[2] in _texts(r.payload)  # in view, as a message of the window
+    r = s.build_sync(max_tokens=800)  # the history is now over half the budget: recall runs
+    assert searched == ["recall"]
+    assert any(row.source == "L4_semantic" for row in r.report.items)

@@ -174,6 +174,10 @@ class TurnWindow:
             self._starts[key] = (items[start].id, start)
         return start
 
+    def starts(self) -> list[tuple[tuple[str, int], tuple[str, int]]]:
+        """Where the window last started, per (history source, gap): (message id, index)."""
+        return list(self._starts.items())
+
     def _with_notes(self, st: BuildState, source: str, items: list[ContextItem],
                     ) -> list[ContextItem]:
         """The history with each recall note right after the message it followed when it was
