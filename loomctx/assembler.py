@@ -15,7 +15,7 @@ from loomctx.budget.manager import BudgetManager
 from loomctx.builder import BuildOptions, BuildResult, ContextBuilder
 from loomctx.errors import ConfigError
 from loomctx.items import ContextItem, Tier
-from loomctx.sources.protocol import SourceRequest
+from loomctx.sources.protocol import BaseSource, SourceRequest
 
 
 class ComponentPriority(Enum):
@@ -35,7 +35,7 @@ _TIER = {
 }
 
 
-class _Components:
+class _Components(BaseSource):
     name = "components"
 
     def __init__(self) -> None:

@@ -47,7 +47,7 @@ from loomctx.retrieval.agent_memory import AgentMemorySource
 from loomctx.retrieval.shared import SharedL2Source
 from loomctx.retrieval.source import L2ImportantSource, UnifiedRetrievalSource
 from loomctx.sources.knowledge import KnowledgeSource
-from loomctx.sources.protocol import ContextSource
+from loomctx.sources.protocol import ContextSource, check_source
 from loomctx.sources.skills import Skill, SkillSource
 from loomctx.sources.static import SystemPromptSource, UserInputSource
 from loomctx.sources.tools import ToolSource
@@ -127,9 +127,7 @@ class Session:
         """Add a source to the session's builds from the next build on (a controller adds the
         session's tasks this way); its name must be new to the session. A ``share`` it
         declares is not applied: the shares are fixed when the session is made."""
-        if not isinstance(source, ContextSource):
-            raise ConfigError(f"{source!r} is not a ContextSource: give it a name and an async "
-                              "collect(request)")
+        check_source(source)
         taken = [s.name for s in self.builder.sources]
         if source.name in taken:
             raise ConfigError(f"the session already has a source named {source.name!r}: give "

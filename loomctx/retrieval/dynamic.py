@@ -26,7 +26,7 @@ from typing import Any, Literal, Protocol, runtime_checkable
 
 from loomctx.errors import ConfigError
 from loomctx.items import RAW_RELEVANCE, ContextItem, Tier
-from loomctx.sources.protocol import SourceRequest
+from loomctx.sources.protocol import BaseSource, SourceRequest
 from loomctx.text.messages import message_text
 
 DocKind = Literal["constraint", "document", "rule"]
@@ -154,7 +154,7 @@ def step_text(messages: Sequence[Any], limit: int) -> str:
     return "\n".join(t for t in texts if t.strip())
 
 
-class DynamicContextSource:
+class DynamicContextSource(BaseSource):
     """The seed's per-turn retrieved block, re-derived on every build.
 
     ``history`` gives the conversation the query is derived from: a callable returning

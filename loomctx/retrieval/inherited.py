@@ -17,7 +17,7 @@ from typing import Protocol
 from loomctx.errors import ConfigError
 from loomctx.items import RAW_RELEVANCE, ContextItem, Tier
 from loomctx.memory.tiers import TieredMemory
-from loomctx.sources.protocol import SourceRequest
+from loomctx.sources.protocol import BaseSource, SourceRequest
 from loomctx.stores.protocol import MemoryRecord
 
 RRF_K = 60
@@ -31,7 +31,7 @@ class HasMemory(Protocol):
     def memory(self) -> TieredMemory: ...
 
 
-class InheritedSource:
+class InheritedSource(BaseSource):
     """The parent's memory as evidence in the sub-agent's builds (source ``inherited``).
 
     ``parent`` is the parent's :class:`~loomctx.session.Session` (or its ``TieredMemory``).

@@ -27,7 +27,7 @@ from loomctx.embed.protocol import Embedder
 from loomctx.errors import ConfigError
 from loomctx.items import RAW_RELEVANCE, ContextItem, Tier
 from loomctx.retrieval._pool import REFRESH, RecordPool
-from loomctx.sources.protocol import SourceRequest
+from loomctx.sources.protocol import BaseSource, SourceRequest
 from loomctx.stores.protocol import DEFAULT_TENANT, MemoryRecord, MemoryStore, Scope, check_name
 
 POOL_PREFIX = "shared-pool:"
@@ -96,7 +96,7 @@ class SharedPool:
             reader.invalidate()
 
 
-class SharedPoolSource:
+class SharedPoolSource(BaseSource):
     """A shared pool's entries as evidence, ranked for the build's question (lexically and by
     embedding) or, without one, by importance then recency."""
 

@@ -26,7 +26,7 @@ from loomctx.retrieval.reranker import Candidate, UnifiedReranker
 from loomctx.retrieval.rewriter import QueryRewriter
 from loomctx.retrieval.timecues import time_window
 from loomctx.sources.knowledge import KnowledgeSource
-from loomctx.sources.protocol import SourceRequest
+from loomctx.sources.protocol import BaseSource, SourceRequest
 from loomctx.stores.protocol import Hit, MemoryRecord, Scope
 from loomctx.text.decoration import index_text
 from loomctx.text.labels import without_terms
@@ -50,7 +50,7 @@ def _retrieved(future: asyncio.Future[Any]) -> None:
         future.exception()
 
 
-class L2ImportantSource:
+class L2ImportantSource(BaseSource):
     """The session's L2 (important) memories for builds without a question, by importance."""
 
     def __init__(self, memory: TieredMemory, *, name: str = "L2_important") -> None:
@@ -75,7 +75,7 @@ class L2ImportantSource:
         ]
 
 
-class UnifiedRetrievalSource:
+class UnifiedRetrievalSource(BaseSource):
     """Hybrid recall (lexical + dense) from memory and knowledge, one reranker.
 
     ``scope="session"`` recalls this session's memories; ``"global"`` every session's of the
@@ -154,8 +154,6 @@ class UnifiedRetrievalSource:
         development split (0.781 → 0.788 at 512 tokens) but lowered HotpotQA's held-out split
         (0.777 → 0.763 at 512), whose pools end with the question's own passages; so it is
         opt-in (benchmarks/README.md)."""
-        self.failures: dict[str, str] = {}
-        """Knowledge base name → the error of its last failed recall (empty when all worked)."""
 
     async def collect(self, request: SourceRequest) -> Sequence[ContextItem]:
         if not request.query.strip():
@@ -196,7 +194,7 @@ class UnifiedRetrievalSource:
                 for text in texts)))
 
         # One failing knowledge base costs its own results, never memory recall or the others;
-        # the failures are reported on the source (``failures``) and in its items' metadata.
+        # each failure is recorded on this build's request (``request.failed``) for the report.
         knowledge_recall = asyncio.gather(*(k.collect(request) for k in self.knowledge),
                                           return_exceptions=True)
         try:
@@ -211,9 +209,9 @@ class UnifiedRetrievalSource:
         finally:  # after a failure elsewhere the thread's result (or error) is dropped
             dense_recall.add_done_callback(_retrieved)
         lexical, extra = lexical_lists[0], lexical_lists[1] if len(lexical_lists) > 1 else []
-        self.failures = {k.name: f"{type(r).__name__}: {r}"
-                         for k, r in zip(self.knowledge, kb, strict=True)
-                         if isinstance(r, BaseException)}
+        for k, answer in zip(self.knowledge, kb, strict=True):
+            if isinstance(answer, BaseException):
+                request.failed(k.name, answer)
         cands: dict[str, Candidate] = {}
         for kind, hits in (("lexical", lexical), ("dense", dense), ("expanded", extra),
                            ("time", dated), ("bridge", bridged)):

@@ -18,11 +18,11 @@ from typing import Any
 
 from loomctx.errors import ConfigError
 from loomctx.items import ContextItem, Tier
-from loomctx.sources.protocol import SourceRequest
+from loomctx.sources.protocol import BaseSource, SourceRequest
 from loomctx.tokens.protocol import TokenCounter
 
 
-class TaskContextSource:
+class TaskContextSource(BaseSource):
     """The task's static items, built in ``__init__`` and returned unchanged by every collect.
 
     ``task_context`` may be text or JSON-able data (rendered as sorted, indented JSON, so the
@@ -35,9 +35,6 @@ class TaskContextSource:
     the per-turn block's room. The cut is deterministic: the same text gives the same bytes
     on every call of the task, and the cached prefix holds.
     """
-
-    share: float | None = None
-    """Budget ratio; None uses the budget manager's ratio for this source's name."""
 
     def __init__(self, requirement: str, *, phase: str = "", mode: str = "",
                  task_context: str | Mapping[str, Any] | None = None,

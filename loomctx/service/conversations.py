@@ -25,7 +25,7 @@ from loomctx.items import ContextItem, Tier
 from loomctx.report import BuildReport
 from loomctx.service.convert import chain, fingerprint
 from loomctx.session import Session
-from loomctx.sources.protocol import SourceRequest
+from loomctx.sources.protocol import BaseSource, SourceRequest
 from loomctx.sources.static import SystemPromptSource
 from loomctx.sources.tools import normalize_tool
 
@@ -33,7 +33,7 @@ CHARS_PER_TOKEN = 4
 """How a kept build's size is estimated from its token count (English text averages ~4)."""
 
 
-class RequestTools:
+class RequestTools(BaseSource):
     """The tool definitions of the latest request, all pinned: a model must see every tool
     the client offers, or it could not call the one the conversation needs."""
 

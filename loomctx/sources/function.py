@@ -20,13 +20,13 @@ from typing import Any
 
 from loomctx.errors import ConfigError, SourceError
 from loomctx.items import KIND_SECTION, ContextItem, Kind, Tier
-from loomctx.sources.protocol import SourceRequest
+from loomctx.sources.protocol import BaseSource, SourceRequest
 
 Gatherer = Callable[[SourceRequest], Any]
 """What :class:`FunctionSource` wraps: request → strings or items (or an awaitable of them)."""
 
 
-class FunctionSource:
+class FunctionSource(BaseSource):
     """A function as a source: ``FunctionSource("weather", lambda req: [lookup(req.query)])``."""
 
     def __init__(self, name: str, fn: Gatherer, *, kind: Kind = "evidence",

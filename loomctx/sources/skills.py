@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from loomctx.errors import ConfigError
 from loomctx.items import ContextItem, Tier
-from loomctx.sources.protocol import SourceRequest
+from loomctx.sources.protocol import BaseSource, SourceRequest
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -31,7 +31,7 @@ class Skill:
             raise ConfigError(f"skill name {self.name!r} must be one word (letters, digits, _.-)")
 
 
-class SkillSource:
+class SkillSource(BaseSource):
     """Offers skills; a named skill is P1, the others compete on relevance (P2)."""
 
     def __init__(self, skills: Sequence[Skill] = (), *, name: str = "skills") -> None:

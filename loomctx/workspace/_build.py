@@ -18,7 +18,7 @@ from loomctx.builder import BuildResult, ContextBuilder
 from loomctx.items import ContextItem, Kind, Tier
 from loomctx.options import BuildOptions
 from loomctx.select.scoring import SelectOptions
-from loomctx.sources.protocol import SourceRequest
+from loomctx.sources.protocol import BaseSource, SourceRequest
 
 INCLUDED = frozenset({"pinned", "required", "selected"})
 """Report reasons of an item shown whole (``truncated`` counts as not fitting)."""
@@ -36,7 +36,7 @@ def one_line(text: str) -> str:
 
 
 @dataclass
-class ItemsSource:
+class ItemsSource(BaseSource):
     """A source holding a fixed list of items, declaring the whole budget as its share."""
 
     items: Sequence[ContextItem]
