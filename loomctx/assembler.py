@@ -1,4 +1,4 @@
-"""``ContextAssembler``: the older seed API (named components with CRITICAL…LOW priorities).
+"""``ContextAssembler``: the older, simpler API (named components with CRITICAL…LOW priorities).
 
 A thin layer over :class:`~loomctx.builder.ContextBuilder`: components become items of one
 source; CRITICAL is pinned (P0), the others compete in priority order and are cut with a marker
@@ -19,7 +19,7 @@ from loomctx.sources.protocol import BaseSource, SourceRequest
 
 
 class ComponentPriority(Enum):
-    """Seed priorities: CRITICAL is never cut; LOW goes first."""
+    """Component priorities: CRITICAL is never cut; LOW goes first."""
 
     CRITICAL = "critical"
     HIGH = "high"
@@ -46,7 +46,7 @@ class _Components(BaseSource):
 
 
 class ContextAssembler:
-    """Assemble named text components under ``max_tokens`` (seed: ContextAssembler)."""
+    """Assemble named text components under ``max_tokens``."""
 
     def __init__(self, max_tokens: int, *, model: str = "gpt-4o",
                  fallback_encoding: str | None = None) -> None:

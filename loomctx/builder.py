@@ -99,7 +99,7 @@ def _with_declared(defaults: Mapping[str, float], declared: Mapping[str, float],
 
 
 class ContextBuilder:
-    """Builds context windows from sources under one budget (the seeds' ContextOrchestrator)."""
+    """Builds context windows from sources under one budget."""
 
     def __init__(
         self, sources: Sequence[ContextSource], *, options: BuildOptions | None = None,

@@ -67,7 +67,7 @@ class BuildOptions:
     """Question builds about the past: below this budget the recent tail's share shrinks in
     proportion (``share × total / tail_full_at``) and the rest of the tail competes on its
     score; 0 keeps the full share at every budget (see :mod:`loomctx.select.tail`). 8192 was
-    chosen on the development split (benchmarks/README.md, evidence recall)."""
+    chosen on the development split (``benchmarks/HISTORY.md``)."""
 
     def __post_init__(self) -> None:
         if self.format is not None and self.format not in formats():

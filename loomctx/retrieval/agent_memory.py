@@ -1,6 +1,6 @@
 """The agent's memory across its sessions, recalled by every new session of the agent.
 
-Seed 001's memory flow: a session ends → its summary becomes agent-level memory (L3) →
+The memory flow across sessions: a session ends → its summary becomes agent-level memory (L3) →
 :class:`~loomctx.controller.persist.L4Persister` copies it into tenant-global L4. Both reach the
 agent's later sessions by default: every :class:`~loomctx.session.Session` has an
 :class:`AgentMemorySource` (``MemoryOptions.agent_memory``), so a question in a new session of

@@ -1,4 +1,4 @@
-"""``InheritedSource``: a sub-agent sees its parent's memory, read-only (seed 001).
+"""``InheritedSource``: a sub-agent sees its parent's memory, read-only.
 
 A sub-agent works in its own session (its own history, its own store scope) but was spawned
 for a part of its parent's task, so its builds recall from the parent's conversation too: the
@@ -48,8 +48,8 @@ class InheritedSource(BaseSource):
                 raise ConfigError(f"{option} must be an int >= 0, got {value!r}")
         if share is not None and not (isinstance(share, int | float)
                                       and not isinstance(share, bool) and 0 < share <= 1):
-            raise ConfigError(f"share must be in (0, 1] or None, got {share!r}; the seed "
-                              "gives inherited context 0.10")
+            raise ConfigError(f"share must be in (0, 1] or None, got {share!r}; e.g. 0.10 "
+                              "for the parent's memory")
         self.name = name
         self.parent = memory
         self.limit = limit

@@ -1,6 +1,6 @@
 """The shared L2 pool: an agent's sessions see each other's important memories for a while.
 
-Seed 001 puts L2 (session-important memory) at session level and *distributed*: what one
+L2 (session-important memory) lives at session level and is *distributed*: what one
 session of an agent found important (an evicted message scored above
 ``MemoryOptions.promote_threshold``) is offered to the agent's other sessions, for the medium
 term (hours). :class:`SharedL2Source` is that pool as seen from one session: the records at

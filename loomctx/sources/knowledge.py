@@ -78,7 +78,7 @@ def chunk(text: str, counter: TokenCounter, max_tokens: int) -> list[str]:
 
 
 class KnowledgeSource(BaseSource):
-    """BM25 retrieval over chunked documents (seed: RAGKnowledgeSource)."""
+    """BM25 retrieval over chunked documents."""
 
     def __init__(
         self, documents: Sequence[Document], *, name: str = "RAG_knowledge",

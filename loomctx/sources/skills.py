@@ -1,4 +1,4 @@
-"""Skills: named instruction sets activated on demand (seed: SkillSource).
+"""Skills: named instruction sets activated on demand.
 
 A skill is offered when the query names it (``/name`` or its name as a word) — then it is pinned
 for this build (P1) — or when it is relevant to the query (scored like any other candidate).

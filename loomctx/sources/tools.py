@@ -126,7 +126,7 @@ def _search_text(tool: Mapping[str, Any]) -> str:
 
 
 class ToolSource(BaseSource):
-    """Tool definitions for the ``tools`` parameter (seed: ToolSource)."""
+    """Tool definitions for the ``tools`` parameter."""
 
     def __init__(self, tools: Sequence[Mapping[str, Any]] = (), *, name: str = "tools",
                  origin: str = "tools") -> None:
