@@ -20,7 +20,7 @@ from loomctx.errors import ConfigError
 from loomctx.items import fingerprint
 from loomctx.text.decoration import index_text
 from loomctx.text.labels import label_terms
-from loomctx.text.lexical import tokenize
+from loomctx.text.lexical import bm25_idf, tokenize
 
 
 @dataclass
@@ -129,14 +129,14 @@ def specificity(q_terms: set[str], docs: Sequence[set[str]]) -> float:
     n = len(docs)
     if n == 0 or not q_terms:
         return 0.0
-    top = math.log(1.0 + (n - 0.5) / 1.5)
+    top = bm25_idf(n, 1)
     if top <= 0.0:
         return 0.0
     idfs = []
     for t in q_terms:
         df = sum(1 for d in docs if t in d)
         if df:
-            idfs.append(math.log(1.0 + (n - df + 0.5) / (df + 0.5)) / top)
+            idfs.append(bm25_idf(n, df) / top)
     return sum(idfs) / len(idfs) if idfs else 0.0
 
 
