@@ -69,7 +69,9 @@ class ContextSource(Protocol):
 
     :class:`BaseSource` holds the defaults, to inherit. A source written to the first form of
     this contract (``name`` and ``collect`` only) still works: :func:`is_history` and
-    :func:`declared_share` read it with the defaults.
+    :func:`declared_share` read it with the defaults. It is no longer an ``isinstance`` of
+    this runtime-checkable protocol, which asks for all four members; :func:`check_source` is
+    the check the builder and ``Session.add_source`` make.
     """
 
     name: str
