@@ -17,6 +17,7 @@ from loomctx.sources.protocol import (
     BaseSource,
     ContextSource,
     SourceRequest,
+    check_source,
     declared_share,
     is_history,
 )
@@ -79,6 +80,7 @@ class _Minimal:
 
 def test_a_source_without_history_or_share_still_works() -> None:
     src = _Minimal()
+    assert check_source(src) is src and not isinstance(src, ContextSource)
     assert not is_history(src)  # type: ignore[arg-type]
     assert declared_share(src) is None  # type: ignore[arg-type]
     builder = ContextBuilder([SystemPromptSource("Be brief."), src],  # type: ignore[list-item]
