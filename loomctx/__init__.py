@@ -108,7 +108,7 @@ if TYPE_CHECKING:
     from loomctx.sources.function import FunctionSource
     from loomctx.sources.history import HistorySource
     from loomctx.sources.knowledge import Document, KnowledgeSource
-    from loomctx.sources.protocol import ContextSource, SourceRequest
+    from loomctx.sources.protocol import BaseSource, ContextSource, SourceRequest
     from loomctx.sources.skills import Skill, SkillSource
     from loomctx.sources.static import SystemPromptSource, UserInputSource
     from loomctx.sources.tools import ToolSource
@@ -182,7 +182,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     "loomctx.sources.function": ("FunctionSource",),
     "loomctx.sources.history": ("HistorySource",),
     "loomctx.sources.knowledge": ("Document", "KnowledgeSource"),
-    "loomctx.sources.protocol": ("ContextSource", "SourceRequest"),
+    "loomctx.sources.protocol": ("BaseSource", "ContextSource", "SourceRequest"),
     "loomctx.sources.skills": ("Skill", "SkillSource"),
     "loomctx.sources.static": ("SystemPromptSource", "UserInputSource"),
     "loomctx.sources.tools": ("ToolSource",),
@@ -235,6 +235,7 @@ __all__ = [
     "Allocation",
     "AnthropicChatModel",
     "BPECounter",
+    "BaseSource",
     "BudgetError",
     "BudgetManager",
     "BuildCompleted",

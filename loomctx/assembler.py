@@ -1,4 +1,4 @@
-"""``ContextAssembler``: the older seed API (named components with CRITICAL…LOW priorities).
+"""``ContextAssembler``: the older, simpler API (named components with CRITICAL…LOW priorities).
 
 A thin layer over :class:`~loomctx.builder.ContextBuilder`: components become items of one
 source; CRITICAL is pinned (P0), the others compete in priority order and are cut with a marker
@@ -15,11 +15,11 @@ from loomctx.budget.manager import BudgetManager
 from loomctx.builder import BuildOptions, BuildResult, ContextBuilder
 from loomctx.errors import ConfigError
 from loomctx.items import ContextItem, Tier
-from loomctx.sources.protocol import SourceRequest
+from loomctx.sources.protocol import BaseSource, SourceRequest
 
 
 class ComponentPriority(Enum):
-    """Seed priorities: CRITICAL is never cut; LOW goes first."""
+    """Component priorities: CRITICAL is never cut; LOW goes first."""
 
     CRITICAL = "critical"
     HIGH = "high"
@@ -35,7 +35,7 @@ _TIER = {
 }
 
 
-class _Components:
+class _Components(BaseSource):
     name = "components"
 
     def __init__(self) -> None:
@@ -46,7 +46,7 @@ class _Components:
 
 
 class ContextAssembler:
-    """Assemble named text components under ``max_tokens`` (seed: ContextAssembler)."""
+    """Assemble named text components under ``max_tokens``."""
 
     def __init__(self, max_tokens: int, *, model: str = "gpt-4o",
                  fallback_encoding: str | None = None) -> None:

@@ -46,7 +46,7 @@ from loomctx.select.scoring import score
 from loomctx.select.tail import about_the_past, tail_share_scale
 from loomctx.select.window import NOTE, STABLE_KINDS, TurnWindow, take_input, without_pending
 from loomctx.sources.gather import gather, is_history
-from loomctx.sources.protocol import ContextSource, SourceRequest
+from loomctx.sources.protocol import ContextSource, SourceRequest, check_source, declared_share
 from loomctx.tokens.registry import counter_for_model
 
 FORMATS = formats()
@@ -99,7 +99,7 @@ def _with_declared(defaults: Mapping[str, float], declared: Mapping[str, float],
 
 
 class ContextBuilder:
-    """Builds context windows from sources under one budget (the seeds' ContextOrchestrator)."""
+    """Builds context windows from sources under one budget."""
 
     def __init__(
         self, sources: Sequence[ContextSource], *, options: BuildOptions | None = None,
@@ -108,6 +108,7 @@ class ContextBuilder:
         session: str | None = None, tenant: str = "default",
     ) -> None:
         self.options = options or BuildOptions()
+        sources = [check_source(s) for s in sources]
         names = [s.name for s in sources]
         dup = sorted({n for n in names if names.count(n) > 1})
         if dup:
@@ -115,8 +116,8 @@ class ContextBuilder:
         self.sources = list(sources)
         self.tokenizer = counter_for_model(self.options.model,
                                            fallback=self.options.fallback_encoding)
-        declared = {s.name: float(s.share) for s in self.sources       # type: ignore[attr-defined]
-                    if getattr(s, "share", None) is not None}
+        declared = {s.name: share for s in self.sources
+                    if (share := declared_share(s)) is not None}
         self._declared = declared
         if budget is None:
             budget = BudgetManager(window=self.tokenizer.context_window,

@@ -1,4 +1,4 @@
-"""The unit of context: :class:`ContextItem` (the seeds' ContextBlock / Packet).
+"""The unit of context: :class:`ContextItem`.
 
 Every candidate that may reach the model — a system prompt, a history message, a tool definition,
 a retrieved passage, a memory — is one item. Items are measured (``tokens``) before the packer
@@ -96,7 +96,7 @@ class ContextItem:
     tier: Tier = Tier.P3
     """Priority tier; P0 items are pinned."""
     priority: float = 0.5
-    """Importance within the tier, 0..1 (the seeds' ContextBlock.priority)."""
+    """Importance within the tier, 0..1."""
     timestamp: float | None = None
     """Epoch seconds when the content was created, for recency."""
     group: str | None = None

@@ -33,13 +33,16 @@ class BuildOptions:
     text_order: Literal["cache", "gssc"] = "cache"
     """Section order of the text format."""
     text_style: Literal["plain", "seed"] = "plain"
-    """The text formats' structure: "seed" adds seed 002's label lines, ``[来源: …]`` tags on
-    evidence and a default ``[Output]`` answer format."""
+    """The text formats' structure: "seed" (the labelled structure of the design this project
+    grew from, docs/seed-differences.md) adds a label line under each section header,
+    ``[来源: …]`` tags on evidence, so an answer can cite its sources, and a default
+    ``[Output]`` answer format."""
     text_language: Literal["zh", "en"] = "zh"
-    """Language of the seed style's labels, tags and default output instruction."""
+    """Language of the "seed" style's labels, tags and default output instruction."""
     text_overflow: Literal["drop", "sections"] = "drop"
     """When the rendered text is over budget: drop the weakest items ("drop"), or cut
-    sections by the seed's priority, [Context] first and [Role & Policies] last ("sections")."""
+    sections by priority, [Context] first and [Role & Policies] last, so instructions are the
+    last thing lost ("sections")."""
     output_instructions: str = ""
     """Text for the [Output] part (stable)."""
     source_timeout: float = 5.0
@@ -67,7 +70,7 @@ class BuildOptions:
     """Question builds about the past: below this budget the recent tail's share shrinks in
     proportion (``share × total / tail_full_at``) and the rest of the tail competes on its
     score; 0 keeps the full share at every budget (see :mod:`loomctx.select.tail`). 8192 was
-    chosen on the development split (benchmarks/README.md, evidence recall)."""
+    chosen on the development split (``benchmarks/HISTORY.md``)."""
 
     def __post_init__(self) -> None:
         if self.format is not None and self.format not in formats():

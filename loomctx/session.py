@@ -47,7 +47,7 @@ from loomctx.retrieval.agent_memory import AgentMemorySource
 from loomctx.retrieval.shared import SharedL2Source
 from loomctx.retrieval.source import L2ImportantSource, UnifiedRetrievalSource
 from loomctx.sources.knowledge import KnowledgeSource
-from loomctx.sources.protocol import ContextSource
+from loomctx.sources.protocol import ContextSource, check_source
 from loomctx.sources.skills import Skill, SkillSource
 from loomctx.sources.static import SystemPromptSource, UserInputSource
 from loomctx.sources.tools import ToolSource
@@ -97,7 +97,8 @@ class Session:
         self.memory = TieredMemory(self.store, self.embedder, tokenizer.counter,
                                    session=self.id, agent=agent, options=memory,
                                    importance=importance, events=self.events, tenant=tenant)
-        built_in: list[Any] = [SystemPromptSource(system_prompt), UserInputSource(),
+        self._prompt = SystemPromptSource(system_prompt)
+        built_in: list[Any] = [self._prompt, UserInputSource(),
                                self.memory.history, L2ImportantSource(self.memory),
                                UnifiedRetrievalSource(self.memory, knowledge)]
         mem = self.memory.options
@@ -127,14 +128,46 @@ class Session:
         """Add a source to the session's builds from the next build on (a controller adds the
         session's tasks this way); its name must be new to the session. A ``share`` it
         declares is not applied: the shares are fixed when the session is made."""
-        if not isinstance(source, ContextSource):
-            raise ConfigError(f"{source!r} is not a ContextSource: give it a name and an async "
-                              "collect(request)")
+        check_source(source)
         taken = [s.name for s in self.builder.sources]
         if source.name in taken:
             raise ConfigError(f"the session already has a source named {source.name!r}: give "
                               f"the new one another name (taken: {taken!r})")
         self.builder.sources.append(source)
+
+    # -- what the builds are made for -----------------------------------------------------
+    @property
+    def model(self) -> str:
+        """The model the builds are counted and rendered for."""
+        return self.builder.options.model
+
+    @property
+    def context_window(self) -> int | None:
+        """Tokens of the model's window the build budget is drawn from (None: unknown, so a
+        build needs ``max_tokens``)."""
+        return self.builder.budget.window
+
+    @property
+    def system_prompt(self) -> str:
+        """The instructions at the top of every build; set it to change them from the next
+        build on (a proxy follows the client's system prompt this way)."""
+        return self._prompt.text
+
+    @system_prompt.setter
+    def system_prompt(self, text: str) -> None:
+        if not isinstance(text, str):
+            raise ConfigError(f"system_prompt must be a string, got {text!r:.80}")
+        self._prompt.text = text
+
+    def least_framing(self) -> int:
+        """Tokens every turn build of this session spends on framing, whatever it holds: the
+        format's fixed part and the headers of the sections a turn always frames (the history
+        summary's, the output instructions'). A lower bound, for a check made before anything
+        is stored."""
+        opts = self.builder.options
+        always = frozenset({"state"} if opts.summarize_history else set()) | \
+            frozenset({"output"} if opts.output_instructions else set())
+        return self.builder.renderer.overhead(always)
 
     # -- writing ---------------------------------------------------------------------------
     def _check_active(self) -> None:

@@ -13,5 +13,5 @@ def test_core_names_are_exported():
     for name in ("ContextBuilder", "Session", "BudgetManager", "counter_for_model",
                  "SQLiteStore", "ContextAssembler", "BuildReport", "default_embedder", "Scope",
                  "EventSink", "RecordingSink", "InvalidRequestError", "register_format",
-                 "InheritedSource"):
+                 "InheritedSource", "BaseSource", "ContextSource"):
         assert name in loomctx.__all__

@@ -1,6 +1,6 @@
 """The task phase of a turn, inferred from where the agent is in its run.
 
-Seed 000's :class:`~loomctx.budget.manager.AdaptiveBudgetManager` shifts the sources' shares by
+The :class:`~loomctx.budget.manager.AdaptiveBudgetManager` shifts the sources' shares by
 phase; the agent loop is the one place that knows the phase, so it passes one to every build:
 
 - ``early``: the first model call of a run, or a call after a new user message: the task is

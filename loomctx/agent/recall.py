@@ -1,4 +1,4 @@
-"""The ``recall`` tool: the agent asks its memory directly (the seed's memory ``query`` tool).
+"""The ``recall`` tool: the agent asks its memory directly.
 
 Retrieval before every model call is the passive channel; this is the active one. The model
 calls ``recall(query, limit)`` and gets back, as the tool's result, the memories the session's

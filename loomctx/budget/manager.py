@@ -15,7 +15,8 @@ from dataclasses import dataclass, field
 from loomctx._jsonl import short
 from loomctx.errors import ConfigError
 
-# The seed defaults (percent of the available budget). Keys are the built-in source names.
+# Default shares of the available budget, the design's starting split (docs/seed-differences.md).
+# Keys are the built-in source names.
 DEFAULT_RATIOS: Mapping[str, float] = {
     "system_prompt": 0.12,
     "user_input": 0.12,
@@ -37,10 +38,10 @@ PHASE_BOOST: Mapping[str, tuple[str, ...]] = {
     "middle": ("L1_recent", "tools"),
     "late": ("L2_important", "agent_output"),
 }
-"""Which sources a phase favours (seed 000's AdaptiveBudgetManager, as the agent loop sees a
-task): early, the first calls, gather the task's background (knowledge and recalled memory);
-middle, tool results coming in, keep the recent exchange and the tool definitions; late, many
-steps in, keep what proved important and what the agent already produced."""
+"""Which sources a phase favours (as the agent loop sees a task): early, the first calls,
+gather the task's background (knowledge and recalled memory); middle, tool results coming in,
+keep the recent exchange and the tool definitions; late, many steps in, keep what proved
+important and what the agent already produced."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -89,7 +90,7 @@ def _check_ratios(ratios: Mapping[str, float]) -> None:
 
 @dataclass(frozen=True, kw_only=True)
 class BudgetManager:
-    """Splits a window into per-source shares (the seeds' BudgetManager)."""
+    """Splits a window into per-source shares."""
 
     window: int | None = None
     """Model context window in tokens (None when unknown; then ``allocate`` needs

@@ -1,4 +1,4 @@
-"""``loomctx agent --demo sql "question"``: the seed's SQL agent, offline or against a model.
+"""``loomctx agent --demo sql "question"``: the demo SQL agent, offline or against a model.
 
 Without ``--base-url`` the model is scripted (the demo's three scenarios; any other question
 gets a short scripted look at the tables), so the demo runs with no server, key or network.

@@ -10,8 +10,8 @@ one :class:`SessionSource` per session (plus the agent's L3), so their candidate
 concurrently, ranked on one scale and packed under one budget (no source has a share of its
 own: every token goes to the best next candidate, whichever session it comes from), and the
 report names each item's session in its source (``session:<id>``). With ``remember=True`` the
-aggregate is also written to the agent's L3 (seed 001's L2 → L3 step "across sessions, by
-aggregate_context"): one record per question and set of sessions, holding what went in, which
+aggregate is also written to the agent's L3 (what several sessions found, kept across
+sessions): one record per question and set of sessions, holding what went in, which
 every session of the agent then recalls. It is opt-in because an aggregate is usually a read:
 written on every call, near-identical digests would crowd the agent's memory.
 """

@@ -9,7 +9,7 @@ other tenant can. Going through the bus puts the write where the store is, in wh
 runs the persister, and makes it survive a crash of the session's process (the event waits in
 the stream until a persister acknowledges it).
 
-Seed 001 moves L3 to L4 "at session end or on a timer": :meth:`L4Persister.run_every`
+L3 moves to L4 at session end or on a timer: :meth:`L4Persister.run_every`
 is the timer, for agents whose sessions run for days. Every ``interval`` seconds it copies each
 given agent's L3 records (every summary and fact so far) the same way, so a long session's
 facts reach the tenant before it ends; the copies of a timer and of a session end are the same

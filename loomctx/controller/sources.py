@@ -18,13 +18,13 @@ from loomctx.items import ContextItem
 from loomctx.retrieval.agent_memory import AgentMemorySource
 from loomctx.retrieval.source import UnifiedRetrievalSource
 from loomctx.session import Session
-from loomctx.sources.protocol import SourceRequest
+from loomctx.sources.protocol import BaseSource, SourceRequest
 
 SESSION_PREFIX = "session:"
 """Source names of per-session sources start with this; the rest is the session id."""
 
 
-class SessionSource:
+class SessionSource(BaseSource):
     """One session's retrieval over its memory (every tier it holds), as a builder source.
 
     Item ids get the session id in front, so two sessions reusing a message id stay two items;

@@ -21,7 +21,7 @@ from typing import Any
 
 from loomctx.errors import ConfigError
 from loomctx.items import ContextItem, Tier
-from loomctx.sources.protocol import SourceRequest
+from loomctx.sources.protocol import BaseSource, SourceRequest
 
 TASKS_SOURCE = "tasks"
 """The name of the source that shows a session's pending tasks in its builds."""
@@ -93,7 +93,7 @@ class TaskBoard:
         return len(pending)
 
 
-class TaskSource:
+class TaskSource(BaseSource):
     """A session's pending tasks as one pinned instruction item (``tasks:pending``).
 
     Pinned because a task handed out must be seen: at most ``max_shown`` of them (the oldest)

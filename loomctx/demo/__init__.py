@@ -1,4 +1,4 @@
-"""The seed's SQL demo: a generated sales database, its tools, a schema retriever, and the three
+"""The SQL demo: a generated sales database, its tools, a schema retriever, and the three
 scripted scenarios (per-turn dynamic context in an agent loop).
 
 ::

@@ -6,10 +6,10 @@ rules; one constraint document (how to query) applies to every question and come
 document must score at least ``min_ratio`` of the best one: a weak match (a shared column name
 like ``customer_id``) does not pull in a table the question is not about.
 
-The documents are English; :data:`SEARCH_NOTES` give each one Chinese search terms (the seed's
-questions are Chinese: "查询退货率" must find ``returns``). The notes are indexed, never shown:
-what the model reads is the schema as defined, and the search stays lexical, offline and
-deterministic (the CJK-aware tokenizer splits "查询退货率" into 查询 / 退货 / 率).
+The documents are English; :data:`SEARCH_NOTES` give each one Chinese search terms (the
+scenarios' questions are Chinese: "查询退货率" must find ``returns``). The notes are indexed, never
+shown: what the model reads is the schema as defined, and the search stays lexical, offline
+and deterministic (the CJK-aware tokenizer splits "查询退货率" into 查询 / 退货 / 率).
 """
 
 from __future__ import annotations
@@ -83,7 +83,8 @@ class SchemaRetriever:
         return self.search(query, top_k)
 
     def format_documents(self, documents: Sequence[RetrievedDocument]) -> str:
-        """Constraints, then tables, then rules (the seed's order), blank-line separated."""
+        """Constraints, then tables, then rules (what limits an answer first), one blank line
+        between documents."""
         rank = {"constraint": 0, "document": 1, "rule": 2}
         ordered = sorted(documents, key=lambda d: rank[d.kind])  # stable: keeps the ranking
         return "\n\n".join(d.text for d in ordered)

@@ -1,4 +1,4 @@
-"""The seed's three SQL scenarios as scripts for a scripted model (data only).
+"""The demo's three SQL scenarios as scripts for a scripted model (data only).
 
 A :class:`Scenario` is the user's question and the model's replies in order, one per model
 call, each an OpenAI-style assistant message (``content`` and optional ``tool_calls`` with
@@ -34,7 +34,7 @@ class Scenario:
     absent: Mapping[int, tuple[str, ...]] = field(default_factory=dict)
     """Model call index → document ids its context must not hold."""
     aliases: tuple[str, ...] = ()
-    """Other wordings of the question that play this script (the seed's Chinese ones)."""
+    """Other wordings of the question that play this script (Chinese ones)."""
 
 
 RESULT = "{result}"

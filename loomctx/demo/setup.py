@@ -29,7 +29,7 @@ SYSTEM_PROMPT = ("You answer questions about a sales database. Use the tools to 
                  "tables and to run read-only SQL, then answer briefly with the numbers.")
 TASK_CONTEXT: Mapping[str, Any] = {"database": "sales", "dialect": "sqlite"}
 STATIC_MAX_TOKENS = 12_000
-"""The static part's own cap: the seed's 12,000 of 16,000 (the per-turn block has 4,000)."""
+"""The static part's own cap: 12,000 of a 16,000-token build (the per-turn block has 4,000)."""
 
 
 @dataclass
@@ -46,8 +46,8 @@ def sql_demo(question: str, *, db: str | os.PathLike[str] | None = None,
              options: BuildOptions | None = None, **session_kwargs: Any) -> SqlDemo:
     """A session for ``question`` over the demo database (created when ``db`` is None).
 
-    ``options`` default to ``model``; the retrieved block declares its share (the seed's 4,000
-    of 16,000 tokens), which a turn build's per-turn pool honours. Other keyword
+    ``options`` default to ``model``; the retrieved block declares its share (4,000 of
+    16,000 tokens), which a turn build's per-turn pool honours. Other keyword
     arguments go to :class:`~loomctx.session.Session` (``embedder``, ``clock``, ``events``...).
     """
     dyn_opts = dynamic or DynamicOptions()

@@ -1,9 +1,9 @@
 """Cap the BLAS threads of numpy's bundled OpenBLAS around a forward pass (no extra package).
 
 OpenBLAS starts one thread per core and spins them on every matrix product. On a machine whose
-cores are busy with other work that spinning costs more than it saves: embedding one ~400-turn
-conversation took 50 s with the default threads and 16-22 s with one thread, on 2 shared cores
-(benchmarks/README.md). ``threadpoolctl`` does this generally; it is not a dependency, so this
+cores are busy with other work that spinning costs more than it saves: on 2 shared cores one
+thread embedded a conversation more than twice as fast as the default threads
+(``benchmarks/HISTORY.md``). ``threadpoolctl`` does this generally; it is not a dependency, so this
 module finds the OpenBLAS that numpy loaded and calls its own ``set_num_threads``. Where there is
 no such library (another BLAS, another platform) it does nothing.
 """

@@ -8,9 +8,11 @@ persist with the memories; the evaluation memoises in process). A cache here wou
 session's persistent one.
 
 The default joins the multilingual USE (every language, English and Chinese in one space) with
-all-MiniLM-L6-v2 on Latin-script text (:class:`~loomctx.embed.joint.JointEmbedder`). On the
-LoCoMo development split the joint model raised loomctx's evidence recall at 2,048 tokens from
-0.776 to 0.839 (benchmarks/README.md); ``DEFAULT_WEIGHT`` is USE's share, fitted there.
+all-MiniLM-L6-v2 on Latin-script text (:class:`~loomctx.embed.joint.JointEmbedder`): on
+English the English model tells close meanings apart better, and the multilingual one keeps
+every other language (and a question in one language against memories in another) in one
+space. ``DEFAULT_WEIGHT`` is USE's share, fitted on the development split
+(``benchmarks/HISTORY.md``).
 """
 
 from __future__ import annotations

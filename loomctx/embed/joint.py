@@ -10,8 +10,8 @@ unit-length, so every row is.
 
 A few texts at once (a question being asked) are embedded by the two models at the same time,
 the English one on a thread of its own: both run in onnxruntime, which leaves Python's lock
-free, so a question waits for the slower model rather than for both (~1-2 ms less per new
-question on LoCoMo, ``benchmarks/README.md``). Larger batches (ingest) run one model after the
+free, so a question waits for the slower model rather than for both. Larger batches (ingest)
+run one model after the
 other; each spreads its own batches over the cores.
 """
 

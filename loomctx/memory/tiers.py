@@ -58,12 +58,12 @@ class MemoryOptions:
     l2_ttl: float | None = None
     """Seconds an L2 item stays before it moves to L4 (None: no expiry)."""
     l2_shared: bool = True
-    """Offer this session's L2 to the agent's other sessions and see theirs: the seed's L2 is
-    distributed across an agent's sessions (source ``L2_shared``, scope tenant + agent;
-    :class:`~loomctx.retrieval.shared.SharedL2Source`)."""
+    """Offer this session's L2 to the agent's other sessions and see theirs: what one session
+    found important often matters to the agent's next (source ``L2_shared``, scope tenant +
+    agent; :class:`~loomctx.retrieval.shared.SharedL2Source`)."""
     l2_shared_ttl: float | None = 6 * 3600.0
     """Seconds another session's L2 memory stays visible in the shared pool after it was
-    said (the seed's medium term, hours); None: until its session moves it out of L2."""
+    said (L2 is medium-term memory: hours); None: until its session moves it out of L2."""
     agent_memory: bool = True
     """Recall the agent's memory from its other sessions in this session's builds: the
     summaries earlier sessions wrote when they ended and the agent's facts (L3), with their

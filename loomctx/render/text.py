@@ -1,15 +1,15 @@
 """Plain-text renderers: sectioned (GSSC sections), minimal, and a user template.
 
 Sections are ``[Role & Policies] [Tools] [Context] [State] [Evidence] [Task] [Output]`` in the
-cache-friendly order (stable first, volatile last); ``order="gssc"`` gives the seed order
+cache-friendly order (stable first, volatile last); ``order="gssc"`` gives the GSSC order
 ``[Role & Policies] [Task] [State] [Evidence] [Context] [Output]``.
 
-``style="seed"`` adds the seed's structure (seed 002's DefaultStructurer): a label line under
-the headers of task, state, evidence and context, a ``[来源: source]`` tag before each piece of
-evidence (so the answer can cite where a fact came from), and a default ``[Output]`` answer
-format when the build gives none. ``overflow="sections"`` lets the verify step cut a text over
-budget by the seed's section priority (:func:`~loomctx.compress.truncate.truncate_sections`)
-instead of dropping whole items.
+``style="seed"`` adds the labelled structure of the design loomctx grew from
+(docs/seed-differences.md): a label line under the headers of task, state, evidence and
+context, a ``[来源: source]`` tag before each piece of evidence (so the answer can cite where a
+fact came from), and a default ``[Output]`` answer format when the build gives none.
+``overflow="sections"`` lets the verify step cut a text over budget by section priority
+(:func:`~loomctx.compress.truncate.truncate_sections`) instead of dropping whole items.
 """
 
 from __future__ import annotations
@@ -85,7 +85,7 @@ def sections(layout: Layout, tag: str = "") -> dict[str, list[str]]:
 class TextRenderer:
     """Sectioned plain text; ``headers=False`` gives the minimal format.
 
-    ``style="seed"`` gives the seed's labels, source tags and default output instruction in
+    ``style="seed"`` gives the labels, source tags and default output instruction in
     ``language``; ``overflow="sections"`` makes :meth:`cut` fit an over-budget text by section.
     """
 
@@ -151,7 +151,7 @@ class TextRenderer:
         return "\n\n".join(blocks)
 
     def cut(self, rendered: Rendered, total: int) -> Rendered | None:
-        """``rendered`` fitted to ``total`` tokens by the seed's section priority (the
+        """``rendered`` fitted to ``total`` tokens by section priority (the
         ``[Context]`` section first, ``[Role & Policies]`` last; each cut keeps a marker), or
         None when this renderer drops items instead (``overflow="drop"``, or no headers)."""
         if self.overflow != "sections" or not self.headers:

@@ -3,7 +3,7 @@ repeats the previous request.
 
 Rendering is re-counted with the model's own tokenizer; while it is over budget the weakest
 removable unit goes (reason ``overflow``), unless the renderer cuts its own text by section
-(a text renderer with ``overflow="sections"``: the seed's truncation order). The payload is
+(a text renderer with ``overflow="sections"``: [Context] first, instructions last). The payload is
 then checked against the provider's structural rules (:mod:`loomctx.render.validate`): a
 request the provider would reject never leaves the builder.
 """

@@ -1,4 +1,4 @@
-"""A team's workspace as a page: what each role saw, call by call (seed 003's point).
+"""A team's workspace as a page: what each role saw, call by call (each sees a different context).
 
 One row per model call — the role (and action) that made it, the wire format, tokens against the
 role's budget, the budget report's summary (items shown whole, shortened, dropped), the notes the

@@ -1,6 +1,6 @@
 """The agent's memory across its sessions, recalled by every new session of the agent.
 
-Seed 001's memory flow: a session ends → its summary becomes agent-level memory (L3) →
+The memory flow across sessions: a session ends → its summary becomes agent-level memory (L3) →
 :class:`~loomctx.controller.persist.L4Persister` copies it into tenant-global L4. Both reach the
 agent's later sessions by default: every :class:`~loomctx.session.Session` has an
 :class:`AgentMemorySource` (``MemoryOptions.agent_memory``), so a question in a new session of
@@ -28,7 +28,7 @@ from loomctx.embed.protocol import Embedder
 from loomctx.errors import ConfigError
 from loomctx.items import RAW_RELEVANCE, ContextItem, Tier
 from loomctx.retrieval._pool import REFRESH, RecordPool
-from loomctx.sources.protocol import SourceRequest
+from loomctx.sources.protocol import BaseSource, SourceRequest
 from loomctx.stores.protocol import MemoryRecord, MemoryStore, Scope
 
 AGENT_MEMORY = "L3_agent"
@@ -44,7 +44,7 @@ def l4_id(record: MemoryRecord) -> str:
     return f"l3:{record.agent}:{record.session or '-'}:{record.id}"
 
 
-class AgentMemorySource:
+class AgentMemorySource(BaseSource):
     """L3 of the agent (and L4 copies), recalled lexically and densely for the build's question.
 
     ``session`` (optional) is the session this source serves: its own summary is left out (a

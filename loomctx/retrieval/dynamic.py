@@ -1,10 +1,10 @@
-"""Per-turn dynamic context (seed 004): retrieval re-run before every model call.
+"""Per-turn dynamic context: retrieval re-run before every model call.
 
 An agent loop builds a context before every model call. What the model needs changes inside one
 task: a tool lists a table nobody asked about, a query fails on a column. So the retrieval query
 is re-derived on every build from the task and the newest step of the conversation (the model's
 last message with its tool calls, and the tool results and errors that answered it), and the
-retrieved documents are assembled the seed's way under the source's own budget:
+retrieved documents are assembled by priority under the source's own budget:
 
 - constraints: CRITICAL (P0, always in);
 - the top ``high`` documents: HIGH (P1);
@@ -26,7 +26,7 @@ from typing import Any, Literal, Protocol, runtime_checkable
 
 from loomctx.errors import ConfigError
 from loomctx.items import RAW_RELEVANCE, ContextItem, Tier
-from loomctx.sources.protocol import SourceRequest
+from loomctx.sources.protocol import BaseSource, SourceRequest
 from loomctx.text.messages import message_text
 
 DocKind = Literal["constraint", "document", "rule"]
@@ -50,7 +50,7 @@ class RetrievedDocument:
 
 @runtime_checkable
 class ContextRetriever(Protocol):
-    """Finds the documents a model call needs (seed: ``ContextRetriever``).
+    """Finds the documents a model call needs.
 
     Contract:
     - ``retrieve_for_query`` returns at most ``top_k`` documents of kind ``document`` or
@@ -70,14 +70,15 @@ class ContextRetriever(Protocol):
 
 @dataclass(frozen=True, kw_only=True)
 class DynamicOptions:
-    """How the per-turn block is retrieved and assembled (seed defaults)."""
+    """How the per-turn block is retrieved and assembled."""
 
     top_k: int = 8
     """Documents retrieved per build (constraints come on top)."""
     high: int = 3
     """How many of the best documents are HIGH (P1); the rest are MEDIUM (P2)."""
     share: float = 0.25
-    """Budget share of the block: the seed's 4,000 of 16,000. In turn builds the builder's
+    """Budget share of the block (4,000 of a 16,000-token build: a quarter for what this step
+    needs, the rest for the stable task and history). In turn builds the builder's
     ``volatile_share`` caps all per-turn content together: raise it to this share too."""
     max_tokens: int | None = None
     """Hard cap on the block in tokens, below the share (None: the share alone)."""
@@ -89,7 +90,7 @@ class DynamicOptions:
             raise ConfigError(f"top_k must be >= 1 and high >= 0, got top_k={self.top_k!r}, "
                               f"high={self.high!r}")
         if not 0.0 < self.share <= 1.0:
-            raise ConfigError(f"share must be in (0, 1], got {self.share!r}; 0.25 is the seed's")
+            raise ConfigError(f"share must be in (0, 1], got {self.share!r}; 0.25 is the default")
         if self.max_tokens is not None and self.max_tokens < 1:
             raise ConfigError(f"max_tokens must be >= 1 or None, got {self.max_tokens!r}")
         if self.step_chars < 0:
@@ -154,8 +155,8 @@ def step_text(messages: Sequence[Any], limit: int) -> str:
     return "\n".join(t for t in texts if t.strip())
 
 
-class DynamicContextSource:
-    """The seed's per-turn retrieved block, re-derived on every build.
+class DynamicContextSource(BaseSource):
+    """The per-turn retrieved block, re-derived on every build.
 
     ``history`` gives the conversation the query is derived from: a callable returning
     messages, or an object with ``.items`` such as ``session.memory.history``. A Session is

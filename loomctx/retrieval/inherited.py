@@ -1,4 +1,4 @@
-"""``InheritedSource``: a sub-agent sees its parent's memory, read-only (seed 001).
+"""``InheritedSource``: a sub-agent sees its parent's memory, read-only.
 
 A sub-agent works in its own session (its own history, its own store scope) but was spawned
 for a part of its parent's task, so its builds recall from the parent's conversation too: the
@@ -17,7 +17,7 @@ from typing import Protocol
 from loomctx.errors import ConfigError
 from loomctx.items import RAW_RELEVANCE, ContextItem, Tier
 from loomctx.memory.tiers import TieredMemory
-from loomctx.sources.protocol import SourceRequest
+from loomctx.sources.protocol import BaseSource, SourceRequest
 from loomctx.stores.protocol import MemoryRecord
 
 RRF_K = 60
@@ -31,7 +31,7 @@ class HasMemory(Protocol):
     def memory(self) -> TieredMemory: ...
 
 
-class InheritedSource:
+class InheritedSource(BaseSource):
     """The parent's memory as evidence in the sub-agent's builds (source ``inherited``).
 
     ``parent`` is the parent's :class:`~loomctx.session.Session` (or its ``TieredMemory``).
@@ -48,8 +48,8 @@ class InheritedSource:
                 raise ConfigError(f"{option} must be an int >= 0, got {value!r}")
         if share is not None and not (isinstance(share, int | float)
                                       and not isinstance(share, bool) and 0 < share <= 1):
-            raise ConfigError(f"share must be in (0, 1] or None, got {share!r}; the seed "
-                              "gives inherited context 0.10")
+            raise ConfigError(f"share must be in (0, 1] or None, got {share!r}; e.g. 0.10 "
+                              "for the parent's memory")
         self.name = name
         self.parent = memory
         self.limit = limit

@@ -1,11 +1,11 @@
-"""The shared pool: what several agents of one tenant write for each other to read (seed 001).
+"""The shared pool: what several agents of one tenant write for each other to read.
 
-Seed 000 lists a ``SharedPoolSource`` reading a ``SharedMemoryPool`` of cross-agent entries; seed
-001 draws the agents of a system exchanging context beside their own memories. This is that
-pool. It differs from the shared L2 pool (:mod:`loomctx.retrieval.shared`), which shows one
-agent's sessions each other's important memories and is filled implicitly: here any agent of
-the tenant writes an entry explicitly (:meth:`SharedPool.write`, naming itself as ``by``) and
-any agent of the tenant reads the pool through a :class:`SharedPoolSource` in its builds.
+Agents of one system exchange context beside their own memories: one writes what the others should
+know, each reads it as a source of its builds. This is that pool. It differs from the shared L2 pool
+(:mod:`loomctx.retrieval.shared`), which shows one agent's sessions each other's important memories
+and is filled implicitly: here any agent of the tenant writes an entry explicitly
+(:meth:`SharedPool.write`, naming itself as ``by``) and any agent of the tenant reads the pool
+through a :class:`SharedPoolSource` in its builds.
 
 Scope: the entries of pool ``name`` are stored in the tenant under the reserved agent id
 ``shared-pool:<name>`` (level L4, session None), so reading a pool is one scan of its own
@@ -27,7 +27,7 @@ from loomctx.embed.protocol import Embedder
 from loomctx.errors import ConfigError
 from loomctx.items import RAW_RELEVANCE, ContextItem, Tier
 from loomctx.retrieval._pool import REFRESH, RecordPool
-from loomctx.sources.protocol import SourceRequest
+from loomctx.sources.protocol import BaseSource, SourceRequest
 from loomctx.stores.protocol import DEFAULT_TENANT, MemoryRecord, MemoryStore, Scope, check_name
 
 POOL_PREFIX = "shared-pool:"
@@ -96,7 +96,7 @@ class SharedPool:
             reader.invalidate()
 
 
-class SharedPoolSource:
+class SharedPoolSource(BaseSource):
     """A shared pool's entries as evidence, ranked for the build's question (lexically and by
     embedding) or, without one, by importance then recency."""
 

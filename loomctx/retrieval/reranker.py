@@ -1,7 +1,8 @@
 """UnifiedReranker: one score for candidates recalled from memory and knowledge bases.
 
-Seed signals and weights: vector similarity .40, query-term overlap .35, origin diversity .15,
-content length .10 — plus reciprocal-rank fusion of the lexical and dense recall lists (weight
+Signals and their default weights: vector similarity .40, query-term overlap .35, origin
+diversity .15, content length .10 (the design's starting point, docs/seed-differences.md) — plus
+reciprocal-rank fusion of the lexical and dense recall lists (weight
 ``fusion``), which measurably helps on long-conversation recall. A question whose terms are rare
 among the candidates (names, numbers, titles: high :func:`specificity`) trusts the fused ranking
 more (``lexical_trust``), because there the lexical list finds what the vector misses. A
@@ -19,7 +20,7 @@ from loomctx.errors import ConfigError
 from loomctx.items import fingerprint
 from loomctx.text.decoration import index_text
 from loomctx.text.labels import label_terms
-from loomctx.text.lexical import tokenize
+from loomctx.text.lexical import bm25_idf, tokenize
 
 
 @dataclass
@@ -46,7 +47,7 @@ class Candidate:
 
 @dataclass(frozen=True, kw_only=True)
 class RerankWeights:
-    """Weights of the reranker's signals (the seed's four plus rank fusion)."""
+    """Weights of the reranker's signals: four single signals plus rank fusion."""
 
     vector: float = 0.40
     """Cosine similarity to the query."""
@@ -74,9 +75,9 @@ class RerankWeights:
     """Specificity below which a question gets no extra lexical trust (in [0, 1))."""
     rrf_k: int = 10
     """RRF constant k in 1 / (k + rank). The fusion signal is normalised by the best candidate's,
-    so k sets how much the top ranks stand out: with 60, rank 10 kept 0.87 of rank 1's signal
-    (nearly flat: the signal hardly ordered anything); with 10, 0.53. Fitted on the development
-    split (benchmarks/README.md)."""
+    so k sets how much the top ranks stand out: with 60, rank 10 keeps 0.87 of rank 1's signal
+    (nearly flat: the signal hardly orders anything); with 10, 0.53. Fitted on the development
+    split (``benchmarks/HISTORY.md``)."""
     length_tokens: int = 24
     """Token length at which the length signal reaches 1."""
     list_weights: dict[str, float] = field(
@@ -110,8 +111,8 @@ def diversity_origin(origin: str) -> str:
     """The origin the diversity bonus counts: a knowledge base, or memory whatever its tier.
 
     A memory's tier (``memory:L1`` … ``memory:L4``) says how important or old it is, not where it
-    came from; counting tiers as origins lifted the best L2 and L4 memory over better L1 evidence
-    (on HotpotQA dev, ``diversity=0`` gained 0.015 at 512 and 1,024 tokens).
+    came from; counting tiers as origins lifted the best L2 and L4 memory over better L1
+    evidence.
     """
     return "memory" if origin.startswith("memory:") else origin
 
@@ -128,14 +129,14 @@ def specificity(q_terms: set[str], docs: Sequence[set[str]]) -> float:
     n = len(docs)
     if n == 0 or not q_terms:
         return 0.0
-    top = math.log(1.0 + (n - 0.5) / 1.5)
+    top = bm25_idf(n, 1)
     if top <= 0.0:
         return 0.0
     idfs = []
     for t in q_terms:
         df = sum(1 for d in docs if t in d)
         if df:
-            idfs.append(math.log(1.0 + (n - df + 0.5) / (df + 0.5)) / top)
+            idfs.append(bm25_idf(n, df) / top)
     return sum(idfs) / len(idfs) if idfs else 0.0
 
 

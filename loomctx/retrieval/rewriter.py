@@ -1,7 +1,8 @@
 """QueryRewriter (no LLM): append the top-K content words of the last N messages to the query.
 
 A follow-up like "and what about the second one?" carries none of the words that retrieval
-needs; the recent turns do. Defaults from the seed: N = 5, K = 6; zh + en stopwords removed.
+needs; the recent turns do. Defaults: N = 5 messages, K = 6 words (enough to name a topic, few
+enough not to drown the question); zh + en stopwords removed.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The shared L2 pool: an agent's sessions see each other's important memories for a while.
 
-Seed 001 puts L2 (session-important memory) at session level and *distributed*: what one
+L2 (session-important memory) lives at session level and is *distributed*: what one
 session of an agent found important (an evicted message scored above
 ``MemoryOptions.promote_threshold``) is offered to the agent's other sessions, for the medium
 term (hours). :class:`SharedL2Source` is that pool as seen from one session: the records at
@@ -23,14 +23,14 @@ from loomctx.embed.protocol import Embedder
 from loomctx.errors import ConfigError
 from loomctx.items import RAW_RELEVANCE, ContextItem, Tier
 from loomctx.retrieval._pool import REFRESH, RecordPool
-from loomctx.sources.protocol import SourceRequest
+from loomctx.sources.protocol import BaseSource, SourceRequest
 from loomctx.stores.protocol import MemoryRecord, MemoryStore, Scope
 
 SHARED_L2 = "L2_shared"
 """The source name of the shared L2 pool in a session's builds."""
 
 
-class SharedL2Source:
+class SharedL2Source(BaseSource):
     """The L2 memories of the agent's other sessions, while younger than ``ttl`` seconds."""
 
     def __init__(self, store: MemoryStore, embedder: Embedder, *, tenant: str, agent: str,

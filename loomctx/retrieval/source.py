@@ -1,6 +1,6 @@
 """Memory sources for the builder: L2 important memories and unified retrieval (L4 + knowledge).
 
-Unified retrieval (the seed's passive channel, run before every LLM call): rewrite the query from
+Unified retrieval (the passive channel: run before every LLM call, unasked): rewrite the query from
 the recent turns, recall lexically and densely from the store and from each knowledge base in
 parallel (plus the memories of a period the question names, the answers to matching questions
 and the questions matching answers replied to, and a search with the names the best match
@@ -26,7 +26,7 @@ from loomctx.retrieval.reranker import Candidate, UnifiedReranker
 from loomctx.retrieval.rewriter import QueryRewriter
 from loomctx.retrieval.timecues import time_window
 from loomctx.sources.knowledge import KnowledgeSource
-from loomctx.sources.protocol import SourceRequest
+from loomctx.sources.protocol import BaseSource, SourceRequest
 from loomctx.stores.protocol import Hit, MemoryRecord, Scope
 from loomctx.text.decoration import index_text
 from loomctx.text.labels import without_terms
@@ -50,7 +50,7 @@ def _retrieved(future: asyncio.Future[Any]) -> None:
         future.exception()
 
 
-class L2ImportantSource:
+class L2ImportantSource(BaseSource):
     """The session's L2 (important) memories for builds without a question, by importance."""
 
     def __init__(self, memory: TieredMemory, *, name: str = "L2_important") -> None:
@@ -75,7 +75,7 @@ class L2ImportantSource:
         ]
 
 
-class UnifiedRetrievalSource:
+class UnifiedRetrievalSource(BaseSource):
     """Hybrid recall (lexical + dense) from memory and knowledge, one reranker.
 
     ``scope="session"`` recalls this session's memories; ``"global"`` every session's of the
@@ -141,21 +141,19 @@ class UnifiedRetrievalSource:
         800-token answer) is found by its own words when it holds the answer, and when it
         does not, the inherited credit ranked it above the short message that did and its
         length then took the room of several such messages. None (the default): every
-        message, whatever its length, inherits and blends. 96 helped the LongMemEval
-        development sample and cost one or two gold items on LoCoMo's and HotpotQA's
-        development splits, so it is an option, not the default (benchmarks/README.md)."""
+        message, whatever its length, inherits and blends. A cut (96) helps conversations of
+        long assistant answers (LongMemEval) and costs a little on chat and passage sets
+        (LoCoMo, HotpotQA), so it is an option, not the default (benchmarks/README.md,
+        evidence recall)."""
         self.follow_up_terms = follow_up_terms
         """The most content terms a question may have and still be read as a follow-up, the
         only kind the rewriter expands with the recent turns ("and the second one?" needs
         them). A question that names its own subject ("What type of car am I working on?")
         is searched as asked: after a long history the last turns are about something else,
         and their words, searched as one more list, put their topic's memories in the place
-        of the question's. None (the default): every question is expanded. 2 raised LoCoMo's
-        development split (0.781 → 0.788 at 512 tokens) but lowered HotpotQA's held-out split
-        (0.777 → 0.763 at 512), whose pools end with the question's own passages; so it is
-        opt-in (benchmarks/README.md)."""
-        self.failures: dict[str, str] = {}
-        """Knowledge base name → the error of its last failed recall (empty when all worked)."""
+        of the question's. None (the default): every question is expanded. A limit (2) helps
+        long chats but hurts where the latest text is the question's own material (HotpotQA's
+        pools end with its passages), so it is opt-in (``benchmarks/HISTORY.md``)."""
 
     async def collect(self, request: SourceRequest) -> Sequence[ContextItem]:
         if not request.query.strip():
@@ -175,8 +173,8 @@ class UnifiedRetrievalSource:
         # The question's embedding is the slowest step of recall: its Python work (cache look-up,
         # tokens) is done here, then its model passes and the dense search that needs them run
         # on one worker thread (one hand-off, not two) while the lexical lists and the knowledge
-        # bases are searched. Done on the worker, that Python work took turns at the lock with
-        # the lexical lists (benchmarks/README.md, eleventh round).
+        # bases are searched. Done on the worker, that Python work would take turns at the
+        # interpreter lock with the lexical lists.
         embedded = self.memory.query_vector_later(
             without_terms(query, self.memory.speakers()) if self.unnamed_query else query)
 
@@ -199,7 +197,7 @@ class UnifiedRetrievalSource:
                 for text in texts)))
 
         # One failing knowledge base costs its own results, never memory recall or the others;
-        # the failures are reported on the source (``failures``) and in its items' metadata.
+        # each failure is recorded on this build's request (``request.failed``) for the report.
         knowledge_recall = asyncio.gather(*(k.collect(request) for k in self.knowledge),
                                           return_exceptions=True)
         try:
@@ -214,9 +212,9 @@ class UnifiedRetrievalSource:
         finally:  # after a failure elsewhere the thread's result (or error) is dropped
             dense_recall.add_done_callback(_retrieved)
         lexical, extra = lexical_lists[0], lexical_lists[1] if len(lexical_lists) > 1 else []
-        self.failures = {k.name: f"{type(r).__name__}: {r}"
-                         for k, r in zip(self.knowledge, kb, strict=True)
-                         if isinstance(r, BaseException)}
+        for k, answer in zip(self.knowledge, kb, strict=True):
+            if isinstance(answer, BaseException):
+                request.failed(k.name, answer)
         cands: dict[str, Candidate] = {}
         for kind, hits in (("lexical", lexical), ("dense", dense), ("expanded", extra),
                            ("time", dated), ("bridge", bridged)):
@@ -296,8 +294,8 @@ class UnifiedRetrievalSource:
         after it), and one that answers a question brings that question. The reranker gives
         each a share of its match's fusion credit (``RerankWeights.adjacent``). Only question
         and answer: the message after a statement is as often small talk, which at a small
-        budget takes the place of evidence (the effect of both choices is in
-        benchmarks/README.md).
+        budget takes the place of evidence (both choices measured in
+        ``benchmarks/HISTORY.md``).
         """
         out = []
         for match in matches[:self.adjacent]:
@@ -322,8 +320,7 @@ class UnifiedRetrievalSource:
         finds the first hop (the film, naming its director) but not the second (the director's
         own page), which shares no word with the question. The names the best match mentions
         and the question does not (capitalised words that do not start a sentence, up to
-        ``bridge_terms`` in order of appearance) lead there (HotpotQA development split 0.750 →
-        0.800 at 512 tokens; benchmarks/README.md).
+        ``bridge_terms`` in order of appearance) lead there.
         """
         if not self.bridge_terms or not matches:
             return []

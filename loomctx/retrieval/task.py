@@ -1,6 +1,6 @@
-"""The static part of a task (seed 004): requirement, phase, task context — assembled once.
+"""The static part of a task: requirement, phase, task context — assembled once.
 
-The seed splits an agent's context in two. What the task *is* (the user's requirement, the
+An agent's context has two parts. What the task *is* (the user's requirement, the
 execution phase and mode, the task's own data) does not change while the agent works on it, so
 it is assembled once per task and rendered in the system part: byte-identical on every model call
 of the task, it stays in the provider's cached prefix. What the model needs *now* is rebuilt
@@ -18,26 +18,24 @@ from typing import Any
 
 from loomctx.errors import ConfigError
 from loomctx.items import ContextItem, Tier
-from loomctx.sources.protocol import SourceRequest
+from loomctx.sources.protocol import BaseSource, SourceRequest
 from loomctx.tokens.protocol import TokenCounter
 
 
-class TaskContextSource:
+class TaskContextSource(BaseSource):
     """The task's static items, built in ``__init__`` and returned unchanged by every collect.
 
     ``task_context`` may be text or JSON-able data (rendered as sorted, indented JSON, so the
     same data gives the same bytes). Ids: ``task:requirement``, ``task:phase``,
     ``task:context``.
 
-    ``max_tokens`` is the static part's own cap (the seed's 12,000 of 16,000): a static part
+    ``max_tokens`` is the static part's own cap (e.g. 12,000 of a 16,000-token build, leaving
+    the per-turn block its 4,000): a static part
     above it is cut at collect time, the task context first, then the phase, then the
     requirement, each to the room the others leave, so a huge pasted requirement cannot eat
     the per-turn block's room. The cut is deterministic: the same text gives the same bytes
     on every call of the task, and the cached prefix holds.
     """
-
-    share: float | None = None
-    """Budget ratio; None uses the budget manager's ratio for this source's name."""
 
     def __init__(self, requirement: str, *, phase: str = "", mode: str = "",
                  task_context: str | Mapping[str, Any] | None = None,
@@ -45,7 +43,7 @@ class TaskContextSource:
         if max_tokens is not None and (isinstance(max_tokens, bool)
                                        or not isinstance(max_tokens, int) or max_tokens < 1):
             raise ConfigError(f"max_tokens must be an int >= 1 or None, got {max_tokens!r}; "
-                              "the seed's static part is 12000")
+                              "e.g. 12000 of a 16000-token build")
         self.max_tokens = max_tokens
         if not isinstance(requirement, str) or not requirement.strip():
             raise ConfigError(f"requirement must be non-empty text (the user's task), got "

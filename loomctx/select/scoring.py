@@ -34,8 +34,9 @@ class SelectOptions:
     """Recency time constant τ in seconds: recency = e^(−Δt/τ)."""
     min_relevance: float = 0.15
     """Evidence whose relevance, relative to the best candidate of its source, is below this is
-    dropped (never history). The seed's 0.3 left evidence out of large budgets that had room
-    for it (LoCoMo development sample at 8,192 tokens: 0.950 at 0.3, 0.970 at 0.15 or 0)."""
+    dropped (never history). Relative to the best, not absolute: a higher cut (0.3, the
+    design's first value) left evidence out of large budgets that had room for it
+    (``benchmarks/HISTORY.md``)."""
     mmr_lambda: float = 0.7
     """MMR trade-off for evidence: 1.0 = relevance only, lower = more diversity."""
     dedup: bool = True

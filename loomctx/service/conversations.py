@@ -25,15 +25,14 @@ from loomctx.items import ContextItem, Tier
 from loomctx.report import BuildReport
 from loomctx.service.convert import chain, fingerprint
 from loomctx.session import Session
-from loomctx.sources.protocol import SourceRequest
-from loomctx.sources.static import SystemPromptSource
+from loomctx.sources.protocol import BaseSource, SourceRequest
 from loomctx.sources.tools import normalize_tool
 
 CHARS_PER_TOKEN = 4
 """How a kept build's size is estimated from its token count (English text averages ~4)."""
 
 
-class RequestTools:
+class RequestTools(BaseSource):
     """The tool definitions of the latest request, all pinned: a model must see every tool
     the client offers, or it could not call the one the conversation needs."""
 
@@ -111,7 +110,6 @@ class Conversation:
     session: Session
     format: str
     tools: RequestTools
-    system: SystemPromptSource
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     chain: list[str] = field(default_factory=list)
     """Fingerprint chain of the stored messages, one entry per message."""
@@ -144,7 +142,7 @@ class Conversation:
     def info(self) -> dict[str, Any]:
         s = self.session
         return {"id": s.id, "state": s.state.value, "format": self.format,
-                "model": s.builder.options.model, "messages": len(self.chain),
+                "model": s.model, "messages": len(self.chain),
                 "builds": len(self.builds), "created": self.created}
 
 

@@ -35,7 +35,6 @@ from loomctx.service.conversations import (
 )
 from loomctx.service.options import DEFAULT_WINDOW, FALLBACK_ENCODING, ServiceOptions
 from loomctx.session import Session, SessionState
-from loomctx.sources.static import SystemPromptSource
 from loomctx.stores.urls import open_store
 from loomctx.text.messages import content_text
 from loomctx.tokens.chat import ChatCounter
@@ -99,11 +98,9 @@ class Service:
         session = Session(session_id or new_id("s-"), tenant=tenant, agent="proxy",
                           store=self.store, embedder=self.embedder, options=options,
                           budget=BudgetManager(window=window), events=self.sink,
-                          sources=[tools], memory=CONVERSATION_MEMORY)
-        prompt = next(s for s in session.builder.sources if isinstance(s, SystemPromptSource))
-        prompt.text = system or ""
-        conv = Conversation(session=session, format=fmt, tools=tools, system=prompt,
-                            seed=seed(system))
+                          sources=[tools], memory=CONVERSATION_MEMORY,
+                          system_prompt=system or "")
+        conv = Conversation(session=session, format=fmt, tools=tools, seed=seed(system))
         if register:
             self.adopt(tenant, conv)
         return conv
@@ -114,7 +111,7 @@ class Service:
         self.tenants.index(tenant, conv, None)
 
     def window(self, conv: Conversation) -> int:
-        w = conv.session.builder.budget.window
+        w = conv.session.context_window
         return w if w is not None else DEFAULT_WINDOW
 
     def route(self, tenant: str, fmt: str, model: str, system: str | None,
@@ -204,13 +201,9 @@ class Service:
         pins, so it refuses only what the build would refuse too (after storing the turn)."""
         last = next((m for m in reversed(new) if m.get("role") == "user"), None)
         text = content_text(last.get("content")) if last is not None else ""
-        builder = conv.session.builder
-        # The sections every turn build frames, whatever its candidates (see the builder).
-        always = frozenset({"state"} if builder.options.summarize_history else set()) | \
-            frozenset({"output"} if builder.options.output_instructions else set())
         chat = ChatCounter(conv.session.memory.counter, "openai")
         try:
-            need = (builder.renderer.overhead(always)
+            need = (conv.session.least_framing()
                     + chat.messages([{"role": "user", "content": text}] if text else [],
                                     conv.tools.definitions, system=system or None))
         except (ConfigError, ValueError, TypeError, KeyError) as exc:

@@ -210,11 +210,11 @@ class Proxy:
                 new = self.service.unseen(conv, new)
             conv.session.memory.history.check(new)
             self.service.check_fits(conv, budget, system if system is not None
-                                    else conv.system.text, new)
+                                    else conv.session.system_prompt, new)
             if fresh:  # nothing refused it: the session is the tenant's from here on
                 self.service.adopt(tenant, conv)
             elif system is not None and seen is None:
-                conv.system.text = system
+                conv.session.system_prompt = system
             await self.service.store_messages(tenant, conv, new)
             record = await self.service.build(tenant, conv, budget)
             resp, deadline = await self._send(fmt, request, body, record)

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 from loomctx.errors import ConfigError
 from loomctx.items import ContextItem, Tier
-from loomctx.sources.protocol import SourceRequest
+from loomctx.sources.protocol import BaseSource, SourceRequest
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -24,7 +24,7 @@ class AgentOutput:
 
 
 @dataclass
-class AgentOutputSource:
+class AgentOutputSource(BaseSource):
     """Recent agent outputs as ``state`` items; priority decays with age."""
 
     outputs: list[AgentOutput] = field(default_factory=list)

@@ -1,7 +1,7 @@
-"""A source that is a plain function: the seed's callback gatherers.
+"""A source that is a plain function: a callback gatherer.
 
-Seed 002 gathers packets through small callbacks (a memory look-up, a RAG query) and seed 000's
-sources are objects with one ``collect``. Writing a class for a one-line look-up is friction,
+Much context comes from a small callback (a memory look-up, a RAG query), while a source is an
+object with one ``collect``. Writing a class for a one-line look-up is friction,
 so :class:`FunctionSource` turns a function into a :class:`~loomctx.sources.protocol.ContextSource`:
 it is called with the :class:`~loomctx.sources.protocol.SourceRequest`, may be sync or async,
 and may return strings (each becomes one item of ``kind``) or ready
@@ -20,13 +20,13 @@ from typing import Any
 
 from loomctx.errors import ConfigError, SourceError
 from loomctx.items import KIND_SECTION, ContextItem, Kind, Tier
-from loomctx.sources.protocol import SourceRequest
+from loomctx.sources.protocol import BaseSource, SourceRequest
 
 Gatherer = Callable[[SourceRequest], Any]
 """What :class:`FunctionSource` wraps: request → strings or items (or an awaitable of them)."""
 
 
-class FunctionSource:
+class FunctionSource(BaseSource):
     """A function as a source: ``FunctionSource("weather", lambda req: [lookup(req.query)])``."""
 
     def __init__(self, name: str, fn: Gatherer, *, kind: Kind = "evidence",

@@ -1,7 +1,9 @@
 """Gather: every source's ``collect`` runs concurrently, each under a timeout.
 
 A source that fails or is slow never fails the build: its error is kept for the report and the
-build goes on without it.
+build goes on without it. A source that answered while part of it failed recorded the part on its
+request (:meth:`~loomctx.sources.protocol.SourceRequest.failed`): each build has its own requests,
+so the report of one build names only that build's failures.
 """
 
 from __future__ import annotations
@@ -14,12 +16,7 @@ from dataclasses import replace
 from loomctx._jsonl import clean_text
 from loomctx.buildstate import Gathered
 from loomctx.items import ContextItem
-from loomctx.sources.protocol import ContextSource, SourceRequest
-
-
-def is_history(source: ContextSource) -> bool:
-    """Whether the source is conversation history (kept in order, never ranked by score)."""
-    return bool(getattr(source, "history", False))
+from loomctx.sources.protocol import ContextSource, SourceRequest, is_history
 
 
 async def gather(sources: Sequence[ContextSource], requests: Mapping[str, SourceRequest],
@@ -29,9 +26,9 @@ async def gather(sources: Sequence[ContextSource], requests: Mapping[str, Source
     async def one(src: ContextSource) -> Gathered:
         t = time.perf_counter()
         try:
-            items = await asyncio.wait_for(src.collect(requests[src.name]), timeout)
-            # A source that degraded (one of its backends failed) says so in ``failures``.
-            failures = getattr(src, "failures", None)
+            request = requests[src.name]
+            items = await asyncio.wait_for(src.collect(request), timeout)
+            failures = request.failures  # parts that failed in this build
             partial = ("partial: " + "; ".join(f"{k} failed: {v}" for k, v in failures.items())
                        if failures else None)
             kept = list(items) if is_history(src) else _clean(items)  # history: checked on add

@@ -28,16 +28,14 @@ from loomctx.sources.messages import (
     provider_message,
     validate_history,
 )
-from loomctx.sources.protocol import SourceRequest
+from loomctx.sources.protocol import BaseSource, SourceRequest
 
 
-class HistorySource:
+class HistorySource(BaseSource):
     """Chat history; items are built once per message and reused across builds."""
 
     history = True
     """History-like: the builder keeps it in order and never ranks it by score."""
-    share: float | None = None
-    """Budget ratio; None uses the budget manager's ratio for this source's name."""
 
     def __init__(
         self, messages: Sequence[Mapping[str, Any]] = (), *, name: str = "L1_recent",

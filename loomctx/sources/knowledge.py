@@ -14,7 +14,7 @@ from pathlib import Path
 
 from loomctx.errors import ConfigError, InputError
 from loomctx.items import RAW_RELEVANCE, ContextItem, Tier
-from loomctx.sources.protocol import SourceRequest
+from loomctx.sources.protocol import BaseSource, SourceRequest
 from loomctx.text.lexical import BM25Index
 from loomctx.tokens.protocol import TokenCounter
 
@@ -77,8 +77,8 @@ def chunk(text: str, counter: TokenCounter, max_tokens: int) -> list[str]:
     return chunks
 
 
-class KnowledgeSource:
-    """BM25 retrieval over chunked documents (seed: RAGKnowledgeSource)."""
+class KnowledgeSource(BaseSource):
+    """BM25 retrieval over chunked documents."""
 
     def __init__(
         self, documents: Sequence[Document], *, name: str = "RAG_knowledge",

@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any, Protocol, runtime_checkable
 
+from loomctx.errors import ConfigError
 from loomctx.items import ContextItem
 from loomctx.tokens.protocol import TokenCounter
 
 
 @dataclass(frozen=True, kw_only=True)
 class SourceRequest:
-    """What a source is told about the build it contributes to."""
+    """What a source is told about the build it contributes to (one request per source and
+    build: what the source records on it belongs to that build alone)."""
 
     query: str
     """The current question / user input (may be empty)."""
@@ -28,6 +31,20 @@ class SourceRequest:
     """Task phase (early / middle / late) when the caller knows it."""
     context: dict[str, Any] = field(default_factory=dict)
     """Free-form request data (e.g. recent messages for query rewriting)."""
+    _failures: dict[str, str] = field(default_factory=dict, init=False, repr=False,
+                                      compare=False)
+
+    def failed(self, part: str, error: BaseException | str) -> None:
+        """Record that ``part`` of the source (one knowledge base of several, one backend)
+        failed in this build while the source still answered with the rest; the report names
+        it. A request made with :func:`dataclasses.replace` starts with none."""
+        self._failures[part] = (error if isinstance(error, str)
+                                else f"{type(error).__name__}: {error}")
+
+    @property
+    def failures(self) -> Mapping[str, str]:
+        """Part → error, as recorded by :meth:`failed` (empty when every part worked)."""
+        return MappingProxyType(self._failures)
 
 
 @runtime_checkable
@@ -36,14 +53,80 @@ class ContextSource(Protocol):
 
     Contract:
     - ``name`` is unique within a builder and is the key of the source's budget allocation.
+    - ``history`` is True only for a conversation's messages: the builder keeps them in
+      chronological order, shows the newest as one contiguous tail (a turn's window) and never
+      ranks them by score. Default False.
+    - ``share`` is the fraction of every build's budget the source claims, in (0, 1]; None (the
+      default) leaves it to the budget manager's ratio for ``name``. A builder reads it once,
+      when it is made.
     - ``collect`` may return more than fits: the selector decides. It must not mutate items it
       returned in earlier builds (return fresh items or treat them as read-only).
-    - It may be slow or fail: the builder runs it under a timeout and reports the failure.
+    - It may be slow or fail: the builder runs it under a timeout and reports the failure. A
+      source that answers while a part of it failed records the part with
+      ``request.failed(part, error)`` (:meth:`SourceRequest.failed`) and the report names it.
+      The failure belongs to that build, not to the source object: two concurrent builds of
+      one session never see each other's.
+
+    :class:`BaseSource` holds the defaults, to inherit. A source written to the first form of
+    this contract (``name`` and ``collect`` only) still works: :func:`is_history` and
+    :func:`declared_share` read it with the defaults. It is no longer an ``isinstance`` of
+    this runtime-checkable protocol, which asks for all four members; :func:`check_source` is
+    the check the builder and ``Session.add_source`` make.
     """
 
     name: str
 
+    @property
+    def history(self) -> bool: ...
+
+    @property
+    def share(self) -> float | None: ...
+
     async def collect(self, request: SourceRequest) -> Sequence[ContextItem]: ...
 
 
-__all__ = ["ContextSource", "SourceRequest"]
+class BaseSource:
+    """The contract's defaults for a source to inherit: not history, no share of its own."""
+
+    history: bool = False
+    """True only for a conversation's messages (see :class:`ContextSource`)."""
+    share: float | None = None
+    """Budget ratio; None uses the budget manager's ratio for the source's name."""
+
+
+def is_history(source: ContextSource) -> bool:
+    """Whether the source is conversation history (kept in order, never ranked by score);
+    False for a source that does not say."""
+    return getattr(source, "history", False) is True
+
+
+def declared_share(source: ContextSource) -> float | None:
+    """The budget ratio the source claims, or None (the default) when it claims none."""
+    share = getattr(source, "share", None)
+    return None if share is None else float(share)
+
+
+def check_source(source: object) -> ContextSource:
+    """``source`` when it keeps the contract's shape; a :class:`ConfigError` saying what to fix
+    otherwise (a builder checks each source once, when it is made)."""
+    name = getattr(source, "name", None)
+    if not isinstance(name, str) or not name:
+        raise ConfigError(f"{source!r:.80} is not a ContextSource: give it a non-empty str "
+                          f"name (got {name!r}) and an async collect(request)")
+    if not callable(getattr(source, "collect", None)):
+        raise ConfigError(f"source {name!r} is not a ContextSource: give it an async "
+                          "collect(request) returning its items")
+    history = getattr(source, "history", False)
+    if not isinstance(history, bool):
+        raise ConfigError(f"source {name!r} has history={history!r}: it must be True (a "
+                          "conversation's messages) or False")
+    share = getattr(source, "share", None)
+    if share is not None and (isinstance(share, bool) or not isinstance(share, int | float)
+                              or not 0 < share <= 1):
+        raise ConfigError(f"source {name!r} has share={share!r}: it must be a fraction of the "
+                          "budget in (0, 1], or None to use the budget manager's ratio")
+    return source  # type: ignore[return-value]
+
+
+__all__ = ["BaseSource", "ContextSource", "SourceRequest", "check_source", "declared_share",
+           "is_history"]

@@ -1,4 +1,4 @@
-"""Skills: named instruction sets activated on demand (seed: SkillSource).
+"""Skills: named instruction sets activated on demand.
 
 A skill is offered when the query names it (``/name`` or its name as a word) — then it is pinned
 for this build (P1) — or when it is relevant to the query (scored like any other candidate).
@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from loomctx.errors import ConfigError
 from loomctx.items import ContextItem, Tier
-from loomctx.sources.protocol import SourceRequest
+from loomctx.sources.protocol import BaseSource, SourceRequest
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -31,7 +31,7 @@ class Skill:
             raise ConfigError(f"skill name {self.name!r} must be one word (letters, digits, _.-)")
 
 
-class SkillSource:
+class SkillSource(BaseSource):
     """Offers skills; a named skill is P1, the others compete on relevance (P2)."""
 
     def __init__(self, skills: Sequence[Skill] = (), *, name: str = "skills") -> None:

@@ -6,11 +6,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from loomctx.items import ContextItem, Tier
-from loomctx.sources.protocol import SourceRequest
+from loomctx.sources.protocol import BaseSource, SourceRequest
 
 
 @dataclass
-class SystemPromptSource:
+class SystemPromptSource(BaseSource):
     """The system prompt: one pinned item, rendered once at the top."""
 
     text: str
@@ -24,7 +24,7 @@ class SystemPromptSource:
 
 
 @dataclass
-class UserInputSource:
+class UserInputSource(BaseSource):
     """The current user input (the task): pinned, rendered last."""
 
     name: str = "user_input"

@@ -14,7 +14,7 @@ from typing import Any
 from loomctx._jsonl import check_json, clean_json, clean_text, short
 from loomctx.errors import InputError
 from loomctx.items import ContextItem, Tier
-from loomctx.sources.protocol import SourceRequest
+from loomctx.sources.protocol import BaseSource, SourceRequest
 
 TOOL_NAME = re.compile(r"[a-zA-Z0-9_-]{1,64}")
 """What a tool name must match in full (OpenAI's rule)."""
@@ -125,8 +125,8 @@ def _search_text(tool: Mapping[str, Any]) -> str:
     return " ".join(w for w in words if w)
 
 
-class ToolSource:
-    """Tool definitions for the ``tools`` parameter (seed: ToolSource)."""
+class ToolSource(BaseSource):
+    """Tool definitions for the ``tools`` parameter."""
 
     def __init__(self, tools: Sequence[Mapping[str, Any]] = (), *, name: str = "tools",
                  origin: str = "tools") -> None:

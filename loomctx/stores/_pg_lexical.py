@@ -1,9 +1,9 @@
 """Lexical search of the PostgreSQL store, bounded: how many rows ``ts_rank`` must score.
 
 Why: ``ts_rank`` has no index to rank from, so a query ORing its terms scores every row that
-holds any of them. Over a tenant of 100k memories a Chinese query whose words each occur in ~5%
-of the rows matched 8–11k rows and took 50–150 ms (about 4 µs a row to fetch and 5 µs to rank),
-the largest cost of a tenant-wide build (``benchmarks/README.md``).
+holds any of them. Over a large tenant a query made of common words matches a good share of
+its rows, and fetching and ranking them all becomes the largest cost of a tenant-wide build
+(measured in ``benchmarks/HISTORY.md``, PostgreSQL + pgvector beside SQLite).
 
 When the terms' estimated matches exceed :data:`ROW_BUDGET`, the search runs in two stages:
 

@@ -183,8 +183,8 @@ Embed = Callable[[list[str]], Any]
 
 REEMBED_BATCH = 2048
 """Texts per ``embed`` call while a store re-embeds. A model embedder batches within a call,
-sorted by length, over its workers: LoCoMo's first conversation (419 turns) took 7.7 s in one
-call and 9.0-10.1 s in calls of 256 (benchmarks/README.md, "Re-embedding a store")."""
+sorted by length, over its workers, so few large calls beat many small ones
+(``benchmarks/HISTORY.md``, "Re-embedding a store")."""
 
 
 def new_vectors(embed: Embed, contents: Sequence[str]) -> np.ndarray:

@@ -1,12 +1,11 @@
 """:class:`InMemoryStore`: the reference backend, plain dicts plus numpy.
 
 It exists for tests, short-lived agents and as the executable reading of the
-:class:`~loomctx.stores.protocol.MemoryStore` contract: records are keyed by their identity
-(tenant, agent, session, id), every read keeps only what its :class:`Scope` covers, lexical search
-is the library's BM25 (:func:`~loomctx.text.lexical.bm25_idf`) over keyed postings of
-:func:`loomctx.stores._text.tokenize` tokens, vector search a cosine over a matrix rebuilt
-lazily after writes. Nothing survives the process, except what the caller copies
-elsewhere.
+:class:`~loomctx.stores.protocol.MemoryStore` contract: records are keyed by their identity (tenant,
+agent, session, id), every read keeps only what its :class:`Scope` covers, lexical search is the
+library's BM25 (:func:`~loomctx.text.lexical.bm25_idf`, ``bm25_norm``, ``bm25_weight``) over keyed
+postings of :func:`loomctx.stores._text.tokenize` tokens, vector search a cosine over a matrix
+rebuilt lazily after writes. Nothing survives the process, except what the caller copies elsewhere.
 """
 
 from __future__ import annotations
@@ -25,9 +24,8 @@ from loomctx.stores import _records as rec
 from loomctx.stores._records import Key
 from loomctx.stores._text import query_tokens, tokenize
 from loomctx.stores.protocol import Hit, Level, MemoryRecord, Scope
-from loomctx.text.lexical import BM25_B as _B
 from loomctx.text.lexical import BM25_K1 as _K1
-from loomctx.text.lexical import bm25_idf
+from loomctx.text.lexical import bm25_idf, bm25_norm, bm25_weight
 
 
 class InMemoryStore:
@@ -206,8 +204,8 @@ class InMemoryStore:
                 posting = self._postings.get(term, {})
                 idf = bm25_idf(n, len(posting))
                 for key, tf in posting.items():
-                    norm = tf + _K1 * (1 - _B + _B * self._lengths[key] / avg)
-                    scores[key] = scores.get(key, 0.0) + idf * tf * (_K1 + 1) / norm
+                    norm = bm25_norm(self._lengths[key], avg)
+                    scores[key] = scores.get(key, 0.0) + bm25_weight(idf, tf, norm, _K1 + 1)
             return self._best(scores.items(), scope, level, limit)
 
     def search_vector(

@@ -7,9 +7,9 @@ search uses the HNSW index with pgvector's iterative scan, so a narrow scope sti
 ``limit``, and its exact cosine scores are recomputed from the stored vectors.
 
 Lexical search is a tsvector over the SQLite store's tokens (words, CJK characters and bigrams)
-with a GIN index, ranked by ``ts_rank`` with length normalisation; ``pg_trgm`` was measured
-against it (``benchmarks/bench_postgres.py``, ``benchmarks/README.md``) and found almost none
-of the planted English and none of the Chinese facts that the tsvector found.
+with a GIN index, ranked by ``ts_rank`` with length normalisation. ``pg_trgm`` matches
+character trigrams, not words, and found almost none of the planted facts the tsvector found
+(``benchmarks/bench_postgres.py``; the run is in ``benchmarks/HISTORY.md``).
 
 Connections come from a :class:`psycopg_pool.ConnectionPool` (see
 :mod:`loomctx.stores._pg_pool`: checked before each use, so after a server restart the first

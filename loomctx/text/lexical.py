@@ -20,6 +20,7 @@ import threading
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from functools import lru_cache
+from typing import Any
 
 import numpy as np
 
@@ -124,11 +125,28 @@ def bm25_idf(n: int, df: int) -> float:
     """The IDF of a term found in ``df`` of ``n`` documents: the non-negative Lucene form
     ``log(1 + (N - df + 0.5) / (df + 0.5))``.
 
-    One definition for both BM25 indexes: :class:`BM25Index` (arrays, append-only, for the
-    pipeline) and :class:`~loomctx.stores.memory.InMemoryStore`'s keyed postings (records are
-    replaced and deleted there, which the arrays do not support).
+    This, :func:`bm25_norm` and :func:`bm25_weight` are the one BM25 of the library. Two
+    posting layouts use them: :class:`BM25Index` (arrays, append-only: the pipeline, session
+    recall, knowledge bases and the evaluation's BM25 baseline) and
+    :class:`~loomctx.stores.memory.InMemoryStore`'s keyed postings (records are replaced and
+    deleted there, which the arrays do not support). The reranker's :func:`specificity` takes
+    its IDF from here too.
     """
     return math.log(1.0 + (n - df + 0.5) / (df + 0.5))
+
+
+def bm25_norm(length: Any, avgdl: float, k1: float = BM25_K1, b: float = BM25_B) -> Any:
+    """The length part of BM25's denominator, ``k1 · (1 - b + b · dl / avgdl)``, written as
+    ``k1 · (1 - b) + (k1 · b / avgdl) · dl`` so that an array of lengths costs one
+    multiply-add. ``length`` is a number or a numpy array (the result is of its kind)."""
+    return k1 * (1.0 - b) + (k1 * b / avgdl) * length
+
+
+def bm25_weight(idf: Any, tf: Any, norm: Any, k1_plus_1: Any) -> Any:
+    """A term's part of a document's BM25 score: ``idf · (k1 + 1) · tf / (tf + norm)``, with
+    ``norm`` from :func:`bm25_norm`. The arithmetic keeps its operands' type: float32 arrays
+    in :class:`BM25Index`, Python floats in the in-memory store."""
+    return (idf * k1_plus_1) * tf / (tf + norm)
 
 
 class BM25Index:
@@ -199,7 +217,7 @@ class BM25Index:
                 ids, tf = posting
                 df = ids.size
                 idf = np.float32(bm25_idf(n, df))
-                out[ids] += (idf * k1p1) * tf / (tf + norm[ids])
+                out[ids] += bm25_weight(idf, tf, norm[ids], k1p1)
             return out
 
     def search(
@@ -238,9 +256,7 @@ class BM25Index:
         if norm is None:
             lengths = np.asarray(self._lengths, dtype=np.float32)
             avg = float(lengths.mean()) or 1.0
-            norm = (self.k1 * (1.0 - self.b) + (self.k1 * self.b / avg) * lengths).astype(
-                np.float32
-            )
+            norm = bm25_norm(lengths, avg, self.k1, self.b).astype(np.float32)
             self._norm = norm
         return norm
 
@@ -259,5 +275,6 @@ class BM25Index:
         return ids, tf
 
 
-__all__ = ["BM25_B", "BM25_K1", "BM25Index", "bm25_idf", "content_terms", "normalize_scores",
+__all__ = ["BM25_B", "BM25_K1", "BM25Index", "bm25_idf", "bm25_norm", "bm25_weight",
+           "content_terms", "normalize_scores",
            "tokenize"]

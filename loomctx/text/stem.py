@@ -3,10 +3,9 @@
 A question and its evidence often use one word in two forms: "What did Caroline research?"
 against "Researching adoption agencies", "When did Melanie paint a sunrise?" against "I painted
 that lake sunrise last year" (LoCoMo). Porter's first step folds those forms together and stops
-there. On the development splits, step 1 in place of a plural-only stemmer raised loomctx's
-recall by 0.010-0.017 on LoCoMo and 0.015 on HotpotQA, and BM25's alike; the whole Porter or
-Snowball stemmer (-ational, -ness, -ive ... too) scored within 0.005 of step 1 on LoCoMo and
--0.015 / +0.005 on HotpotQA, for four times the rules (benchmarks/README.md).
+there: it found more evidence than a plural-only stemmer, and the whole Porter or Snowball
+stemmer (-ational, -ness, -ive ... too) found no more than step 1 for four times the rules
+(``benchmarks/HISTORY.md``, a stemmer for verb endings).
 
 Rules, applied to a lowercased word of more than three letters (anything else is kept as is):
 

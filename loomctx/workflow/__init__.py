@@ -1,6 +1,6 @@
 """A runnable team over a workspace: the concierge, the orchestrator and the action agents.
 
-:class:`Team` runs the seed's three loops, each model call being its role builder's budgeted
+:class:`Team` runs the three roles' loops, each model call being its role builder's budgeted
 context (:mod:`loomctx.workspace`) plus the role's tools. The scripted offline campaign is in
 :mod:`loomctx.workflow.demo` (not imported here: it loads the test doubles). Actions that need
 the world get a lookup (:mod:`loomctx.workflow.world`); every model call is recorded

@@ -16,11 +16,11 @@ from loomctx.workspace import RoleOptions
 
 ACTIONS: tuple[str, ...] = ("websearch", "knowledge", "persona", "resonant", "hitpoint",
                             "xhs_post", "wechat_article", "tiktok_script")
-"""The seed's action types, each a tool of the orchestrator."""
+"""The action types, each a tool of the orchestrator."""
 
 NOTE_TYPES: Mapping[str, str] = {"xhs_post": "xhs", "wechat_article": "wechat",
                                  "tiktok_script": "tiktok"}
-"""Action → note type of its output where they differ (the seed's writing note types)."""
+"""Action → note type of its output where they differ (the writing note types)."""
 
 CONCIERGE_PROMPT = (
     "You are Loomi, the concierge. Talk with the user; hand every content task to the "
@@ -35,7 +35,7 @@ ACTION_PROMPT = "You are the {action} agent. Do exactly the instruction; use the
 
 @dataclass(frozen=True, kw_only=True)
 class TeamOptions:
-    """Budgets, limits and prompts of a team (the seed's behaviour by default)."""
+    """Budgets, limits and prompts of a team."""
 
     concierge_budget: int = 8_000
     """Tokens of one concierge request: context + tool schema + the tool exchange so far."""
@@ -58,7 +58,7 @@ class TeamOptions:
     """The model name, encoding or ``tokenizer.json`` path whose tokenizer counts every
     request (None: each model's own name; set it for a model loomctx has no tokenizer for)."""
     language: str = "auto"
-    """The labels' language: ``zh`` (the seed's), ``en``, or ``auto``: the prompts' language
+    """The labels' language: ``zh``, ``en``, or ``auto``: the prompts' language
     (:func:`~loomctx.workspace.language_of`) unless ``roles.labels`` was set by hand."""
     concierge_prompt: str = CONCIERGE_PROMPT
     """The concierge's instructions (the pinned system item of its context)."""

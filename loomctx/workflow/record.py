@@ -1,10 +1,11 @@
 """The team's model calls as saved records: which role made each, what it saw, how it measured.
 
-Seed 003's point is that each role sees a different context. A saved workspace keeps, beside its
-notes and timeline, one summary per model call — role (and action), wire format, budget and
-tokens, the build report's summary (items shown whole, shortened, dropped), the notes its context
-expanded (``@refs``), the settings notes (what the provider could not take), and the context
-itself as text — so ``loomctx workspace show --contexts`` can print them after the run.
+Each role sees a different context, and that is what a reader of a run wants to check. A saved
+workspace keeps, beside its notes and timeline, one summary per model call — role (and action),
+wire format, budget and tokens, the build report's summary (items shown whole, shortened, dropped),
+the notes its context expanded (``@refs``), the settings notes (what the provider could not take),
+and the context itself as text — so ``loomctx workspace show --contexts`` can print them after the
+run.
 
 The calls of one :class:`~loomctx.workflow.Team` carry its ``run`` id; saving again replaces that
 run's calls and keeps earlier runs' in the same scope.

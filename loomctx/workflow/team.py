@@ -1,11 +1,11 @@
 """``Team``: a concierge, an orchestrator and action agents over one workspace.
 
-The seed's three entry points, each a small loop whose every model call is its role builder's
+Three entry points, each a small loop whose every model call is its role builder's
 context (:mod:`loomctx.workflow.calls`):
 
-- :meth:`Team.chat` (the seed's ``process_user_input``): record the user's message, call the
+- :meth:`Team.chat`: record the user's message, call the
   concierge with :func:`~loomctx.workspace.build_concierge_context`; it may call
-  ``dispatch_task(task)``, which *starts* the orchestrator as a background task (the seed's
+  ``dispatch_task(task)``, which *starts* the orchestrator as a background task (the
   "orchestrator running" state), and is then called again with the tool exchange until it
   answers. ``chat`` returns that answer without waiting for the orchestrator, so the user can
   keep talking: a message during the run is answered with the running state in the

@@ -9,7 +9,7 @@ the run: the model is told what failed, as a failing source is named in a build'
 
 :func:`knowledge_lookup` makes one from a folder of text files, searched with the project's
 :class:`~loomctx.sources.knowledge.KnowledgeSource` (BM25 over token-sized chunks); each passage
-is tagged with the file it came from, as the seed tags evidence (``[来源: …]``).
+is tagged with the file it came from (``[来源: …]``), so a writing can cite it.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ Lookup = Callable[[str], "str | Awaitable[str]"]
 """A function of an action's instruction that returns what it found (sync or async)."""
 
 LOOKUP_ACTIONS = ("websearch", "knowledge")
-"""The seed's actions that need the world."""
+"""The actions that need the world (a search, a knowledge folder)."""
 
 
 async def run_lookup(lookup: Lookup, action: str, instruction: str) -> str:

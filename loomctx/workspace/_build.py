@@ -2,11 +2,11 @@
 
 A role context is a list of :class:`~loomctx.items.ContextItem` run through an ordinary
 :class:`~loomctx.builder.ContextBuilder`, so it gets the exact budget, the report and the cache
-layout of every other build. A builder describes its items at a *detail level*: level 0 is the
-seed's (its preview lengths, every round in full); each higher level is more compact. The build
-tries level 0 and moves up only while items would be dropped, so the first level where
-everything fits wins, and the last level is kept when none does. Items shown more compactly than
-the seed's carry the detail in their id (``note:persona1~20``), so the report names them.
+layout of every other build. A builder describes its items at a *detail level*: level 0 is the full
+one (the ``Previews`` lengths, every round in full); each higher level is more compact. The build
+tries level 0 and moves up only while items would be dropped, so the first level where everything
+fits wins, and the last level is kept when none does. Items shown more compactly than at level 0
+carry the detail in their id (``note:persona1~20``), so the report names them.
 """
 
 from __future__ import annotations
@@ -18,25 +18,25 @@ from loomctx.builder import BuildResult, ContextBuilder
 from loomctx.items import ContextItem, Kind, Tier
 from loomctx.options import BuildOptions
 from loomctx.select.scoring import SelectOptions
-from loomctx.sources.protocol import SourceRequest
+from loomctx.sources.protocol import BaseSource, SourceRequest
 
 INCLUDED = frozenset({"pinned", "required", "selected"})
 """Report reasons of an item shown whole (``truncated`` counts as not fitting)."""
 
 
 def preview(text: str, chars: int, *, flatten: bool = True) -> str:
-    """The seed's preview: newlines folded (when ``flatten``), cut to ``chars`` + ``...``."""
+    """A preview: newlines folded (when ``flatten``), cut to ``chars`` + ``...``."""
     clean = " ".join(text.split()) if flatten else text
     return clean[:chars] + "..." if len(clean) > chars else clean
 
 
 def one_line(text: str) -> str:
-    """Whitespace (newlines included) folded to single spaces: the seed's full observe/think."""
+    """Whitespace (newlines included) folded to single spaces: a full observe/think on one line."""
     return " ".join(text.split())
 
 
 @dataclass
-class ItemsSource:
+class ItemsSource(BaseSource):
     """A source holding a fixed list of items, declaring the whole budget as its share."""
 
     items: Sequence[ContextItem]

@@ -1,6 +1,6 @@
 """An action's context — narrow and deep: the task background, the instruction, its references.
 
-The seed's rules: a task background (every orchestrator message in order: the first is the
+The rules: a task background (every orchestrator message in order: the first is the
 requirement, later ones supplements) unless the action needs none (``websearch``, ``knowledge``,
 ``resonant``); the instruction; every ``@ref`` in it expanded with the note's whole content,
 each once; writing actions also get every ``material`` note; a ref that is missing or not
@@ -42,7 +42,7 @@ def action_items(action: str, instruction: str, workspace: WorkSpace,
                  conversation: ConversationManager, *, level: int = 0,
                  options: RoleOptions | None = None,
                  instructions: str = "", found: str = "") -> list[ContextItem]:
-    """The action's items at a detail level (0: the seed's, every note whole).
+    """The action's items at a detail level (0: every note whole).
 
     ``found``: what the action's own lookup returned (a search, a knowledge folder), shown
     under ``Labels.results`` before the instruction, P1."""
@@ -95,7 +95,7 @@ def build_action_context(action: str, instruction: str, workspace: WorkSpace,
 
 
 def action_model_settings(action: str, options: RoleOptions | None = None) -> ModelSettings:
-    """How to call the model for ``action`` (the seed's per-action settings by default)."""
+    """How to call the model for ``action`` (``ActionModels`` by default)."""
     o = options or RoleOptions()
     return o.actions.for_action(action, o.types)
 

@@ -1,6 +1,6 @@
 """The concierge's context — wide and shallow: the whole chat, a one-line timeline, every note.
 
-The seed's rules: the chat history numbered ``#n`` (the current message marked as new unless it
+The rules: the chat history numbered ``#n`` (the current message marked as new unless it
 is already the last user entry); the orchestrator timeline with each user message and each
 round's observe/think as an 80-character one-line preview; every note as ``@id:`` with a
 50-character preview (newlines folded for the configured types). Here the previews shrink with
@@ -18,7 +18,7 @@ from loomctx.workspace.options import RoleOptions
 
 ROLE = "concierge"
 _SHRINK = (1.0, 0.6, 0.4, 0.0)
-"""Preview length per detail level, as a fraction of the seed's (0: ``Previews.min_chars``)."""
+"""Preview length per detail level, as a fraction of the ``Previews`` length (0: ``min_chars``)."""
 
 
 def _chars(seed: int, level: int, minimum: int) -> int:
@@ -28,7 +28,7 @@ def _chars(seed: int, level: int, minimum: int) -> int:
 def concierge_items(user_msg: str, workspace: WorkSpace, conversation: ConversationManager,
                     *, level: int = 0, options: RoleOptions | None = None,
                     instructions: str = "", event: str | None = None) -> list[ContextItem]:
-    """The concierge's items at a detail level (0: the seed's preview lengths).
+    """The concierge's items at a detail level (0: the ``Previews`` lengths).
 
     ``event``: the turn answers the orchestrator's outcome, not a user message; it is the
     input (under ``Labels.finished``) and the last user message is chat history."""

@@ -32,7 +32,7 @@ class ActionRecord:
 
 @dataclass(frozen=True, kw_only=True)
 class RoundRecord:
-    """One orchestrator round (the seed's execution record ``RoundN``)."""
+    """One orchestrator round (``RoundN`` in the timeline)."""
 
     round: int
     """1-based round number within its call."""
@@ -57,7 +57,7 @@ class Entry:
     content: str
     """The text (for the concierge: what the user was shown)."""
     original_response: str | None = None
-    """The concierge's whole reply before any post-processing (the seed shows this one)."""
+    """The concierge's whole reply before any post-processing (the timeline shows this one)."""
     notes_created: tuple[str, ...] = ()
     """Notes created with the entry (e.g. from the user's attachments)."""
 
@@ -74,7 +74,7 @@ class OrchestratorCall:
     """The rounds, in order."""
 
     def actions(self) -> list[ActionRecord]:
-        """Every action of every round, in order (the seed's ``execution_log``)."""
+        """Every action of every round, in order (the call's execution log)."""
         return [a for r in self.execution_records for a in r.actions]
 
 
@@ -85,8 +85,8 @@ class ConversationManager:
     history: list[Entry] = field(default_factory=list)
     calls: list[OrchestratorCall] = field(default_factory=list)
     running: int | None = field(default=None, compare=False)
-    """The index of the orchestrator call running now (the seed's ``_orchestrator_running``),
-    None when none is; set by whoever runs the orchestrator, not saved."""
+    """The index of the orchestrator call running now, None when none is; set by whoever runs
+    the orchestrator, not saved."""
 
     # -- chat ----------------------------------------------------------------------------
     def add_user_message(self, content: str, notes_created: tuple[str, ...] = ()) -> Entry:

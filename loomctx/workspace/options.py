@@ -1,7 +1,7 @@
 """Configuration of the role builders: note-type sets, preview lengths, labels, model settings.
 
-The seed scatters these as constants through its builders; here they are one frozen value each,
-with the seed's values as defaults, so an application with other note types or other actions
+Each is one frozen value whose defaults are those of the role-builder design this package
+follows (docs/seed-differences.md), so an application with other note types or other actions
 changes configuration, not code.
 """
 
@@ -16,7 +16,7 @@ from loomctx.errors import ConfigError
 
 @dataclass(frozen=True, kw_only=True)
 class NoteTypes:
-    """Which note types and action names play which part (the seed's values by default)."""
+    """Which note types and action names play which part."""
 
     materials: frozenset[str] = frozenset(
         {"websearch", "knowledge", "persona", "resonant", "brand", "content", "material"})
@@ -51,7 +51,7 @@ class NoteTypes:
 
 @dataclass(frozen=True, kw_only=True)
 class Previews:
-    """Character lengths of the seed's previews: the lengths tried first, before the budget."""
+    """Character lengths of the previews: the lengths tried first, before the budget."""
 
     concierge_round: int = 80
     """Observe/think preview per round in the concierge's timeline."""
@@ -62,7 +62,7 @@ class Previews:
     min_chars: int = 12
     """Shortest preview the budget may shrink a preview to before the item is dropped."""
     chat_limit: int = 100
-    """Chat pairs the concierge sees (the seed's ``get_recent_chat_history(limit=100)``)."""
+    """Chat pairs the concierge sees (the most recent ones)."""
 
     def __post_init__(self) -> None:
         for name in ("concierge_round", "concierge_note", "orchestrator_note", "min_chars",
@@ -103,7 +103,7 @@ ORCHESTRATOR_MODEL = ModelSettings(temperature=0.5, max_output_tokens=4000)
 
 @dataclass(frozen=True, kw_only=True)
 class ActionModels:
-    """Per-action model settings (the seed's three groups), with per-action overrides."""
+    """Per-action model settings (three groups of actions), with per-action overrides."""
 
     knowledge: ModelSettings = ModelSettings(temperature=0.3, max_output_tokens=8000)
     """The ``knowledge`` action: recall, kept cold."""
@@ -128,7 +128,7 @@ class ActionModels:
 
 @dataclass(frozen=True, kw_only=True)
 class Labels:
-    """The fixed words of the role contexts (the seed's Chinese by default; ``english()``)."""
+    """The fixed words of the role contexts (Chinese by default; ``english()``)."""
 
     user: str = "**用户**"
     assistant: str = "Loomi（你）"
@@ -176,7 +176,7 @@ class Labels:
 
     @classmethod
     def for_text(cls, *texts: str) -> Labels:
-        """The seed's Chinese labels for mostly-Chinese ``texts``, English ones otherwise."""
+        """The Chinese labels for mostly-Chinese ``texts``, English ones otherwise."""
         return cls() if language_of(*texts) == "zh" else cls.english()
 
 

@@ -1,6 +1,6 @@
 """The orchestrator's context — deep and strategic: quota, material status, the whole timeline.
 
-The seed's rules: a command quota of 12 plus 3 for each orchestrator call after the first, shown
+The rules: a command quota of 12 plus 3 for each orchestrator call after the first, shown
 as executed / max / remaining; the notes classified as materials, hitpoints and writings, each
 marked used when an instruction of the execution log references it (hitpoint actions use
 materials; writing actions use hitpoints and materials); the full timeline, observe/think in
@@ -30,11 +30,11 @@ ROLE = "orchestrator"
 LEVELS: tuple[tuple[int | None, float], ...] = (
     (None, 1.0), (8, 1.0), (4, 0.6), (2, 0.4), (1, 0.2), (0, 0.0))
 """Per detail level: how many of the newest rounds stay in full (None: all) and the note
-preview length as a fraction of the seed's (0: ``Previews.min_chars``)."""
+preview length as a fraction of its ``Previews`` length (0: ``Previews.min_chars``)."""
 
 
 LogEntry = ActionRecord | Mapping[str, Any]
-"""An executed action: an :class:`ActionRecord`, or the seed's dict with ``action`` and
+"""An executed action: an :class:`ActionRecord`, or a plain dict with ``action`` and
 ``instruction``."""
 
 
@@ -81,7 +81,7 @@ def orchestrator_items(task_message: str, workspace: WorkSpace,
                        execution_log: Sequence[LogEntry] | None = None, *, level: int = 0,
                        options: RoleOptions | None = None,
                        instructions: str = "") -> list[ContextItem]:
-    """The orchestrator's items at a detail level (0: the seed's, everything in full)."""
+    """The orchestrator's items at a detail level (0: everything in full)."""
     o = options or RoleOptions()
     lb = o.labels
     log = (conversation.execution_log() if execution_log is None
@@ -144,7 +144,7 @@ def _overview(out: Items, workspace: WorkSpace, conversation: ConversationManage
     """The working-state overview: the quota (P0), tactics and material status (P1).
 
     The quota counts ``log`` (this call's actions); a note counts as used when any call's
-    actions referenced it, not only this call's as in the seed: a material used for an earlier
+    actions referenced it, not only this call's: a material used for an earlier
     hitpoint is still used."""
     calls = len(conversation.calls)
     lb = o.labels

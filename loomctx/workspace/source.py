@@ -15,11 +15,11 @@ from dataclasses import dataclass, replace
 
 from loomctx.errors import ConfigError
 from loomctx.items import ContextItem, Tier
-from loomctx.sources.protocol import SourceRequest
+from loomctx.sources.protocol import BaseSource, SourceRequest
 
 
 @dataclass
-class RoleSource:
+class RoleSource(BaseSource):
     """Items of a role, described fresh for every build (e.g. ``lambda: orchestrator_items(...)``).
 
     ``share`` is the fraction of the build's budget declared for it; its P0 parts (the quota)

@@ -208,7 +208,6 @@ def test_a_failing_knowledge_base_costs_only_its_own_results(
     src = UnifiedRetrievalSource(memory, [_Broken(), kb])  # type: ignore[list-item]
     ids = {it.id for it in collect(src, "dog Biscuit", total=2000)}
     assert {"m0", "dogs.md#0"} <= ids
-    assert src.failures == {"broken_kb": "OSError: index offline"}
     report = ContextBuilder([src], options=BuildOptions(format="text")).build_sync(
         "dog Biscuit", max_tokens=500).report
     row = next(r for r in report.sources if r.name == "L4_semantic")

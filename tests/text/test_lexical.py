@@ -209,3 +209,25 @@ def test_add_tokenizes_like_add_tokens() -> None:
     by_tokens = BM25Index()
     by_tokens.add_tokens([tokenize(d, drop_stopwords=True) for d in DOCS])
     assert np.array_equal(by_text.scores("retrieval 爬山"), by_tokens.scores("retrieval 爬山"))
+
+
+@given(tf=st.integers(1, 40), dl=st.integers(1, 500), avgdl=st.floats(1.0, 400.0),
+       n=st.integers(1, 10_000), df_share=st.floats(0.0, 1.0))
+@settings(max_examples=200, deadline=None)
+def test_one_bm25_formula_for_every_index(tf: int, dl: int, avgdl: float, n: int,
+                                          df_share: float) -> None:
+    """The shared pieces are the textbook Okapi BM25 term weight, for a Python float (the
+    in-memory store) and for a float32 array (BM25Index) alike."""
+    from loomctx.text.lexical import BM25_B, BM25_K1, bm25_idf, bm25_norm, bm25_weight
+
+    df = max(1, round(df_share * n))
+    idf = bm25_idf(n, df)
+    textbook = idf * tf * (BM25_K1 + 1) / (tf + BM25_K1 * (1 - BM25_B + BM25_B * dl / avgdl))
+    scalar = bm25_weight(idf, tf, bm25_norm(dl, avgdl), BM25_K1 + 1)
+    assert scalar == pytest.approx(textbook, rel=1e-12)
+    lengths = np.array([dl, dl], dtype=np.float32)
+    norm = bm25_norm(lengths, avgdl).astype(np.float32)
+    tfs = np.array([tf, tf], dtype=np.float32)
+    arr = bm25_weight(np.float32(idf), tfs, norm, np.float32(BM25_K1 + 1))
+    assert arr.dtype == np.float32
+    assert float(arr[0]) == pytest.approx(textbook, rel=1e-5)
