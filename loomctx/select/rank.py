@@ -73,6 +73,19 @@ def window_units(items: Sequence[ContextItem], cost: Cost) -> list[Unit]:
     return make_units([per_build(it) for it in items], cost)
 
 
+class _Terms(dict[str, frozenset[str]]):
+    """Items' search terms by id, worked out when first asked for: the diversity order reads
+    only its head's (``MMR_HEAD``), of the hundreds of candidates a large budget recalls."""
+
+    def __init__(self, items: Sequence[ContextItem]) -> None:
+        super().__init__()
+        self._texts = {it.id: it.content for it in items}
+
+    def __missing__(self, key: str) -> frozenset[str]:
+        terms = self[key] = frozenset(tokenize(index_text(self._texts[key]), drop_stopwords=True))
+        return terms
+
+
 def rank_units(items: Sequence[ContextItem], query: str, options: SelectOptions, cost: Cost,
                reasons: dict[str, str]) -> list[Unit]:
     """Scored items in preference order; evidence below ``min_relevance`` is left out."""
@@ -85,9 +98,7 @@ def rank_units(items: Sequence[ContextItem], query: str, options: SelectOptions,
         else:
             kept.append(it)
     if kept and kept[0].kind == "evidence":
-        terms = {it.id: frozenset(tokenize(index_text(it.content), drop_stopwords=True))
-                 for it in kept}
-        kept = mmr_order(kept, options.mmr_lambda, terms)
+        kept = mmr_order(kept, options.mmr_lambda, _Terms(kept))
     else:
         kept.sort(key=lambda it: (-it.scores.get("composite", it.priority), it.seq))
     return make_units(kept, cost)
