@@ -135,6 +135,8 @@ class ContextBuilder:
         self.window = TurnWindow(self.options, self.tokenizer.counter, self._measure,
                                  self.renderer.cost)
         self._last_payload: dict[str, Any] | None = None
+        self._history_size: dict[str, tuple[int, ContextItem | None, int, int]] = {}
+        """History source → (items measured, the last of them, their tokens, the largest)."""
         self._frame: int | None = None
 
     # -- measure -------------------------------------------------------------------------
@@ -337,8 +339,17 @@ class ContextBuilder:
         if any(key[0] == source and at > 0 for key, (_, at) in self.window.starts()):
             return False
         total = st.allocation.total
-        costs = [self._measure(it) for it in items]
-        return sum(costs) <= total // 2 and max(costs, default=0) <= total // 8
+        # The history only grows at its end: sum what was added since the last turn.
+        n, last, size, biggest = self._history_size.get(source, (0, None, 0, 0))
+        if n > len(items) or (n and items[n - 1] is not last):
+            n, size, biggest = 0, 0, 0
+        for it in items[n:]:
+            c = self._measure(it)
+            size += c
+            biggest = max(biggest, c)
+        if items:
+            self._history_size[source] = (len(items), items[-1], size, biggest)
+        return size <= total // 2 and biggest <= total // 8
 
     def _sections(self, st: BuildState) -> frozenset[str]:
         """The layout sections this build may fill (their framing is reserved up front)."""
