@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from loomctx.render._rules import (
+from loomctx.providers._rules import (
     MAX_CACHE_BREAKPOINTS,
     _at,
     _json_problems,

@@ -6,7 +6,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from loomctx.render._rules import (
+from loomctx.providers._rules import (
     OPENAI_ROLES,
     _at,
     _json_problems,

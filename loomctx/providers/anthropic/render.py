@@ -1,11 +1,10 @@
-"""Chat renderers: OpenAI messages and Anthropic system + messages (with ``cache_control``).
+"""The Anthropic Messages renderer: ``system`` + ``messages`` (+ ``tools``) with cache
+breakpoints.
 
-Layout (stable first, volatile last, for prompt caching): tools, then one system message (system
-prompt, active skills, output instructions), then the history in order, then the volatile part —
-state and retrieved evidence — and the current input last. For OpenAI the volatile part is a
-system message just before the input (or, with a strict placement, in the first system message
-or the user's turn: :mod:`loomctx.render.placement`); for Anthropic it is a text block in the
-last user turn (or, with ``first_system``, a last system block).
+History arrives in the OpenAI message shape loomctx stores; it is converted to content blocks
+(tool calls to ``tool_use``, tool results to ``tool_result`` in a user turn, images to image
+blocks) and same-role turns are merged. The volatile part is a text block in the last user turn
+(or, with ``first_system``, a last system block).
 """
 
 from __future__ import annotations
@@ -15,150 +14,18 @@ from typing import Any
 
 from loomctx.errors import ConfigError
 from loomctx.items import ContextItem
-from loomctx.render.placement import CONTINUES, PLACEMENTS, Placement, place
-from loomctx.render.protocol import Layout, Rendered, stable_hash
+from loomctx.providers._chat import (
+    EVIDENCE_HEADER,
+    ChatCount,
+    check_placement,
+    input_message,
+    summary_text,
+    system_text,
+    volatile_text,
+)
+from loomctx.providers.layout import Layout, Rendered, stable_hash
+from loomctx.providers.placement import Placement
 from loomctx.text.messages import content_text
-from loomctx.tokens.chat import ChatCounter
-
-EVIDENCE_HEADER = "Context for this turn (state and retrieved evidence):"
-SIZES_MAX = 500_000
-"""History messages whose token counts a renderer keeps (cleared whole past it)."""
-
-
-def _system_text(layout: Layout) -> str:
-    parts = [i.content for i in layout.system]
-    if layout.output:
-        parts.append(layout.output)
-    return "\n\n".join(parts)
-
-
-def _summary_text(layout: Layout) -> str:
-    return "\n\n".join(i.content for i in layout.summary)
-
-
-def _input_message(item: ContextItem) -> dict[str, Any]:
-    """The current input as a user message, with its parts (images) when it has them."""
-    msg = item.message
-    if msg is not None and msg.get("content") is not None:
-        out = {"role": "user", "content": msg["content"]}
-        if msg.get("name"):
-            out["name"] = msg["name"]
-        return out
-    return {"role": "user", "content": item.content}
-
-
-def _volatile_text(layout: Layout) -> str:
-    lines = [i.content for i in (*layout.state, *layout.evidence)]
-    return EVIDENCE_HEADER + "\n\n" + "\n\n".join(lines) if lines else ""
-
-
-def _check_placement(placement: str) -> None:
-    if placement not in PLACEMENTS:
-        raise ConfigError(f"placement must be one of {list(PLACEMENTS)!r}, got {placement!r}; "
-                          "'user_block' suits chat templates that allow one system message")
-
-
-class OpenAIRenderer:
-    """OpenAI Chat Completions ``messages`` (+ ``tools``).
-
-    ``placement`` says where the summary, recall notes and evidence block go
-    (:mod:`loomctx.render.placement`): ``"system"`` (mid-conversation system messages, OpenAI's
-    default) or, for servers whose chat template allows one leading system message and
-    alternating roles, ``"first_system"`` or ``"user_block"``.
-    """
-
-    format = "openai"
-
-    def __init__(self, chat: ChatCounter, *, placement: Placement = "system") -> None:
-        _check_placement(placement)
-        self.chat = chat
-        self.placement = placement
-        self._sizes: dict[int, tuple[Any, int]] = {}
-        """id of a history message → (the message, its tokens): a turn re-renders the
-        same stored messages, so each is counted once, not on every build."""
-
-    def _history_tokens(self, msg: Any) -> int:
-        """``chat.message(msg)`` for a stored history message, cached by its identity
-        (stored messages are not changed in place; the builder's costs rely on it too)."""
-        hit = self._sizes.get(id(msg))
-        if hit is not None and hit[0] is msg:
-            return hit[1]
-        n = self.chat.message(msg)
-        if len(self._sizes) >= SIZES_MAX:
-            self._sizes.clear()
-        self._sizes[id(msg)] = (msg, n)
-        return n
-
-    def cost(self, item: ContextItem) -> int:
-        if item.kind == "message":
-            return self.chat.message(item.message or {"role": item.role, "content": item.content})
-        if item.kind == "tool":
-            return self.chat.tool(item.metadata["schema"])
-        if item.kind == "input":
-            return self.chat.message(_input_message(item))
-        if item.metadata.get("compacted"):  # the summary: a system message of its own
-            return self.chat.message({"role": "system", "content": item.content})
-        return self.chat.text(item.content) + 1
-
-    def overhead(self, sections: frozenset[str] | None = None) -> int:
-        """Priming, the system message frame, and (when they may appear) the evidence message
-        frame and the tools parameter's fixed cost."""
-        frame = self.chat.message({"role": "system", "content": ""})
-        total = self.chat.reply_priming + frame
-        if sections is None or sections & {"state", "evidence"}:
-            total += frame + self.chat.text(EVIDENCE_HEADER) + 2
-        if sections is None or "tools" in sections:
-            total += self.chat.tools_overhead
-        if self.placement != "system":  # a strict mode may open with a short user turn
-            total += self.chat.message({"role": "user", "content": CONTINUES})
-        return total
-
-    def render(self, layout: Layout) -> Rendered:
-        messages: list[dict[str, Any]] = []
-        system = _system_text(layout)
-        if system:
-            messages.append({"role": "system", "content": system})
-        summary = _summary_text(layout)
-        if summary:
-            messages.append({"role": "system", "content": summary})
-        others = list(messages)  # counted on every build; the history's are cached
-        history_tokens = 0
-        for i in layout.history:
-            if i.message is not None:
-                messages.append(dict(i.message))
-                history_tokens += self._history_tokens(i.message)
-            else:
-                messages.append({"role": i.role, "content": i.content})
-                others.append(messages[-1])
-        volatile = _volatile_text(layout)
-        if volatile:
-            messages.append({"role": "system", "content": volatile})
-            others.append(messages[-1])
-        for i in layout.input:
-            messages.append(_input_message(i))
-            others.append(messages[-1])
-        if self.placement == "system":  # stored history messages counted once (cached)
-            tokens = self.chat.messages(others, tools_of(layout)) + history_tokens
-        else:  # a strict placement rearranges the messages: count what is sent
-            messages = place(messages, self.placement, lead=bool(system) + bool(summary))
-            tokens = self.chat.messages(messages, tools_of(layout))
-        tools = tools_of(layout)
-        payload: dict[str, Any] = {"messages": messages}
-        if tools:
-            payload["tools"] = tools
-        # The prefix is the system message when it holds the system part alone (a strict
-        # placement may have joined the turn's context into it).
-        prefix_msgs = messages[:1] if system and messages[0]["content"] == system else []
-        prefix_tokens = self.chat.tools(tools) + sum(self.chat.message(m) for m in prefix_msgs)
-        return Rendered(
-            format=self.format, payload=payload, tokens=tokens,
-            prefix_tokens=prefix_tokens, prefix_hash=stable_hash([tools, prefix_msgs]),
-        )
-
-
-def tools_of(layout: Layout) -> list[dict[str, Any]]:
-    """The OpenAI tool schemas of a layout, in order."""
-    return [i.metadata["schema"] for i in layout.tools]
 
 
 def _anthropic_tool(schema: dict[str, Any]) -> dict[str, Any]:
@@ -234,7 +101,7 @@ def _plain(content: Any) -> str:
 
 
 def _input_blocks(item: ContextItem) -> list[dict[str, Any]]:
-    msg = _input_message(item)
+    msg = input_message(item)
     return _user_blocks(msg["content"], item.content)
 
 
@@ -249,8 +116,8 @@ class AnthropicRenderer:
 
     format = "anthropic"
 
-    def __init__(self, chat: ChatCounter, *, placement: Placement = "user_block") -> None:
-        _check_placement(placement)
+    def __init__(self, chat: ChatCount, *, placement: Placement = "user_block") -> None:
+        check_placement(placement)
         self.chat = chat
         self.placement = placement
 
@@ -289,7 +156,7 @@ class AnthropicRenderer:
             turns.insert(0, {"role": "user", "content": [{"type": "text",
                                                           "text": "[conversation continues]"}]})
         tail: list[dict[str, Any]] = []
-        volatile = _volatile_text(layout)
+        volatile = volatile_text(layout)
         in_system = self.placement == "first_system"
         if volatile and not in_system:
             tail.append({"type": "text", "text": volatile})
@@ -307,10 +174,10 @@ class AnthropicRenderer:
         if not turns:
             raise ConfigError("an Anthropic request needs at least one message and this build "
                               "has none: add the user's message (or pass a query) first")
-        system_text = _system_text(layout)
-        system = ([{"type": "text", "text": system_text, "cache_control": {"type": "ephemeral"}}]
-                  if system_text else [])
-        summary = _summary_text(layout)
+        text = system_text(layout)
+        system = ([{"type": "text", "text": text, "cache_control": {"type": "ephemeral"}}]
+                  if text else [])
+        summary = summary_text(layout)
         if summary:
             system.append({"type": "text", "text": summary})
         if volatile and in_system:
@@ -330,4 +197,4 @@ class AnthropicRenderer:
         )
 
 
-__all__ = ["EVIDENCE_HEADER", "AnthropicRenderer", "OpenAIRenderer"]
+__all__ = ["EMPTY", "AnthropicRenderer"]
