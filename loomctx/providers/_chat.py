@@ -9,9 +9,10 @@ where the volatile part goes in its wire format.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, Protocol
 
-from loomctx.errors import ConfigError
+from loomctx.errors import ConfigError, InputError
 from loomctx.items import ContextItem
 from loomctx.providers.layout import Layout
 from loomctx.providers.placement import PLACEMENTS
@@ -75,5 +76,13 @@ def check_placement(placement: str) -> None:
                           "'user_block' suits chat templates that allow one system message")
 
 
+def message_object(value: Any, where: str) -> dict[str, Any]:
+    """A request's message (or block) as a dict, or the caller's error naming where."""
+    if not isinstance(value, Mapping):
+        raise InputError(f"a message must be an object, got {type(value).__name__}",
+                         where=where)
+    return dict(value)
+
+
 __all__ = ["EVIDENCE_HEADER", "SIZES_MAX", "ChatCount", "check_placement", "input_message",
-           "summary_text", "system_text", "volatile_text"]
+           "message_object",            "summary_text", "system_text", "volatile_text"]

@@ -104,6 +104,10 @@ class Provider(Protocol):
     default_placement: str
     variants: Mapping[str, str]
     requires_max_tokens: bool
+    default_headers: Mapping[str, str]
+    """Headers a request needs when its caller gives none (``anthropic-version``)."""
+    forward_headers: tuple[str, ...]
+    """Client headers a proxy passes upstream (``openai-organization``)."""
 
     def renderer(self, chat: ChatCount, placement: str) -> Renderer: ...
 

@@ -59,7 +59,8 @@ def _block(block: Any, count: Count) -> int:
     if kind == "text":
         return count(str(block.get("text", "")))
     if kind == "tool_use":
-        return PER_TOOL_USE + count(str(block.get("name", ""))) + count(dump(block.get("input", {})))
+        return (PER_TOOL_USE + count(str(block.get("name", "")))
+                + count(dump(block.get("input", {}))))
     if kind == "tool_result":
         return PER_TOOL_RESULT + _content(block.get("content"), count)
     if kind == "image":

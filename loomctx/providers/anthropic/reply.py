@@ -1,101 +1,39 @@
-"""An Anthropic Messages client whose replies come back in the OpenAI message shape.
+"""Reading Anthropic Messages replies into the OpenAI message shape loomctx stores.
 
-A :class:`~loomctx.session.Session` stores every reply one way, so the Messages reply is
-converted: text blocks join into ``content``, each ``tool_use`` block becomes a tool call with
-the same ``id`` and ``name`` and its ``input`` as a JSON string, and the stop reason is mapped.
-Usage is normalised too: Anthropic counts cache reads apart from ``input_tokens``; here
+Text blocks join into ``content``, each ``tool_use`` block becomes a tool call with the same
+``id`` and ``name`` and its ``input`` as a JSON string, and the stop reason is mapped. Usage is
+normalised too: Anthropic counts cache reads apart from ``input_tokens``; here
 ``prompt_tokens`` includes them, as OpenAI's does.
 """
 
 from __future__ import annotations
 
 import json
-import os
-from collections.abc import AsyncIterator, Callable, Mapping
+import re
+from collections.abc import Mapping
 from typing import Any
 
-import httpx
-
 from loomctx.errors import ModelResponseError
-from loomctx.models._http import (
-    DEFAULT_BACKOFF,
-    Backoff,
-    Sleep,
-    Transport,
-    preview,
-    raise_for,
-    raise_sdk_error,
-)
-from loomctx.models.protocol import ModelResponse, StreamEvent, Usage
+from loomctx.providers.errors import error_fields, preview, raise_for
+from loomctx.providers.reply import ModelResponse, Usage
 
 _PROVIDER = "Anthropic API"
-_KEY_ENV = "ANTHROPIC_API_KEY"
+KEY_ENV = "ANTHROPIC_API_KEY"
+_TOO_LONG = re.compile(r"prompt is too long: (\d+) tokens > (\d+)")
+_SUM = re.compile(r"exceed context limit: (\d+) \+ (\d+) > (\d+)")
 
 STOP_REASONS = {"tool_use": "tool_calls", "end_turn": "stop", "stop_sequence": "stop",
                 "max_tokens": "length", "pause_turn": "stop", "refusal": "content_filter"}
 """Anthropic ``stop_reason`` → OpenAI ``finish_reason``."""
 
-
-class AnthropicChatModel:
-    """A :class:`~loomctx.models.protocol.ChatModel` over ``POST {base_url}/v1/messages``.
-
-    Anthropic requires ``max_tokens``: ``default_max_tokens`` is sent when a call gives none.
-    ``sdk_client`` takes an ``anthropic.AsyncAnthropic`` you already have (install
-    ``anthropic`` yourself; loomctx does not depend on it).
-    """
-
-    format = "anthropic"
-
-    def __init__(self, model: str, *, base_url: str = "https://api.anthropic.com",
-                 api_key: str | None = None, anthropic_version: str = "2023-06-01",
-                 default_max_tokens: int = 1024, timeout: float = 60.0, max_retries: int = 3,
-                 backoff: Backoff = DEFAULT_BACKOFF, client: httpx.AsyncClient | None = None,
-                 sdk_client: Any = None, sleep: Sleep | None = None,
-                 random: Callable[[], float] | None = None,
-                 headers: Mapping[str, str] | None = None) -> None:
-        self.model = model
-        self.default_max_tokens = default_max_tokens
-        self.sdk_client = sdk_client
-        key = api_key if api_key is not None else os.environ.get(_KEY_ENV)
-        all_headers = {"content-type": "application/json",
-                       "anthropic-version": anthropic_version, **(headers or {})}
-        if key:
-            all_headers["x-api-key"] = key
-        self._http = Transport(provider=_PROVIDER, base_url=base_url, headers=all_headers,
-                               key_env=_KEY_ENV, timeout=timeout, max_retries=max_retries,
-                               backoff=backoff, client=client, sleep=sleep, random=random)
-
-    def _body(self, payload: Mapping[str, Any], max_tokens: int | None) -> dict[str, Any]:
-        return {"model": self.model,
-                "max_tokens": max_tokens if max_tokens is not None else self.default_max_tokens,
-                **payload}
-
-    async def complete(self, payload: Mapping[str, Any], *,
-                       max_tokens: int | None = None) -> ModelResponse:
-        body = self._body(payload, max_tokens)
-        if self.sdk_client is not None:
-            try:
-                raw = _dump(await self.sdk_client.messages.create(**body))
-            except Exception as exc:
-                raise_sdk_error(exc, _PROVIDER, _KEY_ENV)
-                raise
-        else:
-            raw = await self._http.post("/v1/messages", body)
-        return parse_message(raw)
-
-    async def stream(self, payload: Mapping[str, Any], *,
-                     max_tokens: int | None = None) -> AsyncIterator[StreamEvent]:
-        body = {**self._body(payload, max_tokens), "stream": True}
-        acc = _Accumulator()
-        events = (_sdk_events(self.sdk_client, body) if self.sdk_client is not None
-                  else _sse_events(self._http.events("/v1/messages", body)))
-        async for event in events:
-            text, new_call = acc.add(event)
-            if text:
-                yield StreamEvent(kind="text", text=text)
-            if new_call:
-                yield StreamEvent(kind="tool_call")
-        yield StreamEvent(kind="done", response=acc.response())
+def context_length(body: Any) -> tuple[int | None, int | None] | None:
+    """(limit, requested) of an Anthropic "prompt is too long" error."""
+    message, _ = error_fields(body)
+    if m := _TOO_LONG.search(message):
+        return int(m.group(2)), int(m.group(1))
+    if m := _SUM.search(message):
+        return int(m.group(3)), int(m.group(1)) + int(m.group(2))
+    return None
 
 
 def _count(value: Any) -> int | None:
@@ -162,26 +100,7 @@ def parse_message(raw: Any) -> ModelResponse:
                          finish_reason=_stop(raw.get("stop_reason")), raw=raw)
 
 
-async def _sse_events(events: AsyncIterator[tuple[str, str]]) -> AsyncIterator[Any]:
-    async for name, data in events:
-        try:
-            event = json.loads(data)
-        except (ValueError, RecursionError) as exc:
-            raise ModelResponseError(f"{_PROVIDER} streamed a {name!r} event that is not "
-                                     f"JSON: {data[:120]!r}") from exc
-        yield event
-
-
-async def _sdk_events(sdk: Any, body: dict[str, Any]) -> AsyncIterator[Any]:
-    try:
-        async for event in await sdk.messages.create(**body):
-            yield _dump(event)
-    except Exception as exc:
-        raise_sdk_error(exc, _PROVIDER, _KEY_ENV)
-        raise
-
-
-class _Accumulator:
+class AnthropicStream:
     """Joins stream events into the reply a non-streamed call would have returned."""
 
     def __init__(self) -> None:
@@ -191,6 +110,14 @@ class _Accumulator:
         self.usage = Usage()
         self.events: list[Any] = []
 
+    def feed(self, event: str, data: str) -> tuple[str, bool]:
+        try:
+            obj = json.loads(data)
+        except (ValueError, RecursionError) as exc:
+            raise ModelResponseError(f"{_PROVIDER} streamed a {event!r} event that is not "
+                                     f"JSON: {data[:120]!r}") from exc
+        return self.add(obj)
+
     def add(self, event: Any) -> tuple[str, bool]:
         self.events.append(event)
         if not isinstance(event, Mapping):
@@ -198,7 +125,7 @@ class _Accumulator:
                                      f"{preview(event, 120)!r}")
         kind = event.get("type")
         if kind == "error":
-            raise_for(_PROVIDER, None, event, key_env=_KEY_ENV)
+            raise_for(_PROVIDER, None, event, key_env=KEY_ENV)
         if kind == "message_start":
             message = event.get("message")
             self.usage = _usage(message.get("usage") if isinstance(message, Mapping) else None)
@@ -254,8 +181,4 @@ class _Accumulator:
                              raw={"events": self.events})
 
 
-def _dump(obj: Any) -> Any:
-    return obj.model_dump() if hasattr(obj, "model_dump") else obj
-
-
-__all__ = ["AnthropicChatModel", "STOP_REASONS", "parse_message"]
+__all__ = ["KEY_ENV", "STOP_REASONS", "AnthropicStream", "context_length", "parse_message"]

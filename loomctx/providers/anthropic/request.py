@@ -1,71 +1,21 @@
-"""Requests and replies in the two wire formats, as the session's OpenAI-shaped messages.
+"""An Anthropic Messages request read into the OpenAI-shaped messages a session stores, and
+the Messages stream's own events.
 
-A session stores OpenAI-style messages whichever API the client speaks. An Anthropic request's
-``tool_use`` blocks become an assistant's ``tool_calls`` and its ``tool_result`` blocks become
-``tool`` messages, in order; its images stay image parts (the Anthropic renderer writes them
-back as image blocks). A reply (JSON or streamed) becomes one assistant message the same way.
-
-:func:`fingerprint` names a message by its content only — role, text, tool calls and their
-ids — so the copy a client sends back next turn (with its SDK's extra ``null`` fields, or as
-Anthropic blocks) has the fingerprint of the reply the proxy stored. A conversation is a chain
-of fingerprints; the proxy finds the new messages of a whole-conversation request as the part
-after the longest chain it already holds.
+``tool_use`` blocks become an assistant's ``tool_calls`` and ``tool_result`` blocks become
+``tool`` messages, in order; images stay image parts (the renderer writes them back as image
+blocks).
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from loomctx.errors import InputError
+from loomctx.providers._chat import message_object
+from loomctx.providers.sse import Event
 from loomctx.text.messages import content_text
-
-SYSTEM_ROLES = frozenset({"system", "developer"})
-
-
-def _dump(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, sort_keys=True, separators=(",", ":"),
-                      default=str)
-
-
-def fingerprint(message: Mapping[str, Any]) -> str:
-    """A digest of what a message says (role, content, tool calls, tool call id, name)."""
-    content = message.get("content")
-    if isinstance(content, list) and all(isinstance(p, Mapping) and p.get("type") == "text"
-                                         for p in content):
-        content = "".join(str(p.get("text", "")) for p in content)
-    calls = [(c.get("id"), (c.get("function") or {}).get("name"),
-              (c.get("function") or {}).get("arguments"))
-             for c in message.get("tool_calls") or [] if isinstance(c, Mapping)]
-    key = [message.get("role"), content or "", calls, message.get("tool_call_id"),
-           message.get("name")]
-    return hashlib.blake2b(_dump(key).encode("utf-8", "surrogatepass"),
-                           digest_size=16).hexdigest()
-
-
-def chain(previous: str, message_fingerprint: str) -> str:
-    """The fingerprint of a conversation extended by one message."""
-    return hashlib.blake2b(f"{previous}:{message_fingerprint}".encode(),
-                           digest_size=16).hexdigest()
-
-
-def split_openai(messages: Sequence[Any]) -> tuple[str | None, list[dict[str, Any]]]:
-    """The leading system (and developer) messages' text, and the conversation after them."""
-    checked = [_object(m, f"messages[{i}]") for i, m in enumerate(messages)]
-    n = 0
-    while n < len(checked) and checked[n].get("role") in SYSTEM_ROLES:
-        n += 1
-    system = "\n\n".join(content_text(m.get("content")) for m in checked[:n]) if n else None
-    return system, checked[n:]
-
-
-def _object(value: Any, where: str) -> dict[str, Any]:
-    if not isinstance(value, Mapping):
-        raise InputError(f"a message must be an object, got {type(value).__name__}",
-                         where=where)
-    return dict(value)
 
 
 def anthropic_system(system: Any) -> str | None:
@@ -84,7 +34,7 @@ def from_anthropic(messages: Sequence[Any]) -> list[dict[str, Any]]:
     """Anthropic ``messages`` as OpenAI-style messages (tool use and results split out)."""
     out: list[dict[str, Any]] = []
     for i, raw in enumerate(messages):
-        msg = _object(raw, f"messages[{i}]")
+        msg = message_object(raw, f"messages[{i}]")
         role, content = msg.get("role"), msg.get("content")
         if role not in ("user", "assistant"):
             raise InputError(f"role must be 'user' or 'assistant', got {role!r}",
@@ -105,7 +55,7 @@ def from_anthropic(messages: Sequence[Any]) -> list[dict[str, Any]]:
 def _assistant(blocks: list[Any], where: str) -> dict[str, Any]:
     texts, calls = [], []
     for k, b in enumerate(blocks):
-        block = _object(b, f"{where}.content[{k}]")
+        block = message_object(b, f"{where}.content[{k}]")
         if block.get("type") == "text":
             texts.append(str(block.get("text", "")))
         elif block.get("type") == "tool_use":
@@ -123,7 +73,7 @@ def _user(blocks: list[Any], where: str) -> list[dict[str, Any]]:
     results: list[dict[str, Any]] = []
     parts: list[dict[str, Any]] = []
     for k, b in enumerate(blocks):
-        block = _object(b, f"{where}.content[{k}]")
+        block = message_object(b, f"{where}.content[{k}]")
         kind = block.get("type")
         if kind == "tool_result":
             text = content_text(block.get("content"))
@@ -144,5 +94,33 @@ def _user(blocks: list[Any], where: str) -> list[dict[str, Any]]:
     return results
 
 
-__all__ = ["SYSTEM_ROLES", "anthropic_system", "chain", "fingerprint", "from_anthropic",
-           "split_openai"]
+def request_tools(tools: list[Any]) -> list[Any]:
+    """A request's tool definitions in the OpenAI shape loomctx counts (server tools, typed
+    other than ``custom``, are passed on and not counted)."""
+    return [{"name": t.get("name"), "description": t.get("description"),
+             "parameters": t.get("input_schema") or {"type": "object"}}
+            if isinstance(t, Mapping) and "input_schema" in t else t
+            for t in tools if not (isinstance(t, Mapping) and t.get("type") not in
+                                   (None, "custom"))]
+
+
+def is_last(event: Event) -> bool:
+    """``message_stop``: the event that ends a Messages stream."""
+    if event.event == "message_stop":
+        return True
+    if event.data is None or "message_stop" not in event.data:
+        return False
+    try:
+        data = json.loads(event.data)
+    except (ValueError, RecursionError):
+        return False
+    return isinstance(data, dict) and data.get("type") == "message_stop"
+
+
+def error_event(message: str, type_: str = "api_error") -> bytes:
+    """One stream event that an SDK raises as an API error."""
+    data = {"type": "error", "error": {"type": type_, "message": message}}
+    return f"event: error\ndata: {json.dumps(data)}\n\n".encode()
+
+
+__all__ = ["anthropic_system", "error_event", "from_anthropic", "is_last", "request_tools"]

@@ -1,122 +1,39 @@
-"""An OpenAI Chat Completions client, for OpenAI and the local servers that speak its API.
-
-vLLM, the llama.cpp server and Ollama expose the same ``/v1/chat/completions``; point
-``base_url`` at them and leave the key unset::
-
-    OpenAIChatModel("gpt-4o-mini")                                   # key from OPENAI_API_KEY
-    OpenAIChatModel("llama3.1", base_url="http://localhost:11434/v1")             # Ollama
-    OpenAIChatModel("qwen2.5-7b", base_url="http://localhost:8080/v1")  # llama.cpp server
+"""Reading OpenAI Chat Completions replies: a whole body, a stream of deltas, an error.
 
 The reply is kept as the provider sent it: the tool-call ids, names and argument strings come
 back byte for byte, since the next request must pair each tool result with its call's id.
+llama.cpp's server, vLLM and Ollama answer in the same shape (and word a too-long input their
+own way: :func:`context_length` reads each).
 """
 
 from __future__ import annotations
 
 import json
-import os
-from collections.abc import AsyncIterator, Callable, Mapping
+import re
+from collections.abc import Mapping
 from typing import Any
 
-import httpx
-
 from loomctx.errors import ModelResponseError
-from loomctx.models._http import (
-    DEFAULT_BACKOFF,
-    Backoff,
-    Sleep,
-    Transport,
-    preview,
-    raise_for,
-    raise_sdk_error,
-)
-from loomctx.models.protocol import ModelResponse, StreamEvent, Usage
+from loomctx.providers.errors import error_fields, int_or_none, preview, raise_for
+from loomctx.providers.reply import ModelResponse, Usage
 
 _PROVIDER = "OpenAI-compatible API"
+KEY_ENV = "OPENAI_API_KEY"
+_LIMIT = re.compile(r"maximum context length is (\d+)")
+_ASKED = re.compile(r"(?:resulted in|requested) (\d+) tokens")
 
 
-class OpenAIChatModel:
-    """A :class:`~loomctx.models.protocol.ChatModel` over ``POST {base_url}/chat/completions``.
-
-    ``sdk_client`` takes an ``openai.AsyncOpenAI`` you already have (install ``openai``
-    yourself; loomctx does not depend on it): calls then go through it, with the SDK's own
-    retries, and its errors are mapped to loomctx's.
-    """
-
-    format = "openai"
-
-    def __init__(self, model: str, *, base_url: str = "https://api.openai.com/v1",
-                 api_key: str | None = None, timeout: float = 60.0, max_retries: int = 3,
-                 backoff: Backoff = DEFAULT_BACKOFF, client: httpx.AsyncClient | None = None,
-                 sdk_client: Any = None, max_tokens_field: str = "max_tokens",
-                 stream_usage: bool = True,
-                 sleep: Sleep | None = None, random: Callable[[], float] | None = None,
-                 headers: Mapping[str, str] | None = None) -> None:
-        self.model = model
-        self.max_tokens_field = max_tokens_field
-        """``max_tokens``, or ``max_completion_tokens`` for models that require it."""
-        self.stream_usage = stream_usage
-        """Ask for usage at the end of a stream (``stream_options.include_usage``); turn off
-        for a server that rejects the option."""
-        self.sdk_client = sdk_client
-        key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY")
-        all_headers = {"content-type": "application/json", **(headers or {})}
-        if key:
-            all_headers["authorization"] = f"Bearer {key}"
-        self._http = Transport(provider=_PROVIDER, base_url=base_url, headers=all_headers,
-                               key_env="OPENAI_API_KEY", timeout=timeout,
-                               max_retries=max_retries, backoff=backoff, client=client,
-                               sleep=sleep, random=random)
-
-    def _body(self, payload: Mapping[str, Any], max_tokens: int | None) -> dict[str, Any]:
-        body: dict[str, Any] = {"model": self.model, **payload}
-        if max_tokens is not None:
-            body[self.max_tokens_field] = max_tokens
-        return body
-
-    async def complete(self, payload: Mapping[str, Any], *,
-                       max_tokens: int | None = None) -> ModelResponse:
-        body = self._body(payload, max_tokens)
-        if self.sdk_client is not None:
-            raw = _dump(await _sdk_call(self.sdk_client, body))
-        else:
-            raw = await self._http.post("/chat/completions", body)
-        return parse_completion(raw)
-
-    async def stream(self, payload: Mapping[str, Any], *,
-                     max_tokens: int | None = None) -> AsyncIterator[StreamEvent]:
-        body = self._body(payload, max_tokens)
-        body["stream"] = True
-        if self.stream_usage:
-            body.setdefault("stream_options", {"include_usage": True})
-        acc = _Accumulator()
-        if self.sdk_client is not None:
-            chunks: AsyncIterator[Any] = _sdk_chunks(self.sdk_client, body)
-        else:
-            chunks = _sse_chunks(self._http.events("/chat/completions", body))
-        async for chunk in chunks:
-            text, new_call = acc.add(chunk)
-            if text:
-                yield StreamEvent(kind="text", text=text)
-            if new_call:
-                yield StreamEvent(kind="tool_call")
-        yield StreamEvent(kind="done", response=acc.response())
-
-
-async def _sse_chunks(events: AsyncIterator[tuple[str, str]]) -> AsyncIterator[Any]:
-    done = False
-    async for _, data in events:  # read to the end so the connection closes here
-        if done or data.strip() == "[DONE]":
-            done = True
-            continue
-        try:
-            chunk = json.loads(data)
-        except (ValueError, RecursionError) as exc:
-            raise ModelResponseError(f"{_PROVIDER} streamed a chunk that is not JSON: "
-                                     f"{data[:120]!r}") from exc
-        if isinstance(chunk, dict) and "error" in chunk:
-            raise_for(_PROVIDER, None, chunk, key_env="OPENAI_API_KEY")
-        yield chunk
+def context_length(body: Any) -> tuple[int | None, int | None] | None:
+    """(limit, requested) of an OpenAI (or llama.cpp, vLLM) "input too long" error."""
+    message, code = error_fields(body)
+    err = body.get("error") if isinstance(body, Mapping) else None
+    if isinstance(err, Mapping) and "n_ctx" in err:  # llama.cpp server
+        return int_or_none(err.get("n_ctx")), int_or_none(err.get("n_prompt_tokens"))
+    limit = _LIMIT.search(message)
+    if limit or code in ("context_length_exceeded", "exceed_context_size_error"):
+        asked = _ASKED.search(message)
+        return (int(limit.group(1)) if limit else None), (int(asked.group(1)) if asked else None)
+    return None
 
 
 def _count(value: Any) -> int:
@@ -196,15 +113,30 @@ def parse_completion(raw: Any) -> ModelResponse:
                          finish_reason=_reason(choice.get("finish_reason")), raw=raw)
 
 
-class _Accumulator:
+class OpenAIStream:
     """Joins streamed deltas into the message a non-streamed call would have returned."""
 
     def __init__(self) -> None:
+        self.done = False
+        """``data: [DONE]`` came: what follows is read (so the connection closes) and ignored."""
         self.text: list[str] = []
         self.calls: dict[int, dict[str, Any]] = {}
         self.finish: str | None = None
         self.usage = Usage()
         self.chunks: list[Any] = []
+
+    def feed(self, event: str, data: str) -> tuple[str, bool]:
+        if self.done or data.strip() == "[DONE]":
+            self.done = True
+            return "", False
+        try:
+            chunk = json.loads(data)
+        except (ValueError, RecursionError) as exc:
+            raise ModelResponseError(f"{_PROVIDER} streamed a chunk that is not JSON: "
+                                     f"{data[:120]!r}") from exc
+        if isinstance(chunk, dict) and "error" in chunk:
+            raise_for(_PROVIDER, None, chunk, key_env=KEY_ENV)
+        return self.add(chunk)
 
     def add(self, chunk: Any) -> tuple[str, bool]:
         self.chunks.append(chunk)
@@ -262,26 +194,4 @@ class _Accumulator:
                              finish_reason=self.finish, raw={"chunks": self.chunks})
 
 
-def _dump(obj: Any) -> Any:
-    """An SDK object as the plain JSON the HTTP API would have sent."""
-    return obj.model_dump() if hasattr(obj, "model_dump") else obj
-
-
-async def _sdk_call(sdk: Any, body: dict[str, Any]) -> Any:
-    try:
-        return await sdk.chat.completions.create(**body)
-    except Exception as exc:
-        raise_sdk_error(exc, _PROVIDER, "OPENAI_API_KEY")
-        raise
-
-
-async def _sdk_chunks(sdk: Any, body: dict[str, Any]) -> AsyncIterator[Any]:
-    try:
-        async for chunk in await sdk.chat.completions.create(**body):
-            yield _dump(chunk)
-    except Exception as exc:
-        raise_sdk_error(exc, _PROVIDER, "OPENAI_API_KEY")
-        raise
-
-
-__all__ = ["OpenAIChatModel", "parse_completion"]
+__all__ = ["KEY_ENV", "OpenAIStream", "context_length", "parse_completion"]

@@ -1,0 +1,83 @@
+"""The Anthropic Messages wire format: ``system`` + ``messages`` + ``tools``, content blocks,
+``cache_control`` breakpoints, ``max_tokens`` required.
+
+What the format knows lives beside this module: :mod:`.render` (blocks and cache breakpoints),
+:mod:`.rules` (what the API rejects), :mod:`.count` (what a request costs), :mod:`.reply`
+(whole and streamed replies into the OpenAI message shape, the too-long wording) and
+:mod:`.request` (a request as the proxy reads it, the stream's events).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from loomctx.providers._chat import ChatCount
+from loomctx.providers.anthropic import reply, request
+from loomctx.providers.anthropic.count import AnthropicCounting
+from loomctx.providers.anthropic.render import AnthropicRenderer
+from loomctx.providers.anthropic.rules import check_anthropic
+from loomctx.providers.layout import Renderer
+from loomctx.providers.protocol import CountingRules
+from loomctx.providers.reply import ModelResponse
+from loomctx.providers.sse import Event
+
+VERSION = "2023-06-01"
+"""The ``anthropic-version`` header sent when the caller gives none."""
+
+
+class AnthropicProvider:
+    """:class:`~loomctx.providers.protocol.Provider` of the Anthropic Messages API."""
+
+    name = "anthropic"
+    label = "Anthropic API"
+    key_env = reply.KEY_ENV
+    path = "/v1/messages"
+    counting: CountingRules = AnthropicCounting()
+    default_placement = "user_block"
+    variants: Mapping[str, str] = {}
+    default_headers: Mapping[str, str] = {"anthropic-version": VERSION}
+    forward_headers: tuple[str, ...] = ("anthropic-version", "anthropic-beta")
+    requires_max_tokens = True
+
+    def renderer(self, chat: ChatCount, placement: str) -> Renderer:
+        return AnthropicRenderer(chat, placement=placement)  # type: ignore[arg-type]
+
+    def check(self, payload: Mapping[str, Any]) -> list[str]:
+        return check_anthropic(payload)
+
+    def parse_reply(self, raw: Any) -> ModelResponse:
+        return reply.parse_message(raw)
+
+    def stream_reply(self) -> reply.AnthropicStream:
+        return reply.AnthropicStream()
+
+    def context_length(self, body: Any) -> tuple[int | None, int | None] | None:
+        return reply.context_length(body)
+
+    def auth_headers(self, key: str) -> dict[str, str]:
+        return {"x-api-key": key}
+
+    def read_request(self, body: Mapping[str, Any]) -> tuple[str | None, list[dict[str, Any]]]:
+        return request.anthropic_system(body.get("system")), \
+            request.from_anthropic(body["messages"])
+
+    def request_tools(self, tools: list[Any]) -> list[Any]:
+        return request.request_tools(tools)
+
+    def usage_fields(self, body: Mapping[str, Any]) -> dict[str, Any] | None:
+        return None  # message_start and message_delta always carry the usage
+
+    def is_usage_only(self, event: Event) -> bool:
+        return False
+
+    def is_last(self, event: Event) -> bool:
+        return request.is_last(event)
+
+    def error_event(self, message: str, type_: str = "api_error") -> bytes:
+        return request.error_event(message, type_)
+
+
+PROVIDER = AnthropicProvider()
+
+__all__ = ["PROVIDER", "VERSION", "AnthropicProvider"]
