@@ -232,7 +232,7 @@ class Proxy:
 
     def _url(self, fmt: Format) -> str:
         """Where a request goes (credentials and query kept: never shown, see ``redact``)."""
-        return self.service.options.upstream_url(PATHS[fmt])
+        return self.service.options.upstream_url(providers.get(fmt).path)
 
     async def _send(self, fmt: Format, request: Request, body: Mapping[str, Any],
                     record: BuildRecord) -> tuple[httpx.Response, float]:
