@@ -19,7 +19,6 @@ import random as _random
 import ssl
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
-from dataclasses import dataclass
 from typing import Any
 
 import httpx
@@ -33,6 +32,7 @@ from loomctx.providers.errors import (
     read_json,
 )
 from loomctx.providers.sse import Decoder
+from loomctx.retry import DEFAULT_BACKOFF, Backoff
 
 Sleep = Callable[[float], Awaitable[None]]
 """How the client waits between attempts (``asyncio.sleep``; a test injects a recorder)."""
@@ -41,35 +41,6 @@ RETRY_STATUSES = frozenset({408, 429, 500, 502, 503, 504, 529})
 """Statuses worth another attempt (529: Anthropic's "overloaded")."""
 
 _TRANSIENT = (httpx.TimeoutException, httpx.NetworkError, httpx.RemoteProtocolError)
-
-
-@dataclass(frozen=True, kw_only=True)
-class Backoff:
-    """How long to wait before each retry: ``min(max, base * 2**attempt)``, jittered."""
-
-    base: float = 0.5
-    """Seconds of the first wait's ceiling; each later attempt doubles it."""
-    max: float = 30.0
-    """Ceiling of one wait, a server's ``Retry-After`` included."""
-    jitter: bool = True
-    """Full jitter (a uniform wait in ``[0, ceiling]``) so many clients do not retry in step."""
-
-    def __post_init__(self) -> None:
-        if self.base < 0 or self.max < 0:
-            raise ConfigError(f"Backoff needs base >= 0 and max >= 0, got base={self.base!r}, "
-                              f"max={self.max!r}")
-
-    def delay(self, attempt: int, rnd: Callable[[], float],
-              retry_after: float | None = None) -> float:
-        """Seconds before retry number ``attempt`` (0 for the first retry)."""
-        if retry_after is not None:
-            return min(max(retry_after, 0.0), self.max)
-        ceiling = min(self.max, self.base * 2 ** attempt)
-        return rnd() * ceiling if self.jitter else ceiling
-
-
-DEFAULT_BACKOFF = Backoff()
-"""0.5 s doubling up to 30 s, fully jittered."""
 
 
 def parse_retry_after(headers: Mapping[str, str], now: float | None = None) -> float | None:

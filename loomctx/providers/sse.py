@@ -12,14 +12,14 @@ UTF-8 character anywhere.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from typing import NamedTuple
 
 _BLANK = re.compile(rb"(?:\r\n|\r(?!\n)|\n)(?:\r\n|\r(?!\n)|\n)")
 """The end of an event: a line break followed by an empty line."""
+_BOM = b"\xef\xbb\xbf"
 
 
-@dataclass(frozen=True, slots=True)
-class Event:
+class Event(NamedTuple):
     """One event of a stream."""
 
     event: str
@@ -32,13 +32,18 @@ class Event:
 
 
 def parse(raw: bytes) -> Event:
-    """The fields of one event's bytes."""
+    """The fields of one event's bytes (decoded once: a line break is never inside a UTF-8
+    character, so this equals decoding line by line)."""
+    text = raw.decode("utf-8", "replace")
+    if "\r" in text:
+        text = text.replace("\r\n", "\n").replace("\r", "\n")
     name, data = "message", list[str]()
-    for line in raw.splitlines():
-        if not line or line[:1] == b":":
+    for line in text.split("\n"):
+        if not line or line[0] == ":":
             continue
-        field, _, value = line.decode("utf-8", "replace").partition(":")
-        value = value[1:] if value[:1] == " " else value
+        field, _, value = line.partition(":")
+        if value[:1] == " ":
+            value = value[1:]
         if field == "data":
             data.append(value)
         elif field == "event":
@@ -51,10 +56,21 @@ class Decoder:
 
     def __init__(self) -> None:
         self._pending = b""
+        self._first = True
 
     def feed(self, chunk: bytes) -> list[Event]:
         """The events ``chunk`` completes, in order."""
         data = self._pending + chunk if self._pending else chunk
+        if self._first and len(data) >= 3:  # a byte-order mark opening the stream is no field
+            self._first = False
+            if data.startswith(_BOM):
+                return [Event("message", None, _BOM), *self.feed(data[3:])]
+        if b"\r" not in data:  # the usual stream: \n only, cut with C-speed splits
+            *blocks, self._pending = data.split(b"\n\n")
+            return [Event("message", (b[6:] if b[5:6] == b" " else b[5:]).decode(
+                        "utf-8", "replace"), b + b"\n\n")
+                    if b[:5] == b"data:" and b"\n" not in b else parse(b + b"\n\n")
+                    for b in blocks]
         out, start = [], 0
         for end in _BLANK.finditer(data):
             if end.end() == len(data) and data[-1:] == b"\r":
