@@ -61,10 +61,13 @@ class Decoder:
     def feed(self, chunk: bytes) -> list[Event]:
         """The events ``chunk`` completes, in order."""
         data = self._pending + chunk if self._pending else chunk
-        if self._first and len(data) >= 3:  # a byte-order mark opening the stream is no field
-            self._first = False
+        if self._first:  # a byte-order mark opening the stream is no field
+            if len(data) < len(_BOM) and _BOM.startswith(data):
+                self._pending = data
+                return []
+            self._first, self._pending = False, b""
             if data.startswith(_BOM):
-                return [Event("message", None, _BOM), *self.feed(data[3:])]
+                return [Event("message", None, _BOM), *self.feed(data[len(_BOM):])]
         if b"\r" not in data:  # the usual stream: \n only, cut with C-speed splits
             *blocks, self._pending = data.split(b"\n\n")
             return [Event("message", (b[6:] if b[5:6] == b" " else b[5:]).decode(

@@ -45,3 +45,17 @@ def test_a_crlf_split_across_chunks_is_one_line_break() -> None:
 @pytest.mark.parametrize("data", [b"data\n\n", b"data:\n\n"])
 def test_an_empty_data_line_is_an_empty_event(data: bytes) -> None:
     assert _fields(events([data])) == [("message", "")]
+
+
+@pytest.mark.parametrize("chunks", [[b"\xef\xbb\xbfdata: a\n\n"],
+                                    [b"\xef", b"\xbb\xbfdata: a\n\n"]])
+def test_a_byte_order_mark_opening_the_stream_is_skipped_and_passed_on(
+        chunks: list[bytes]) -> None:
+    got = events(chunks)
+    assert _fields(got) == [("message", None), ("message", "a")]
+    assert b"".join(e.raw for e in got) == b"".join(chunks)
+
+
+def test_a_byte_order_mark_later_is_data() -> None:
+    got = events([b"\n\n", b"\xef\xbb\xbfdata: a\n\n"])
+    assert [e.data for e in got] == [None, None]  # the field is named "\ufeffdata": ignored
