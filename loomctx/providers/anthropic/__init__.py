@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from loomctx.errors import InputError
 from loomctx.providers._chat import ChatCount
 from loomctx.providers.anthropic import reply, request
 from loomctx.providers.anthropic.count import AnthropicCounting
@@ -59,8 +60,12 @@ class AnthropicProvider:
         return {"x-api-key": key}
 
     def read_request(self, body: Mapping[str, Any]) -> tuple[str | None, list[dict[str, Any]]]:
-        return request.anthropic_system(body.get("system")), \
-            request.from_anthropic(body["messages"])
+        conversation = request.from_anthropic(body["messages"])
+        if not conversation:  # a build of it would fail after storing: refused before
+            raise InputError("messages hold no block loomctx can read (text, image, document, "
+                             "tool_use, tool_result): a Messages request needs one",
+                             where="messages")
+        return request.anthropic_system(body.get("system")), conversation
 
     def request_tools(self, tools: list[Any]) -> list[Any]:
         return request.request_tools(tools)
