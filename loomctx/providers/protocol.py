@@ -12,7 +12,8 @@ Contract:
   format names to a default placement (OpenAI-compatible servers with strict chat templates are
   ``openai_strict``, a setting of the OpenAI provider, not a provider of its own).
 - ``counting`` prices a request additively (:class:`CountingRules`); ``renderer`` returns a
-  :class:`~loomctx.providers.layout.Renderer` whose token counts use it.
+  :class:`~loomctx.providers.layout.Renderer` whose token counts use it; ``tools`` writes
+  OpenAI-shaped tool definitions (the shape loomctx keeps) in the format's own.
 - ``check(payload)`` lists the structural problems of a rendered request, one line each (``[]``:
   valid); every rendered payload passes it.
 - ``parse_reply(raw)`` reads a whole reply body, ``stream_reply()`` joins a streamed one (fed
@@ -112,6 +113,10 @@ class Provider(Protocol):
     def renderer(self, chat: ChatCount, placement: str) -> Renderer: ...
 
     def check(self, payload: Mapping[str, Any]) -> list[str]: ...
+
+    def tools(self, tools: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+        """OpenAI-shaped tool definitions (what loomctx keeps) in this format's shape."""
+        ...
 
     def parse_reply(self, raw: Any) -> ModelResponse: ...
 

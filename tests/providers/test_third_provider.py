@@ -149,6 +149,9 @@ class ToyProvider:
     def renderer(self, chat: Any, placement: str) -> ToyRenderer:
         return ToyRenderer(chat)
 
+    def tools(self, tools: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+        return [dict(t) for t in tools]
+
     def check(self, payload: Mapping[str, Any]) -> list[str]:
         turns = payload.get("turns")
         if not isinstance(turns, list) or not turns:

@@ -9,14 +9,14 @@ What the format knows lives beside this module: :mod:`.render` (blocks and cache
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from loomctx.errors import InputError
 from loomctx.providers._chat import ChatCount
 from loomctx.providers.anthropic import reply, request
 from loomctx.providers.anthropic.count import AnthropicCounting
-from loomctx.providers.anthropic.render import AnthropicRenderer
+from loomctx.providers.anthropic.render import AnthropicRenderer, anthropic_tool
 from loomctx.providers.anthropic.rules import check_anthropic
 from loomctx.providers.layout import Renderer
 from loomctx.providers.protocol import CountingRules
@@ -46,6 +46,9 @@ class AnthropicProvider:
 
     def check(self, payload: Mapping[str, Any]) -> list[str]:
         return check_anthropic(payload)
+
+    def tools(self, tools: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+        return [anthropic_tool(t) for t in tools]
 
     def parse_reply(self, raw: Any) -> ModelResponse:
         return reply.parse_message(raw)

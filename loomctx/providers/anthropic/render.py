@@ -10,6 +10,7 @@ blocks) and same-role turns are merged. The volatile part is a text block in the
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any
 
 from loomctx.errors import ConfigError
@@ -28,7 +29,8 @@ from loomctx.providers.placement import Placement
 from loomctx.text.messages import content_text
 
 
-def _anthropic_tool(schema: dict[str, Any]) -> dict[str, Any]:
+def anthropic_tool(schema: Mapping[str, Any]) -> dict[str, Any]:
+    """An OpenAI-shaped tool definition as a Messages tool (``name``, ``input_schema``)."""
     fn = schema["function"]
     out = {"name": fn["name"], "input_schema": fn.get("parameters", {"type": "object"})}
     if fn.get("description"):
@@ -126,7 +128,7 @@ class AnthropicRenderer:
             role, blocks = _to_blocks(item)
             return self.chat.message({"role": role, "content": blocks})
         if item.kind == "tool":
-            return self.chat.tool(_anthropic_tool(item.metadata["schema"]))
+            return self.chat.tool(anthropic_tool(item.metadata["schema"]))
         if item.kind == "input":
             return self.chat.message({"role": "user", "content": _input_blocks(item)})
         if item.metadata.get("compacted"):  # the summary: a system block of its own
@@ -182,7 +184,7 @@ class AnthropicRenderer:
             system.append({"type": "text", "text": summary})
         if volatile and in_system:
             system.append({"type": "text", "text": volatile})
-        tools = [_anthropic_tool(i.metadata["schema"]) for i in layout.tools]
+        tools = [anthropic_tool(i.metadata["schema"]) for i in layout.tools]
         if tools:
             tools[-1] = {**tools[-1], "cache_control": {"type": "ephemeral"}}
         payload: dict[str, Any] = {"system": system, "messages": turns}
@@ -197,4 +199,4 @@ class AnthropicRenderer:
         )
 
 
-__all__ = ["EMPTY", "AnthropicRenderer"]
+__all__ = ["EMPTY", "AnthropicRenderer", "anthropic_tool"]

@@ -10,7 +10,7 @@ too-long wording) and :mod:`.request` (a request as the proxy reads it, the stre
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from loomctx.providers._chat import ChatCount
@@ -43,6 +43,9 @@ class OpenAIProvider:
 
     def check(self, payload: Mapping[str, Any]) -> list[str]:
         return check_openai(payload)
+
+    def tools(self, tools: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+        return [dict(t) for t in tools]
 
     def parse_reply(self, raw: Any) -> ModelResponse:
         return reply.parse_completion(raw)
