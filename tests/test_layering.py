@@ -3,10 +3,10 @@
 **Core and apps.** DESIGN.md: "apps sit above the core; the core never imports them". The core
 is what a build needs and what it stands on; an app is a program or an integration built on it.
 
-- core: ``errors``, ``text``, ``items``, ``tokens``, ``embed``, ``stores``, ``budget``,
-  ``sources``, ``memory``, ``retrieval``, ``select``, ``compress``, ``render``, ``builder``,
-  ``buildstate``, ``options``, ``report``, ``events``, ``session``, ``assembler`` and the private
-  helpers ``_jsonl`` and ``_sync`` — every package not named below.
+- core: ``errors``, ``text``, ``items``, ``providers``, ``tokens``, ``embed``, ``stores``,
+  ``budget``, ``sources``, ``memory``, ``retrieval``, ``select``, ``compress``, ``render``,
+  ``builder``, ``buildstate``, ``options``, ``report``, ``events``, ``session``, ``assembler``
+  and the private helpers ``_jsonl`` and ``_sync`` — every package not named below.
 - apps (:data:`APPS`): ``agent`` (the agent loop) and ``models`` (the LLM clients it calls);
   ``bus`` and ``controller`` (many sessions, many processes); ``workspace`` and ``workflow``
   (notes, role builders, teams); ``demo``; ``eval``; ``service`` (the context proxy and HTTP
@@ -21,8 +21,9 @@ is what a build needs and what it stands on; an app is a program or an integrati
 imports ``loomctx.testing``. (3) The core's third-party imports are the install's own
 dependencies (:data:`CORE_THIRD_PARTY`): an HTTP client, a web framework or an SDK belongs to an
 app. (4) No import cycle between packages, and none between modules. (5) Inside the core the
-lower layers never import the higher ones: ``errors``, ``text``, ``items`` at the bottom
-(:data:`ONLY`), then the measuring and storage parts (:data:`NEVER`), then the pipeline. (6) Nothing
+lower layers never import the higher ones: ``errors``, ``text``, ``items`` at the bottom, the
+wire formats (``providers``) just above them (:data:`ONLY`), then the measuring and storage
+parts (:data:`NEVER`), then the pipeline. (6) Nothing
 imports the framework adapters. (7) Imports inside functions are allowed where :data:`LAZY` says
 why.
 
@@ -68,8 +69,11 @@ ONLY: dict[str, frozenset[str]] = {
     "loomctx.errors": frozenset(),
     "loomctx.text": frozenset({"loomctx.errors"}),
     "loomctx.items": frozenset({"loomctx.errors"}),
+    "loomctx.providers": frozenset({"loomctx.errors", "loomctx.text", "loomctx.items"}),
 }
-"""Bottom layers: the only loomctx packages each may import (besides itself)."""
+"""Bottom layers: the only loomctx packages each may import (besides itself). The providers
+hold every wire format's knowledge and ask nothing of the tokenizers, the pipeline or the apps:
+the chat counter, the renderers, the model clients and the proxy ask them."""
 
 NEVER: dict[str, tuple[str, ...]] = {
     "loomctx.tokens": tuple(f"loomctx.{p}" for p in ("embed", "stores", *PIPELINE)),
@@ -375,6 +379,16 @@ PLANTS: list[tuple[str, str, str, Callable[[Tree], list[str]]]] = [
     ("a package cycle between apps", "workflow/team.py",
      "from loomctx.cli import main", package_cycles),
     ("a module cycle", "errors.py", "from loomctx.text.lexical import tokenize", module_cycles),
+    ("a model client in a provider", "providers/openai/reply.py",
+     "from loomctx.models.openai import OpenAIChatModel", core_imports_an_app),
+    ("the proxy in a provider", "providers/anthropic/request.py",
+     "from loomctx.service import proxy", core_imports_an_app),
+    ("a tokenizer in a provider", "providers/openai/count.py",
+     "from loomctx.tokens.cache import CachedCounter",
+     lambda t: bottom_layer_imports(t, "loomctx.providers")),
+    ("the renderers below a provider", "providers/layout.py",
+     "from loomctx.render import registry", lambda t: bottom_layer_imports(t, "loomctx.providers")),
+    ("httpx in a provider", "providers/sse.py", "import httpx", core_imports_an_app_dependency),
     ("the pipeline below errors", "text/lexical.py",
      "from loomctx.items import ContextItem", lambda t: bottom_layer_imports(t, "loomctx.text")),
     ("an adapter in the core", "builder.py",

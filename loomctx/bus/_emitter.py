@@ -20,6 +20,7 @@ from collections.abc import Callable
 from typing import Any
 
 from loomctx.errors import BusError
+from loomctx.retry import RECONNECT
 
 log = logging.getLogger("loomctx.bus.redis")
 
@@ -91,15 +92,16 @@ class Emitter:
 
     def _send_with_retry(self, payload: str) -> None:
         deadline = time.monotonic() + self._timeout
-        delay = 0.05
+        failures = 0
         while True:
             try:
                 self._send(payload)
                 return
             except self._retry_errors as exc:
+                delay = RECONNECT.delay(failures)
                 if time.monotonic() + delay <= deadline:
                     time.sleep(delay)
-                    delay = min(delay * 2, 1.0)
+                    failures += 1
                     continue
                 self._give_up(payload, exc)
                 return

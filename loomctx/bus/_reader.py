@@ -25,6 +25,7 @@ from loomctx.bus.inprocess import BusOptions
 from loomctx.bus.protocol import DeadLetter, Envelope, Handler
 from loomctx.errors import ConfigError, MissingDependencyError
 from loomctx.events import Event
+from loomctx.retry import RECONNECT, exact
 
 try:
     from redis.exceptions import BusyLoadingError, ResponseError
@@ -83,7 +84,7 @@ async def run_consumer(bus: Link, c: Consumer) -> None:
     opts = bus.redis_options
     own = True
     next_claim = time.monotonic() + opts.claim_timeout / 2
-    delay = 0.05
+    wait, failures = exact(RECONNECT.base, opts.reconnect_max_delay), 0
     while not c.stopped:
         try:
             if own:
@@ -99,17 +100,18 @@ async def run_consumer(bus: Link, c: Consumer) -> None:
                 batch = [(eid, f, 1) for eid, f in
                          await _read(bus, c, ">", int(opts.block * 1000))]
             await _process(bus, c, batch)
-            delay = 0.05
+            failures = 0
         except asyncio.CancelledError:
             raise
         except TRANSIENT as exc:
             if c.stopped:
                 return
             bus.stats["reconnects"] += 1
+            delay = wait.delay(failures)
             log.warning("group %r consumer %r lost %s (%r); retrying in %.2f s", c.group,
                         c.name, bus.where, exc, delay)
             await asyncio.sleep(delay)
-            delay = min(delay * 2, opts.reconnect_max_delay)
+            failures += 1
             own = True
         except ResponseError as exc:
             if "NOGROUP" not in str(exc):
@@ -202,7 +204,7 @@ async def _handle(bus: Link, c: Consumer, eid: Any, event_id: str, event: Event,
             if attempt >= max_attempts:
                 await _dead(bus, c, eid, DeadLetter(envelope=env, error=repr(exc)))
                 return
-            await asyncio.sleep(bus.options.retry_delay * 2 ** retry)
+            await asyncio.sleep(exact(bus.options.retry_delay).delay(retry))
             retry += 1
             attempt += 1
             continue
@@ -226,7 +228,7 @@ async def _commit(bus: Link, c: Consumer, eid: Any, event_id: str | None,
                   dead: dict[str, Any] | None = None) -> None:
     """Acknowledge ``eid`` with its outcome in one transaction; retried through an outage."""
     key = bus.seen_key(c.group)
-    delay = 0.05
+    wait, failures = exact(RECONNECT.base, bus.redis_options.reconnect_max_delay), 0
     while True:
         try:
             pipe = bus.client.pipeline(transaction=True)
@@ -244,8 +246,8 @@ async def _commit(bus: Link, c: Consumer, eid: Any, event_id: str | None,
             bus.stats["reconnects"] += 1
             log.warning("group %r cannot acknowledge %s yet (%r); retrying", c.group,
                         _text(eid), exc)
-            await asyncio.sleep(delay)
-            delay = min(delay * 2, bus.redis_options.reconnect_max_delay)
+            await asyncio.sleep(wait.delay(failures))
+            failures += 1
 
 
 def _text(value: Any) -> str:

@@ -21,6 +21,7 @@ from loomctx.bus.codec import check_event, decode, encode, new_event_id
 from loomctx.bus.protocol import DeadLetter, Envelope, Handler
 from loomctx.errors import ConfigError
 from loomctx.events import Event
+from loomctx.retry import exact
 
 log = logging.getLogger(__name__)
 
@@ -207,7 +208,7 @@ class InProcessEventBus:
                     log.warning("event %s (%s) dead-lettered for group %r after %d attempts: %r",
                                 event_id, event.kind, g.name, attempt, exc)
                     return
-                await asyncio.sleep(self.options.retry_delay * 2 ** (attempt - 1))
+                await asyncio.sleep(exact(self.options.retry_delay).delay(attempt - 1))
 
     def _trim(self) -> None:
         low = min(g.cursor for g in self._groups.values())

@@ -42,6 +42,7 @@ from loomctx.bus.inprocess import BusOptions
 from loomctx.bus.protocol import DeadLetter, Envelope, Handler
 from loomctx.errors import BusError, ConfigError, MissingDependencyError
 from loomctx.events import Event
+from loomctx.retry import RECONNECT, exact
 
 try:
     import redis as _redis_sync
@@ -106,6 +107,8 @@ class RedisEventBus:
         self.url = url
         self.options = options or BusOptions()
         self.redis_options = redis_options or RedisOptions()
+        self._wait = exact(RECONNECT.base, self.redis_options.reconnect_max_delay)
+        """How long to wait before the next try of a command while Redis is away."""
         self.maxlen = maxlen
         """Approximate bound of the stream's length (None: unbounded). Entries no group has
         acknowledged are trimmed too past it, so keep it above the largest backlog: a trimmed
@@ -156,20 +159,21 @@ class RedisEventBus:
         payload = encode(event, event_id=event_id)
         data = json.dumps(payload)
         deadline = time.monotonic() + self.redis_options.publish_timeout
-        delay = 0.05
+        failures = 0
         while True:
             try:
                 await self._client.xadd(self.stream, {"e": data}, **self._trim())
                 self.stats["published"] += 1
                 return str(payload["id"])
             except TRANSIENT as exc:
+                delay = self._wait.delay(failures)
                 if time.monotonic() + delay > deadline:
                     raise BusError(
                         f"event {event.kind!r} ({payload['id']}) not published: {self._where} "
                         f"unreachable for {self.redis_options.publish_timeout} s ({exc!r}); "
                         "publish again with the same event_id once Redis is back") from exc
                 await asyncio.sleep(delay)
-                delay = min(delay * 2, self.redis_options.reconnect_max_delay)
+                failures += 1
             except ResponseError as exc:
                 raise BusError(f"event {event.kind!r} ({payload['id']}) refused by "
                                f"{self._where}: {exc}") from exc
@@ -225,16 +229,17 @@ class RedisEventBus:
 
     async def _retrying(self, call: Any, what: str) -> Any:
         deadline = time.monotonic() + self.redis_options.publish_timeout
-        delay = 0.05
+        failures = 0
         while True:
             try:
                 return await call()
             except TRANSIENT as exc:
+                delay = self._wait.delay(failures)
                 if time.monotonic() + delay > deadline:
                     raise BusError(f"{what}: {self._where} unreachable for "
                                    f"{self.redis_options.publish_timeout} s ({exc!r})") from exc
                 await asyncio.sleep(delay)
-                delay = min(delay * 2, self.redis_options.reconnect_max_delay)
+                failures += 1
 
     # -- state -----------------------------------------------------------------------------
     async def pending(self, group: str) -> int:

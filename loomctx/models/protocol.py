@@ -3,41 +3,17 @@
 A model takes the payload a build rendered for its format (OpenAI: ``messages`` + ``tools``;
 Anthropic: ``system`` + ``messages`` + ``tools``) and answers with one assistant message in the
 OpenAI shape (``role``, ``content``, ``tool_calls`` with their ids and names), whatever the wire
-format, so a :class:`~loomctx.session.Session` stores every reply the same way.
+format, so a :class:`~loomctx.session.Session` stores every reply the same way. The reply types
+live with the providers, which read them (:mod:`loomctx.providers.reply`).
 """
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Literal, Protocol, runtime_checkable
 
-
-@dataclass(frozen=True, kw_only=True)
-class Usage:
-    """Tokens the provider reports for one call."""
-
-    prompt_tokens: int = 0
-    """Input tokens, cached ones included."""
-    completion_tokens: int = 0
-    """Output tokens."""
-    cached_tokens: int = 0
-    """Input tokens served from the provider's prompt cache."""
-
-
-@dataclass(frozen=True, kw_only=True)
-class ModelResponse:
-    """One model reply."""
-
-    message: dict[str, Any]
-    """The assistant message, OpenAI shape: ``role``, ``content`` (str or None), and
-    ``tool_calls`` (``id``, ``type: "function"``, ``function: {name, arguments (JSON str)}``)
-    when the model asked for tools."""
-    usage: Usage = field(default_factory=Usage)
-    finish_reason: str | None = None
-    """``stop``, ``tool_calls``, ``length``... (Anthropic's stop reasons are mapped)."""
-    raw: Mapping[str, Any] = field(default_factory=dict)
-    """The provider's response body as received (for debugging and audits)."""
+from loomctx.providers.reply import ModelResponse, Usage
 
 
 @dataclass(frozen=True, kw_only=True)

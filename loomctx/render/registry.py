@@ -1,10 +1,13 @@
-"""The one place output formats are registered: format name → renderer factory.
+"""The one place output formats are found: format name → renderer.
 
-A provider is one module with a :class:`~loomctx.render.protocol.Renderer` (its payload shape and
-token arithmetic) plus one :func:`register_format` call; the builder, the CLI's ``--format``
-choices and the model → default-format choice all read this table. A model's provider (from
-:func:`loomctx.tokens.registry.counter_for_model`) picks the format registered with
-``default_for``.
+A wire format (``openai``, its ``openai_strict`` variant, ``anthropic``, any registered
+:mod:`provider <loomctx.providers>`) renders through its provider, counted by a
+:class:`~loomctx.tokens.chat.ChatCounter` with the provider's rules. The text formats
+(``text``, ``minimal``, ``template``) and any other renderer are registered here with
+:func:`register_format`. The builder, the CLI's ``--format`` choices and the model →
+default-format choice all read this table: a model's provider (from
+:func:`loomctx.tokens.registry.counter_for_model`) is the format its builds use unless a format
+registered with ``default_for`` claims it.
 """
 
 from __future__ import annotations
@@ -12,8 +15,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from loomctx import providers
 from loomctx.errors import ConfigError
-from loomctx.render.chat import AnthropicRenderer, OpenAIRenderer
 from loomctx.render.protocol import Renderer
 from loomctx.render.text import TemplateRenderer, TextRenderer
 from loomctx.tokens.chat import ChatCounter
@@ -37,22 +40,25 @@ def register_format(name: str, factory: RendererFactory, *, default_for: str | N
 
 
 def formats() -> tuple[str, ...]:
-    """Registered format names, in registration order."""
-    return tuple(_FACTORIES)
+    """Format names: the providers' (in their registration order), then the others."""
+    served = providers.formats()
+    return (*served, *(name for name in _FACTORIES if name not in served))
 
 
 def renderer_for(tokenizer: ModelTokenizer, options: Any) -> Renderer:
     """The renderer for ``options.format``, or for the model's provider when it is None."""
-    name = options.format or _DEFAULT_FOR.get(tokenizer.provider, "openai")
+    name = options.format or _DEFAULT_FOR.get(tokenizer.provider) or (
+        tokenizer.provider if providers.find(tokenizer.provider) else "openai")
     factory = _FACTORIES.get(name)
-    if factory is None:
-        raise ConfigError(f"unknown format {name!r}: use one of {list(_FACTORIES)!r} "
-                          "or register it with loomctx.render.registry.register_format")
-    return factory(tokenizer, options)
-
-
-def _placement(options: Any, default: str) -> Any:
-    return getattr(options, "placement", None) or default
+    if factory is not None:
+        return factory(tokenizer, options)
+    provider = providers.find(name)
+    if provider is None:
+        raise ConfigError(f"unknown format {name!r}: use one of {list(formats())!r}, register "
+                          "a renderer with loomctx.render.registry.register_format or a wire "
+                          "format with loomctx.providers.register")
+    placement = getattr(options, "placement", None) or providers.registry.placement(name)
+    return provider.renderer(ChatCounter(tokenizer.counter, provider.name), placement)
 
 
 def _text(tok: ModelTokenizer, o: Any, *, headers: bool) -> TextRenderer:
@@ -63,16 +69,6 @@ def _text(tok: ModelTokenizer, o: Any, *, headers: bool) -> TextRenderer:
 
 
 def _builtin() -> None:
-    register_format("openai", lambda tok, o: OpenAIRenderer(
-        ChatCounter(tok.counter, "openai"), placement=_placement(o, "system")),
-        default_for="openai")
-    register_format("anthropic", lambda tok, o: AnthropicRenderer(
-        ChatCounter(tok.counter, "anthropic"), placement=_placement(o, "user_block")),
-        default_for="anthropic")
-    # OpenAI's wire format for servers whose chat template takes one leading system message
-    # and alternating roles (vLLM, llama.cpp and most open-model templates).
-    register_format("openai_strict", lambda tok, o: OpenAIRenderer(
-        ChatCounter(tok.counter, "openai"), placement=_placement(o, "user_block")))
     register_format("text", lambda tok, o: _text(tok, o, headers=True), default_for="text")
     register_format("minimal", lambda tok, o: _text(tok, o, headers=False))
     register_format("template", lambda tok, o: TemplateRenderer(o.template or "", tok.counter))

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -23,6 +23,7 @@ from starlette.requests import ClientDisconnect
 from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from loomctx import providers
 from loomctx.errors import LoomctxError
 from loomctx.service.api import page_router, router, tenant
 from loomctx.service.core import Service
@@ -31,7 +32,7 @@ from loomctx.service.login import router as login_router
 from loomctx.service.notes import router as notes_router
 from loomctx.service.options import FALLBACK_ENCODING, ServiceOptions
 from loomctx.service.pages import Pages, default_pages
-from loomctx.service.proxy import PATHS, Proxy
+from loomctx.service.proxy import Proxy
 from loomctx.service.slowbody import BodyTimeout
 from loomctx.service.stream import EventHub
 from loomctx.service.tenants import Unauthorized, tenant_of
@@ -88,6 +89,15 @@ class BodyLimit:
         response = error_response(Request(scope), 413, f"the body is {size}+ bytes; the limit "
                                                        f"is {self.limit}")
         await response(scope, receive, send)
+
+
+def _proxy_route(fmt: str, label: str, tenant: Callable[..., Any]
+                 ) -> Callable[..., Awaitable[Response]]:
+    async def route(request: Request, who: str = Depends(tenant)) -> Response:
+        return await request.app.state.proxy.handle(fmt, request, who)  # type: ignore[no-any-return]
+
+    route.__doc__ = f"{label}, through the context proxy."
+    return route
 
 
 def create_app(options: ServiceOptions, *, pages: Pages | None = None,
@@ -154,16 +164,9 @@ def create_app(options: ServiceOptions, *, pages: Pages | None = None,
             return {"status": "ok"}
         return {"status": "ok", "upstream": options.upstream_shown}
 
-    async def openai_route(request: Request, who: str = Depends(tenant)) -> Response:
-        """OpenAI Chat Completions, through the context proxy."""
-        return await request.app.state.proxy.handle("openai", request, who)
-
-    async def anthropic_route(request: Request, who: str = Depends(tenant)) -> Response:
-        """Anthropic Messages, through the context proxy."""
-        return await request.app.state.proxy.handle("anthropic", request, who)
-
-    app.add_api_route(PATHS["openai"], openai_route, methods=["POST"], tags=["proxy"])
-    app.add_api_route(PATHS["anthropic"], anthropic_route, methods=["POST"], tags=["proxy"])
+    for wire in providers.registered():  # each wire format at its own route
+        app.add_api_route(wire.path, _proxy_route(wire.name, wire.label, tenant),
+                          methods=["POST"], tags=["proxy"], name=f"{wire.name}_route")
     app.include_router(router())
     app.include_router(notes_router())
     app.include_router(page_router())

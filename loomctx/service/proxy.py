@@ -27,24 +27,24 @@ import httpx
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 
+from loomctx import providers
 from loomctx.agent.loop import STEP_DOWN
 from loomctx.errors import InputError
 from loomctx.events import ModelCalled
-from loomctx.models._http import context_length
+from loomctx.providers.errors import context_length
+from loomctx.providers.sse import Decoder
 from loomctx.service.checks import check_session_id, read_upstream
 from loomctx.service.conversations import BuildRecord, Conversation, Usage
-from loomctx.service.convert import anthropic_system, from_anthropic, split_openai
 from loomctx.service.core import MIN_BUDGET, Service
-from loomctx.service.relay import Events, error_event, is_last, usage_only
 from loomctx.service.replies import Format, ReplyReader, read_body
 from loomctx.service.urls import redact, redact_in
 from loomctx.service.web import ClientGone, ServiceError, json_body, log, one_line
 
-PATHS: Mapping[Format, str] = {"openai": "/v1/chat/completions", "anthropic": "/v1/messages"}
+PATHS: Mapping[Format, str] = {p.name: p.path for p in providers.registered()}
+"""The route each built-in wire format is served at."""
 _DROP = frozenset({"content-length", "content-encoding", "transfer-encoding", "connection",
                    "keep-alive", "date", "server"})
 _ROUTE_TRIES = 3
-_FORWARD = ("anthropic-version", "anthropic-beta", "openai-organization", "openai-project")
 
 
 def _int_header(request: Request, name: str, query: str) -> int | None:
@@ -67,8 +67,9 @@ def _output_tokens(fmt: Format, body: Mapping[str, Any]) -> int | None:
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise InputError(f"{key} must be a positive integer, got {value!r}", where=key)
             return value
-    if fmt == "anthropic":
-        raise InputError("max_tokens is required by the Messages API", where="max_tokens")
+    if providers.get(fmt).requires_max_tokens:
+        raise InputError(f"max_tokens is required by the {providers.get(fmt).label}",
+                         where="max_tokens")
     return None
 
 
@@ -77,23 +78,7 @@ def _tools(fmt: Format, body: Mapping[str, Any]) -> list[Any]:
     tools = body.get("tools") or []
     if not isinstance(tools, list):
         raise InputError(f"tools must be a list, got {type(tools).__name__}", where="tools")
-    if fmt == "openai":
-        return tools
-    return [{"name": t.get("name"), "description": t.get("description"),
-             "parameters": t.get("input_schema") or {"type": "object"}}
-            if isinstance(t, Mapping) and "input_schema" in t else t
-            for t in tools if not (isinstance(t, Mapping) and t.get("type") not in
-                                   (None, "custom"))]  # server tools: passed on, not counted
-
-
-def _asks_usage(fmt: Format, body: Mapping[str, Any]) -> bool | None:
-    """Whether an OpenAI streaming request asks for the usage chunk (None: not applicable)."""
-    if fmt != "openai" or not body.get("stream"):
-        return None
-    options = body.get("stream_options")
-    if options is not None and not isinstance(options, Mapping):
-        return None  # not ours to fix: the upstream answers it
-    return bool(options and options.get("include_usage"))
+    return providers.get(fmt).request_tools(tools)
 
 
 def _session_id(request: Request) -> str | None:
@@ -155,16 +140,14 @@ class Proxy:
         opts = self.service.options
         out = {"content-type": "application/json", "accept": request.headers.get(
             "accept", "application/json")}
-        for name in _FORWARD:
+        wire = providers.get(fmt)
+        for name in (h for p in providers.registered() for h in p.forward_headers):
             if name in request.headers:
                 out[name] = request.headers[name]
-        if fmt == "anthropic":
-            out.setdefault("anthropic-version", "2023-06-01")
+        for name, value in wire.default_headers.items():
+            out.setdefault(name, value)
         if opts.upstream_api_key:
-            if fmt == "openai":
-                out["authorization"] = f"Bearer {opts.upstream_api_key}"
-            else:
-                out["x-api-key"] = opts.upstream_api_key
+            out.update(wire.auth_headers(opts.upstream_api_key))
         elif not opts.keys:
             for name in ("authorization", "x-api-key"):
                 if name in request.headers:
@@ -182,10 +165,7 @@ class Proxy:
         if len(messages) > opts.max_messages:
             raise ServiceError(413, f"{len(messages)} messages exceed the limit of "
                                     f"{opts.max_messages} per request")
-        if fmt == "openai":
-            system, conversation = split_openai(messages)
-        else:
-            system, conversation = anthropic_system(body.get("system")), from_anthropic(messages)
+        system, conversation = providers.get(fmt).read_request(body)
         asked_out = _output_tokens(fmt, body)
         asked = _int_header(request, "x-loomctx-budget", "loomctx_budget")
         tools = _tools(fmt, body)
@@ -231,7 +211,7 @@ class Proxy:
             if resp.status_code < 400 and body.get("stream"):
                 release = False
                 relay = self._relay(fmt, tenant, conv, record, resp, body,
-                                    strip_usage=_asks_usage(fmt, body) is False)
+                                    strip_usage=providers.get(fmt).usage_fields(body) is not None)
                 return StreamingResponse(relay, status_code=resp.status_code, headers=headers)
             content = await self._upstream(request, _read(resp), deadline)
             if resp.status_code >= 400:
@@ -252,7 +232,7 @@ class Proxy:
 
     def _url(self, fmt: Format) -> str:
         """Where a request goes (credentials and query kept: never shown, see ``redact``)."""
-        return self.service.options.upstream_url(PATHS[fmt])
+        return self.service.options.upstream_url(providers.get(fmt).path)
 
     async def _send(self, fmt: Format, request: Request, body: Mapping[str, Any],
                     record: BuildRecord) -> tuple[httpx.Response, float]:
@@ -260,9 +240,9 @@ class Proxy:
         JSON answer must have come whole."""
         payload = dict(record.payload)
         payload.pop("tools", None)  # the client's own definitions go as sent
-        if _asks_usage(fmt, body) is False:  # ask for the usage; _relay hides it again
-            payload["stream_options"] = {**(body.get("stream_options") or {}),
-                                         "include_usage": True}
+        usage = providers.get(fmt).usage_fields(body)
+        if usage is not None:  # ask for the usage; _relay hides it again
+            payload.update(usage)
         url = self._url(fmt)
         upstream = httpx.Request("POST", url, headers=self._headers(fmt, request),
                                  content=json.dumps({**body, **payload},
@@ -351,8 +331,16 @@ class Proxy:
                      ) -> AsyncIterator[bytes]:
         """The upstream's events as they come (with ``strip_usage``, less the usage chunk the
         client did not ask for); the last one once the reply is stored; an error event when
-        the upstream breaks off."""
-        reader, events = ReplyReader(fmt), Events()
+        the upstream breaks off.
+
+        The stream is cut into whole events by the one SSE reader and each event's bytes pass
+        on unchanged, so that what a client must not see too early or at all can be held back:
+        the stream's last event (``data: [DONE]``, Anthropic's ``message_stop``: the provider's
+        ``is_last``) waits until the reply is stored, so a client that has its whole reply
+        knows the session holds it too; a usage chunk the client did not ask for is dropped;
+        and when the upstream breaks off mid-stream, the client gets one error event in its
+        provider's shape after the last whole event, never half an event."""
+        wire, reader, decoder = providers.get(fmt), ReplyReader(fmt), Decoder()
         held: list[bytes] = []
         """The reply's last event and what follows it: sent once the reply is stored."""
         stored: asyncio.Task[None] | None = None
@@ -360,12 +348,12 @@ class Proxy:
             broke: httpx.HTTPError | None = None
             try:
                 async for chunk in resp.aiter_bytes():
-                    reader.feed(chunk)
                     out: list[bytes] = []
-                    for event in events.push(chunk):
-                        if strip_usage and usage_only(event):
+                    for event in decoder.feed(chunk):
+                        reader.add(event)
+                        if strip_usage and wire.is_usage_only(event):
                             continue
-                        (held if held or is_last(fmt, event) else out).append(event)
+                        (held if held or wire.is_last(event) else out).append(event.raw)
                     if out:
                         yield b"".join(out)
             except httpx.HTTPError as exc:
@@ -377,12 +365,14 @@ class Proxy:
                        "(serve --upstream-timeout)")
                 log.warning("session %s: %s; the reply was not stored", conv.session.id,
                             one_line(why))
-                yield error_event(fmt, one_line(why), "timeout_error" if isinstance(
+                yield wire.error_event(one_line(why), "timeout_error" if isinstance(
                     broke, httpx.TimeoutException) else "api_error")
                 return
-            rest = events.rest()
-            if rest and not (strip_usage and usage_only(rest)):
-                held.append(rest)
+            rest = decoder.close()
+            if rest is not None:
+                reader.add(rest)
+                if not (strip_usage and wire.is_usage_only(rest)):
+                    held.append(rest.raw)
             # Stored before the last event goes out: a client that has its whole reply can
             # count on the session holding it. A task of its own, so a client that hangs up
             # now cannot cut the storing off halfway.

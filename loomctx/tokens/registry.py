@@ -13,6 +13,7 @@ import os
 import re
 from dataclasses import dataclass
 
+from loomctx import providers
 from loomctx.errors import ConfigError
 from loomctx.tokens.bpe import BUNDLED_ENCODINGS, BPECounter
 from loomctx.tokens.cache import CachedCounter
@@ -78,15 +79,17 @@ class ModelTokenizer:
     counter: TokenCounter
     """A cached counter for the model's tokens (exact unless ``counter.exact`` is False)."""
     provider: Provider
-    """Chat format whose overhead applies: ``"openai"``, ``"anthropic"`` or ``"text"``."""
+    """Chat format whose overhead applies: a registered provider's name (``"openai"``,
+    ``"anthropic"``) or ``"text"``."""
     context_window: int | None
     """Maximum input + output tokens, when known."""
     fallback: str | None = None
     """The fallback encoding used because the model was unknown, else None."""
 
     def __post_init__(self) -> None:
-        if self.provider not in ("openai", "anthropic", "text"):
-            raise ConfigError(f"provider must be openai, anthropic or text, got {self.provider!r}")
+        if self.provider != "text" and providers.find(self.provider) is None:
+            raise ConfigError(f"provider must be one of {', '.join((*providers.names(), 'text'))}"
+                              f", got {self.provider!r}")
         if self.context_window is not None and self.context_window <= 0:
             raise ConfigError(f"context_window must be > 0 or None, got {self.context_window!r}")
 

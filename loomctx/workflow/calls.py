@@ -20,6 +20,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from loomctx import providers
 from loomctx.builder import MIN_BUDGET, BuildResult
 from loomctx.errors import BudgetError, InvalidRequestError
 from loomctx.models.protocol import ChatModel, ModelResponse
@@ -70,8 +71,9 @@ def check_model(model: ChatModel, role: str) -> None:
 
 
 def _counter(model: ChatModel, count_as: str | None) -> ChatCounter:
+    fmt = str(getattr(model, "format", ""))
     return ChatCounter(counter_for_model(count_as or model.model).counter,
-                       "anthropic" if model.format == "anthropic" else "openai")
+                       providers.get(fmt).name if providers.find(fmt) else "openai")
 
 
 async def call_role(role: str, model: ChatModel, build: Callable[[int], BuildResult], *,

@@ -28,7 +28,7 @@ def context_text(payload: dict[str, Any], format: str) -> str:
     """A request's context as text: the system prompt, then each message under its role."""
     parts = []
     system = payload.get("system")
-    if format == "anthropic" and system:
+    if system:  # only a Messages payload has one
         parts.append(f"[system]\n{content_text(system)}")
     for m in payload.get("messages", []):
         text = content_text(m.get("content"))

@@ -22,6 +22,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from loomctx import providers
 from loomctx.errors import ConfigError
 from loomctx.workspace import ModelSettings
 
@@ -41,17 +42,8 @@ def check_format(format: str, role: str) -> None:
 
 
 def tools_for(format: str, tools: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """OpenAI-shaped tool schemas in ``format``'s shape."""
-    if format != "anthropic":
-        return [dict(t) for t in tools]
-    out = []
-    for t in tools:
-        fn = t["function"]
-        tool = {"name": fn["name"], "input_schema": fn.get("parameters", {"type": "object"})}
-        if fn.get("description"):
-            tool["description"] = fn["description"]
-        out.append(tool)
-    return out
+    """OpenAI-shaped tool schemas in ``format``'s shape (its provider writes them)."""
+    return providers.get(format).tools(tools)
 
 
 def exchange_for(format: str, exchange: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:

@@ -1,11 +1,34 @@
-"""Anthropic Messages structural rules (listed in :mod:`loomctx.render.validate`)."""
+"""Anthropic Messages structural rules: what the API rejects, each rule with its source.
+
+- Roles are user and assistant only (the system prompt is the top-level ``system``), strictly
+  alternating, starting with user. (Messages API reference, ``messages``. The API now merges
+  consecutive same-role turns, but a merge is exactly what hides a missing ``tool_result``, so
+  the checker asks for the alternation the renderer promises.)
+- Content is non-empty: a non-empty string or a non-empty list of blocks, except in the final
+  assistant turn (a prefill). Text blocks carry non-empty text. (API errors "messages: all
+  messages must have non-empty content except for the optional final assistant message" and
+  "messages: text content blocks must be non-empty".)
+- Every ``tool_use`` block is answered by a ``tool_result`` with the same ``tool_use_id`` in the
+  next message, a user message, and the results come before any other block of it; a
+  ``tool_result`` answers a ``tool_use`` of the previous assistant message. (Tool use guide,
+  "Handle tool calls"; API errors "`tool_use` ids were found without `tool_result` blocks
+  immediately after", "Did not find 1 `tool_result` block(s) at the beginning of this message",
+  "unexpected `tool_use_id` found in `tool_result` blocks".)
+- ``tool_use`` ids are unique, ``input`` is an object. (Messages API reference, ToolUseBlock.)
+- At most 4 ``cache_control`` breakpoints over tools, system and messages. (Prompt caching guide:
+  "You can define up to 4 cache breakpoints".)
+- Tool names are unique ("tools: Tool names must be unique") and match
+  ``^[a-zA-Z0-9_-]{1,64}$`` (API error "tools.7.custom.name: String should match pattern").
+
+Each problem is one line naming where it is and how to fix it (see :mod:`loomctx.render.validate`).
+"""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any
 
-from loomctx.render._rules import (
+from loomctx.providers._rules import (
     MAX_CACHE_BREAKPOINTS,
     _at,
     _json_problems,
