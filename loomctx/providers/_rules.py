@@ -19,11 +19,29 @@ OPENAI_ROLES = frozenset({"system", "developer", "user", "assistant", "tool"})
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
+CLEAN_MAX = 100_000
+"""Message objects remembered as JSON-clean (past this many the memo starts over)."""
+_CLEAN: dict[int, Any] = {}
+"""id of a message that passed the fast path → the message. A turn re-sends the same stored
+messages (they are not changed in place: the builder's token costs rely on it too), so each
+is serialised once, not on every build."""
+
+
 def _json_problems(payload: Any) -> list[str]:
     """Values that would not survive ``json.dumps(...).encode("utf-8")`` as the API reads it."""
-    try:  # the fast path (C speed): a payload that serialises cleanly has no such values
-        if not _has_odd_keys(payload):
-            json.dumps(payload, ensure_ascii=False, allow_nan=False).encode("utf-8")
+    messages = payload.get("messages") if isinstance(payload, Mapping) else None
+    fresh = ([m for m in messages if _CLEAN.get(id(m)) is not m]
+             if type(messages) is list else None)
+    # the fast path (C speed): a payload that serialises cleanly has no such values; of its
+    # messages only those not seen clean before are serialised
+    head = payload if fresh is None else {**payload, "messages": fresh}
+    try:
+        if not _has_odd_keys(head):
+            json.dumps(head, ensure_ascii=False, allow_nan=False).encode("utf-8")
+            if fresh:
+                if len(_CLEAN) + len(fresh) > CLEAN_MAX:
+                    _CLEAN.clear()
+                _CLEAN.update((id(m), m) for m in fresh)
             return []
     except (TypeError, ValueError, UnicodeEncodeError):
         pass

@@ -307,3 +307,22 @@ def test_renderers_output_for_a_whole_layout_passes() -> None:
                      AnthropicRenderer(ChatCounter(counter, "anthropic"))):
         rendered = renderer.render(lay)
         assert check(rendered.format, rendered.payload) == [], rendered.payload
+
+
+def test_a_message_seen_clean_is_not_serialised_again_and_a_new_bad_one_is_still_caught() -> None:
+    """The JSON check remembers clean message objects (a turn re-sends the same stored ones);
+    a message it has not seen, or one that failed, is checked in full every time."""
+    from loomctx.providers import _rules
+
+    history = [{"role": "user", "content": f"line {i}"} for i in range(50)]
+    payload = {"model": "gpt-4o", "messages": history}
+    assert check("openai", payload) == []
+    assert all(_rules._CLEAN.get(id(m)) is m for m in history)
+    bad = {"role": "user", "content": "Where is \udce9?"}
+    assert any("lone surrogate" in p for p in check("openai", {**payload,
+                                                              "messages": [*history, bad]}))
+    assert _rules._CLEAN.get(id(bad)) is not bad
+    assert any("lone surrogate" in p for p in check("openai", {**payload,
+                                                              "messages": [*history, bad]}))
+    odd = {"role": "user", "content": "x", 1: "odd"}
+    assert any("not a string" in p for p in check("openai", {"messages": [*history, odd]}))
