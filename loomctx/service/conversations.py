@@ -131,6 +131,9 @@ class Conversation:
     created: float = field(default_factory=time.time)
     size: int = 0
     """Text size of the messages stored through this session (:func:`text_size`)."""
+    version: int = -1
+    """The session's version in the shared store when this copy was loaded or last locked
+    (:mod:`loomctx.service.shared`); -1: not loaded under the lock yet."""
 
     @property
     def head(self) -> str:

@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import asyncio
 import json
+import uuid
 from collections.abc import AsyncIterator
 from typing import Any
 
 from loomctx.bus.codec import encode
+from loomctx.bus.inprocess import InProcessEventBus
 from loomctx.bus.protocol import Envelope, EventBus
 
 GROUP = "loomctx-service-sse"
@@ -31,7 +33,11 @@ class EventHub:
         """Events a slow stream lost (its queue was full)."""
 
     async def attach(self, bus: EventBus) -> None:
-        await bus.subscribe(None, self._handle, group=GROUP)
+        """Read every event of ``bus``: on a bus shared by processes (Redis) each process is
+        a group of its own, since a group hands each event to one of its consumers only and
+        every process has streams to feed."""
+        group = GROUP if isinstance(bus, InProcessEventBus) else f"{GROUP}-{uuid.uuid4().hex}"
+        await bus.subscribe(None, self._handle, group=group)
 
     def _handle(self, envelope: Envelope) -> None:
         event = envelope.event
