@@ -371,7 +371,7 @@ class Service:
         """Save what a lock holder changed: its builds' outcomes and the session's row."""
         assert self.shared is not None
         records = [r for b in conv.builds[since:] if (r := self.tenants.build(tenant, b))]
-        await self.shared.save_builds(records)
+        await self.shared.settle_builds(records)
         s = conv.session
         await self.shared.update(tenant, s.id, {
             "head": conv.head, "messages": len(conv.chain), "builds": len(conv.builds),

@@ -38,6 +38,9 @@ log = logging.getLogger("loomctx.service")
 
 LOCK_POLL = (0.005, 0.1)
 """First and longest pause (seconds) between two tries of a session lock another holds."""
+LOCK_CONNECTIONS = 32
+"""PostgreSQL connections a process opens for the sessions it holds (one per request in
+flight) and their rows; a request past them waits up to 10 s, then gets a 503."""
 TRIM_EVERY = 64
 """Builds saved between two trims of a tenant's kept builds to ``max_builds``."""
 
@@ -99,7 +102,8 @@ def record_from(data: dict[str, Any]) -> BuildRecord:
 class SharedSessions:
     """Sessions' locks, rows, chains and builds in one PostgreSQL database (see the module)."""
 
-    def __init__(self, url: str, *, max_builds: int, max_connections: int = 64) -> None:
+    def __init__(self, url: str, *, max_builds: int,
+                 max_connections: int = LOCK_CONNECTIONS) -> None:
         self.max_builds = max_builds
         self._pool = AsyncConnectionPool(url, min_size=1, max_size=max_connections, open=False,
                                          kwargs={"autocommit": True}, timeout=10.0,
@@ -295,6 +299,21 @@ class SharedSessions:
                     "(SELECT id FROM loomctx_proxy_builds WHERE tenant = %s "
                     "ORDER BY at DESC LIMIT %s)", [tenant, tenant, self.max_builds])
 
+    async def settle_builds(self, records: Sequence[BuildRecord]) -> None:
+        """Update what becomes known of saved builds after the upstream answered (usage,
+        whether the reply was stored, a note), without writing their payloads again."""
+        if not records:
+            return
+        rows = [(json.dumps({"usage": None if r.usage is None else vars(r.usage),
+                             "reply_stored": r.reply_stored, "note": r.note}), r.tenant, r.id)
+                for r in records]
+        try:
+            async with self._pool.connection() as conn, conn.cursor() as cur:
+                await cur.executemany("UPDATE loomctx_proxy_builds SET record = record || "
+                                      "%s::jsonb WHERE tenant = %s AND id = %s", rows)
+        except (psycopg.Error, PoolTimeout) as exc:
+            raise ServiceError(503, f"the shared PostgreSQL store failed: {exc}") from exc
+
     async def build(self, tenant: str, build_id: str) -> BuildRecord | None:
         rows = await self._run("SELECT record FROM loomctx_proxy_builds WHERE tenant = %s AND "
                                "id = %s", [tenant, build_id])
@@ -374,5 +393,5 @@ def info_of(row: dict[str, Any]) -> dict[str, Any]:
             "created": row["created"]}
 
 
-__all__ = ["LOCK_POLL", "TRIM_EVERY", "SharedLock", "SharedSessions", "info_of", "is_shared_url",
-           "lock_key", "record_from"]
+__all__ = ["LOCK_CONNECTIONS", "LOCK_POLL", "TRIM_EVERY", "SharedLock", "SharedSessions",
+           "info_of", "is_shared_url", "lock_key", "record_from"]
