@@ -7,6 +7,7 @@ two processes would (the SIGKILL test runs real processes: ``test_scaleout.py``)
 
 from __future__ import annotations
 
+import asyncio
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -15,6 +16,8 @@ import httpx
 import pytest
 
 from loomctx.service import RunningServer, ServiceOptions, serve_in_thread
+from loomctx.service.conversations import hashes
+from loomctx.service.shared import SharedSessions
 from loomctx.stores.postgres import PostgresStore
 from loomctx.stores.protocol import Scope
 from loomctx.testing import FakeModelServer, HashingEmbedder, HttpError, Reply
@@ -130,3 +133,64 @@ def test_a_session_made_on_one_process_is_read_on_another(
         assert [(s["id"], s["messages"], s["builds"]) for s in listed] == [("shared-1", 1, 1)]
         page = httpx.get(b.url + f"/builds/{built.json()['id']}")
         assert page.status_code == 200 and "hello there" in page.text
+
+
+async def _crash_before_storing(pg_url: str, session: str, message: dict[str, str]) -> None:
+    """What a process killed between the two steps of storing ``message`` leaves: its hash
+    written, the message not."""
+    shared = SharedSessions(pg_url, max_builds=10)
+    await shared.open()
+    try:
+        row = await shared.row("default", session)
+        assert row is not None
+        chain = await shared.chain("default", session)
+        new = hashes(chain[-1], [message])
+        await shared.will_store("default", {**row, "head": new[-1],
+                                            "messages": len(chain) + 1}, len(chain), new)
+    finally:
+        await shared.close()
+
+
+@pytest.mark.parametrize("header", [True, False])
+def test_a_process_killed_between_hash_and_message_leaves_the_turn_to_be_sent_again(
+        pg_url: str, two: Callable[[FakeModelServer], RunningServer], header: bool) -> None:
+    """The next process cuts the chain back to the messages stored: the lost turn, sent
+    again (with the session header, or resent whole), is stored once and sent upstream."""
+    first = [{"role": "user", "content": "first"}]
+    lost = {"role": "user", "content": "the lost turn"}
+    with FakeModelServer(respond=_echo) as up:
+        a, b = two(up), two(up)
+        headers = {"x-loomctx-session": "cut"} if header else {}
+        resp = httpx.post(a.url + "/v1/chat/completions", headers=headers, timeout=30,
+                          json={"model": "gpt-4o", "messages": first})
+        assert resp.status_code == 200, resp.text
+        session = resp.headers["x-loomctx-session"]
+        asyncio.run(_crash_before_storing(pg_url, session, lost))
+        sent = [lost] if header else [*first, {"role": "assistant", "content": "re: first"},
+                                      lost]
+        resp = httpx.post(b.url + "/v1/chat/completions", headers=headers, timeout=30,
+                          json={"model": "gpt-4o", "messages": sent})
+        assert resp.status_code == 200, resp.text
+        assert resp.headers["x-loomctx-session"] == session
+    assert [m["content"] for m in up.requests[-1].body["messages"]] == \
+        ["first", "re: first", "the lost turn"]
+    assert _stored(pg_url) == [("user", "first"), ("assistant", "re: first"),
+                               ("user", "the lost turn"), ("assistant", "re: the lost turn")]
+
+
+def test_a_streamed_turn_is_the_next_process_s_history(
+        pg_url: str, two: Callable[[FakeModelServer], RunningServer]) -> None:
+    """A streamed reply is stored and the session unlocked after its last byte; the next
+    turn, on another process, is sent upstream with it."""
+    with FakeModelServer(respond=_echo) as up_a, FakeModelServer(respond=_echo) as up_b:
+        a, b = two(up_a), two(up_b)
+        streamed = httpx.post(a.url + "/v1/chat/completions", timeout=30,
+                              headers={"x-loomctx-session": "streamed"},
+                              json={"model": "gpt-4o", "stream": True,
+                                    "messages": [{"role": "user", "content": "first"}]})
+        assert streamed.status_code == 200 and "[DONE]" in streamed.text
+        assert _post(b, "streamed", "second").status_code == 200
+    assert [m["content"] for m in up_b.requests[0].body["messages"]] == \
+        ["first", "re: first", "second"]
+    assert _stored(pg_url) == [("user", "first"), ("assistant", "re: first"),
+                               ("user", "second"), ("assistant", "re: second")]
