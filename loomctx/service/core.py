@@ -285,7 +285,7 @@ class Service:
                 return None
             conv = await asyncio.to_thread(self._conversation, tenant, row["format"],
                                            row["model"], session_id, row["system"])
-            await self._apply(tenant, conv, row)  # version -1: reloaded under the lock
+            await self._apply(tenant, conv, row, locked=False)  # reloaded under the lock
             self.tenants.add_session(tenant, conv)
             self.tenants.index(tenant, conv, None)
         return conv
@@ -344,11 +344,14 @@ class Service:
                                         conv.session.id, row["system"])
         old_head = conv.head
         conv.session, conv.tools, conv.system = fresh.session, fresh.tools, fresh.system
-        await self._apply(tenant, conv, row)
+        await self._apply(tenant, conv, row, locked=True)
         self.tenants.index(tenant, conv, old_head)
 
-    async def _apply(self, tenant: str, conv: Conversation, row: dict[str, Any]) -> None:
-        """Take ``row``'s settings, and the chain cut to the messages the store holds."""
+    async def _apply(self, tenant: str, conv: Conversation, row: dict[str, Any], *,
+                     locked: bool) -> None:
+        """Take ``row``'s settings, and the chain cut to the messages the store holds (in the
+        shared store too when ``locked``: unlocked, the hashes past them may be those of a
+        holder storing its messages right now)."""
         assert self.shared is not None
         sid = conv.session.id
         conv.format, conv.anonymous, conv.seed = row["format"], row["anonymous"], row["seed"]
@@ -359,7 +362,9 @@ class Service:
         chained = await self.shared.chain(tenant, sid)
         if len(chained) > len(items):  # hashes of messages a dead process never stored
             chained = chained[:len(items)]
-            await self.shared.cut(tenant, sid, len(items), chained[-1] if chained else conv.seed)
+            if locked:
+                await self.shared.cut(tenant, sid, len(items),
+                                      chained[-1] if chained else conv.seed)
         elif len(chained) < len(items):  # not by this module; hashed as the store has them
             chained += hashes(chained[-1] if chained else conv.seed,
                               [it.message or {} for it in items[len(chained):]])
