@@ -113,6 +113,8 @@ class Conversation:
     tools: RequestTools
     system: SystemPromptSource
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    """One request at a time; on a PostgreSQL store a
+    :class:`~loomctx.service.shared.SharedLock`, which holds the session in every process."""
     chain: list[str] = field(default_factory=list)
     """Fingerprint chain of the stored messages, one entry per message."""
     anonymous: bool = False
