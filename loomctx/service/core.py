@@ -35,7 +35,7 @@ from loomctx.service.conversations import (
     text_size,
 )
 from loomctx.service.options import DEFAULT_WINDOW, FALLBACK_ENCODING, ServiceOptions
-from loomctx.service.shared import SharedLock, SharedSessions, info_of, is_shared_url
+from loomctx.service.shared import Conn, SharedLock, SharedSessions, info_of, is_shared_url
 from loomctx.session import Session, SessionState
 from loomctx.sources.static import SystemPromptSource
 from loomctx.stores.urls import open_store
@@ -199,7 +199,7 @@ class Service:
         if self.shared is not None:  # the hashes first: see loomctx.service.shared
             new = hashes(conv.head, messages)
             await self.shared.will_store(tenant, self._row(conv, new[-1], len(messages)),
-                                         len(conv.chain), new)
+                                         len(conv.chain), new, _held(conv))
         await conv.session.add_messages(messages)
         old_head = conv.head
         conv.extend(messages)
@@ -266,7 +266,7 @@ class Service:
         conv.builds.append(record.id)
         self.tenants.add_build(record)
         if self.shared is not None:  # its page is there before the client has its id
-            await self.shared.save_builds([record])
+            await self.shared.save_builds([record], _held(conv))
         return record
 
     async def aclose(self) -> None:
@@ -285,7 +285,7 @@ class Service:
                 return None
             conv = await asyncio.to_thread(self._conversation, tenant, row["format"],
                                            row["model"], session_id, row["system"])
-            await self._apply(tenant, conv, row, locked=False)  # reloaded under the lock
+            await self._apply(tenant, conv, row, None)  # reloaded under the lock
             self.tenants.add_session(tenant, conv)
             self.tenants.index(tenant, conv, None)
         return conv
@@ -337,21 +337,22 @@ class Service:
     async def _reload(self, tenant: str, conv: Conversation) -> None:
         """Replace ``conv``'s loaded state by the store's (another process changed it)."""
         assert self.shared is not None
-        row = await self.shared.row(tenant, conv.session.id)
+        held = _held(conv)
+        row = await self.shared.row(tenant, conv.session.id, held)
         if row is None:
             return
         fresh = await asyncio.to_thread(self._conversation, tenant, row["format"], row["model"],
                                         conv.session.id, row["system"])
         old_head = conv.head
         conv.session, conv.tools, conv.system = fresh.session, fresh.tools, fresh.system
-        await self._apply(tenant, conv, row, locked=True)
+        await self._apply(tenant, conv, row, held)
         self.tenants.index(tenant, conv, old_head)
 
-    async def _apply(self, tenant: str, conv: Conversation, row: dict[str, Any], *,
-                     locked: bool) -> None:
+    async def _apply(self, tenant: str, conv: Conversation, row: dict[str, Any],
+                     held: Conn | None) -> None:
         """Take ``row``'s settings, and the chain cut to the messages the store holds (in the
-        shared store too when ``locked``: unlocked, the hashes past them may be those of a
-        holder storing its messages right now)."""
+        shared store too when the session's lock is ``held``: unheld, the hashes past them
+        may be those of a holder storing its messages right now)."""
         assert self.shared is not None
         sid = conv.session.id
         conv.format, conv.anonymous, conv.seed = row["format"], row["anonymous"], row["seed"]
@@ -359,29 +360,34 @@ class Service:
         if row["state"] == SessionState.ENDED.value:
             conv.session.state = SessionState.ENDED
         items = conv.session.memory.history.items
-        chained = await self.shared.chain(tenant, sid)
+        chained = await self.shared.chain(tenant, sid, held)
         if len(chained) > len(items):  # hashes of messages a dead process never stored
             chained = chained[:len(items)]
-            if locked:
+            if held is not None:
                 await self.shared.cut(tenant, sid, len(items),
-                                      chained[-1] if chained else conv.seed)
+                                      chained[-1] if chained else conv.seed, held)
         elif len(chained) < len(items):  # not by this module; hashed as the store has them
             chained += hashes(chained[-1] if chained else conv.seed,
                               [it.message or {} for it in items[len(chained):]])
         conv.chain = chained
-        conv.builds = await self.shared.build_ids(tenant, sid)
+        conv.builds = await self.shared.build_ids(tenant, sid, held)
         self.tenants.grew(tenant, conv, sum(len(it.content) for it in items) - conv.size)
 
-    async def _flush(self, tenant: str, conv: Conversation, since: int) -> None:
+    async def _flush(self, tenant: str, conv: Conversation, since: int, held: Conn) -> None:
         """Save what a lock holder changed: its builds' outcomes and the session's row."""
         assert self.shared is not None
         records = [r for b in conv.builds[since:] if (r := self.tenants.build(tenant, b))]
-        await self.shared.settle_builds(records)
+        await self.shared.settle_builds(records, held)
         s = conv.session
         await self.shared.update(tenant, s.id, {
             "head": conv.head, "messages": len(conv.chain), "builds": len(conv.builds),
             "state": s.state.value, "system": conv.system.text, "undercount": conv.undercount,
-            "cap": conv.cap})
+            "cap": conv.cap}, held)
+
+
+def _held(conv: Conversation) -> Conn | None:
+    """The connection holding ``conv``'s shared lock, if this process holds it."""
+    return conv.lock.held if isinstance(conv.lock, SharedLock) else None
 
 
 __all__ = ["MIN_BUDGET", "Service"]

@@ -24,7 +24,8 @@ import asyncio
 import hashlib
 import json
 import logging
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from contextlib import asynccontextmanager
 from typing import Any, Literal
 
 import psycopg
@@ -35,6 +36,8 @@ from loomctx.service.conversations import BuildRecord, Conversation, Usage
 from loomctx.service.web import ServiceError
 
 log = logging.getLogger("loomctx.service")
+
+Conn = psycopg.AsyncConnection[Any]
 
 LOCK_POLL = (0.005, 0.1)
 """First and longest pause (seconds) between two tries of a session lock another holds."""
@@ -126,10 +129,21 @@ class SharedSessions:
     async def close(self) -> None:
         await self._pool.close()
 
-    async def _run(self, sql: str, args: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
-        """One statement on a pooled connection; its rows (none for a write)."""
-        try:
+    @asynccontextmanager
+    async def _connection(self, held: Conn | None) -> AsyncIterator[Conn]:
+        """``held`` (the connection of a session lock this process holds: no pool checkout
+        and no check round trip), else a pooled connection."""
+        if held is not None:
+            yield held
+        else:
             async with self._pool.connection() as conn:
+                yield conn
+
+    async def _run(self, sql: str, args: Sequence[Any] = (), held: Conn | None = None,
+                   ) -> list[tuple[Any, ...]]:
+        """One statement; its rows (none for a write)."""
+        try:
+            async with self._connection(held) as conn:
                 cur = await conn.execute(sql, args)
                 return await cur.fetchall() if cur.description else []
         except (psycopg.Error, PoolTimeout) as exc:
@@ -191,9 +205,10 @@ class SharedSessions:
         return None if row is None else int(row[0])
 
     # -- sessions ---------------------------------------------------------------------------
-    async def row(self, tenant: str, session: str) -> dict[str, Any] | None:
+    async def row(self, tenant: str, session: str, held: Conn | None = None,
+                  ) -> dict[str, Any] | None:
         rows = await self._run(f"SELECT {', '.join(_COLUMNS)} FROM loomctx_proxy_sessions "
-                               "WHERE tenant = %s AND id = %s", [tenant, session])
+                               "WHERE tenant = %s AND id = %s", [tenant, session], held)
         return dict(zip(_COLUMNS, rows[0], strict=True)) if rows else None
 
     async def rows(self, tenant: str) -> list[dict[str, Any]]:
@@ -210,20 +225,21 @@ class SharedSessions:
             [tenant, *(row[c] for c in names)])
         return bool(done)
 
-    async def chain(self, tenant: str, session: str) -> list[str]:
+    async def chain(self, tenant: str, session: str, held: Conn | None = None) -> list[str]:
         rows = await self._run("SELECT hash FROM loomctx_proxy_chain WHERE tenant = %s AND "
-                               "session = %s ORDER BY n", [tenant, session])
+                               "session = %s ORDER BY n", [tenant, session], held)
         return [r[0] for r in rows]
 
-    async def build_ids(self, tenant: str, session: str) -> list[str]:
+    async def build_ids(self, tenant: str, session: str, held: Conn | None = None) -> list[str]:
         rows = await self._run("SELECT id FROM loomctx_proxy_builds WHERE tenant = %s AND "
-                               "session = %s ORDER BY at, id", [tenant, session])
+                               "session = %s ORDER BY at, id", [tenant, session], held)
         return [r[0] for r in rows]
 
-    async def cut(self, tenant: str, session: str, n: int, head: str) -> None:
+    async def cut(self, tenant: str, session: str, n: int, head: str,
+                  held: Conn | None = None) -> None:
         """Keep the first ``n`` chain hashes (the messages the store holds), head ``head``."""
         try:
-            async with self._pool.connection() as conn, conn.transaction():
+            async with self._connection(held) as conn, conn.transaction():
                 await conn.execute("DELETE FROM loomctx_proxy_chain WHERE tenant = %s AND "
                                    "session = %s AND n >= %s", [tenant, session, n])
                 await conn.execute("UPDATE loomctx_proxy_sessions SET head = %s, messages = %s "
@@ -232,12 +248,12 @@ class SharedSessions:
             raise ServiceError(503, f"the shared PostgreSQL store failed: {exc}") from exc
 
     async def will_store(self, tenant: str, row: dict[str, Any], start: int,
-                         hashes: Sequence[str]) -> None:
+                         hashes: Sequence[str], held: Conn | None = None) -> None:
         """Before messages are stored: their hashes from position ``start``, the session's
         row (created on its first messages) with its new head."""
         names = [c for c in _COLUMNS if c in row]
         try:
-            async with self._pool.connection() as conn, conn.transaction():
+            async with self._connection(held) as conn, conn.transaction():
                 await conn.execute(
                     f"INSERT INTO loomctx_proxy_sessions (tenant, {', '.join(names)}) VALUES "
                     f"(%s, {', '.join(['%s'] * len(names))}) ON CONFLICT (tenant, id) DO "
@@ -252,11 +268,12 @@ class SharedSessions:
         except (psycopg.Error, PoolTimeout) as exc:
             raise ServiceError(503, f"the shared PostgreSQL store failed: {exc}") from exc
 
-    async def update(self, tenant: str, session: str, values: dict[str, Any]) -> None:
+    async def update(self, tenant: str, session: str, values: dict[str, Any],
+                     held: Conn | None = None) -> None:
         """Set some of a session's columns (what a lock holder changed)."""
         sets = ", ".join(f"{c} = %s" for c in values)
         await self._run(f"UPDATE loomctx_proxy_sessions SET {sets} WHERE tenant = %s AND "
-                        "id = %s", [*values.values(), tenant, session])
+                        "id = %s", [*values.values(), tenant, session], held)
 
     async def find(self, tenant: str, fmt: str, hashes: Sequence[str],
                    ) -> tuple[str, int] | None:
@@ -275,7 +292,8 @@ class SharedSessions:
         return best
 
     # -- builds -----------------------------------------------------------------------------
-    async def save_builds(self, records: Sequence[BuildRecord]) -> None:
+    async def save_builds(self, records: Sequence[BuildRecord],
+                          held: Conn | None = None) -> None:
         """Store (or update) build records; now and then trim each tenant to ``max_builds``."""
         if not records:
             return
@@ -283,7 +301,7 @@ class SharedSessions:
                  json.dumps({**r.to_dict(payload=True), "tenant": r.tenant}))
                 for r in records]
         try:
-            async with self._pool.connection() as conn, conn.cursor() as cur:
+            async with self._connection(held) as conn, conn.cursor() as cur:
                 await cur.executemany(
                     "INSERT INTO loomctx_proxy_builds (tenant, id, session, at, record) "
                     "VALUES (%s, %s, %s, %s, %s::jsonb) ON CONFLICT (tenant, id) DO UPDATE "
@@ -299,7 +317,8 @@ class SharedSessions:
                     "(SELECT id FROM loomctx_proxy_builds WHERE tenant = %s "
                     "ORDER BY at DESC LIMIT %s)", [tenant, tenant, self.max_builds])
 
-    async def settle_builds(self, records: Sequence[BuildRecord]) -> None:
+    async def settle_builds(self, records: Sequence[BuildRecord],
+                            held: Conn | None = None) -> None:
         """Update what becomes known of saved builds after the upstream answered (usage,
         whether the reply was stored, a note), without writing their payloads again."""
         if not records:
@@ -308,7 +327,7 @@ class SharedSessions:
                              "reply_stored": r.reply_stored, "note": r.note}), r.tenant, r.id)
                 for r in records]
         try:
-            async with self._pool.connection() as conn, conn.cursor() as cur:
+            async with self._connection(held) as conn, conn.cursor() as cur:
                 await cur.executemany("UPDATE loomctx_proxy_builds SET record = record || "
                                       "%s::jsonb WHERE tenant = %s AND id = %s", rows)
         except (psycopg.Error, PoolTimeout) as exc:
@@ -337,13 +356,18 @@ class SharedLock(asyncio.Lock):
 
     def __init__(self, shared: SharedSessions, tenant: str, conv: Conversation,
                  reload: Callable[[str, Conversation], Awaitable[None]],
-                 flush: Callable[[str, Conversation, int], Awaitable[None]]) -> None:
+                 flush: Callable[[str, Conversation, int, Conn], Awaitable[None]]) -> None:
         super().__init__()
         self.shared, self.tenant, self.conv = shared, tenant, conv
         self._reload, self._flush = reload, flush
         self._conn: psycopg.AsyncConnection[Any] | None = None
         self._since = 0
         self._tasks: set[asyncio.Task[None]] = set()
+
+    @property
+    def held(self) -> Conn | None:
+        """The connection holding the session in PostgreSQL, while this process holds it."""
+        return self._conn
 
     async def acquire(self) -> Literal[True]:
         await super().acquire()
@@ -376,7 +400,7 @@ class SharedLock(asyncio.Lock):
 
     async def _release(self, conn: psycopg.AsyncConnection[Any]) -> None:
         try:
-            await self._flush(self.tenant, self.conv, self._since)
+            await self._flush(self.tenant, self.conv, self._since, conn)
         except Exception as exc:  # the next holder reloads from the store: logged, not lost
             log.warning("session %s: saving its state failed: %s", self.conv.session.id, exc)
         finally:
@@ -393,5 +417,5 @@ def info_of(row: dict[str, Any]) -> dict[str, Any]:
             "created": row["created"]}
 
 
-__all__ = ["LOCK_CONNECTIONS", "LOCK_POLL", "TRIM_EVERY", "SharedLock", "SharedSessions",
+__all__ = ["LOCK_CONNECTIONS", "LOCK_POLL", "Conn", "TRIM_EVERY", "SharedLock", "SharedSessions",
            "info_of", "is_shared_url", "lock_key", "record_from"]
