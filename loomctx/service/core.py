@@ -51,6 +51,11 @@ CONVERSATION_MEMORY = MemoryOptions(l2_shared=False, agent_memory=False)
 different end users of one application, so nothing crosses between them by default."""
 
 
+LOCK_WAIT_TIMEOUTS = 3
+"""Upstream timeouts a request waits for a session another process holds (its holder may
+call the upstream twice: a rebuild after a refusal as too long)."""
+
+
 class _Fanout:
     """The sink sessions emit to: the service's bus, and the caller's sink if any."""
 
@@ -80,7 +85,8 @@ class Service:
                                max_build_bytes=options.max_build_bytes,
                                max_session_bytes=options.max_session_bytes)
         self.shared: SharedSessions | None = (
-            SharedSessions(options.store, max_builds=options.max_builds)
+            SharedSessions(options.store, max_builds=options.max_builds,
+                           lock_wait=LOCK_WAIT_TIMEOUTS * options.timeout)
             if options.store_factory is None and is_shared_url(options.store) else None)
         """Locks, sessions and builds shared with other processes on a PostgreSQL store
         (:mod:`loomctx.service.shared`); None on SQLite or in memory (one process)."""
@@ -390,4 +396,4 @@ def _held(conv: Conversation) -> Conn | None:
     return conv.lock.held if isinstance(conv.lock, SharedLock) else None
 
 
-__all__ = ["MIN_BUDGET", "Service"]
+__all__ = ["LOCK_WAIT_TIMEOUTS", "MIN_BUDGET", "Service"]

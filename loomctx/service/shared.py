@@ -105,9 +105,13 @@ def record_from(data: dict[str, Any]) -> BuildRecord:
 class SharedSessions:
     """Sessions' locks, rows, chains and builds in one PostgreSQL database (see the module)."""
 
-    def __init__(self, url: str, *, max_builds: int,
+    def __init__(self, url: str, *, max_builds: int, lock_wait: float = 900.0,
                  max_connections: int = LOCK_CONNECTIONS) -> None:
         self.max_builds = max_builds
+        self.lock_wait = lock_wait
+        """Seconds a request waits for a session another process holds before a 503 (a
+        holder is bounded by its upstream timeout; one stopped or cut off from the network
+        keeps its lock until PostgreSQL notices its connection is gone)."""
         self._pool = AsyncConnectionPool(url, min_size=1, max_size=max_connections, open=False,
                                          kwargs={"autocommit": True}, timeout=10.0,
                                          check=AsyncConnectionPool.check_connection,
@@ -163,12 +167,16 @@ class SharedSessions:
             raise ServiceError(503, f"no connection to the shared PostgreSQL store for "
                                     f"the lock of session {session!r}: {exc}") from exc
         try:
-            pause = LOCK_POLL[0]
+            pause, deadline = LOCK_POLL[0], asyncio.get_running_loop().time() + self.lock_wait
             while True:
                 cur = await conn.execute("SELECT pg_try_advisory_lock(%s)", [key])
                 row = await cur.fetchone()
                 if row is not None and row[0]:
                     return conn
+                if asyncio.get_running_loop().time() > deadline:
+                    raise ServiceError(503, f"session {session!r} has been busy in another "
+                                            f"process for {self.lock_wait:g} s; send the "
+                                            "request again later")
                 await asyncio.sleep(pause)
                 pause = min(LOCK_POLL[1], pause * 2)
         except BaseException as exc:

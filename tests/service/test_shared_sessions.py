@@ -13,11 +13,12 @@ import time
 from collections.abc import Callable, Iterator
 
 import httpx
+import psycopg
 import pytest
 
 from loomctx.service import RunningServer, ServiceOptions, serve_in_thread
 from loomctx.service.conversations import hashes
-from loomctx.service.shared import SharedSessions
+from loomctx.service.shared import SharedSessions, lock_key
 from loomctx.stores.postgres import PostgresStore
 from loomctx.stores.protocol import Scope
 from loomctx.testing import FakeModelServer, HashingEmbedder, HttpError, Reply
@@ -194,3 +195,21 @@ def test_a_streamed_turn_is_the_next_process_s_history(
         ["first", "re: first", "second"]
     assert _stored(pg_url) == [("user", "first"), ("assistant", "re: first"),
                                ("user", "second"), ("assistant", "re: second")]
+
+
+def test_a_session_held_too_long_elsewhere_is_a_503_not_a_hang(pg_url: str) -> None:
+    """A holder that never lets go (a process stopped, not dead) costs the waiter at most
+    three upstream timeouts, then a 503 in the provider's shape; nothing is stored."""
+    holder = psycopg.connect(pg_url, autocommit=True)
+    try:
+        holder.execute("SELECT pg_advisory_lock(%s)", [lock_key("default", "held")])
+        with FakeModelServer(respond=_echo) as up, serve_in_thread(ServiceOptions(
+                upstream=up.url + "/v1", store=pg_url, embedder=HashingEmbedder(),
+                timeout=0.5)) as proxy:
+            resp = _post(proxy, "held", "anyone there?")
+            assert resp.status_code == 503, resp.text
+            assert "busy in another process" in resp.json()["error"]["message"]
+            assert not up.requests
+    finally:
+        holder.close()
+    assert _stored(pg_url) == []
