@@ -113,6 +113,11 @@ def create_app(options: ServiceOptions, *, pages: Pages | None = None,
                 yield
             finally:
                 logging.getLogger("httpx").removeFilter(hide)
+                try:
+                    await hub.detach(service.bus)
+                except LoomctxError as exc:  # Redis away: the group stays, said in the log
+                    logging.getLogger("loomctx.service").warning(
+                        "could not remove the event group of this process: %s", exc)
                 await service.aclose()
 
     app = FastAPI(title="loomctx", lifespan=lifespan,

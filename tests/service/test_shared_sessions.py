@@ -15,7 +15,10 @@ from collections.abc import Callable, Iterator
 import httpx
 import psycopg
 import pytest
+import redis
 
+from loomctx.bus import open_bus
+from loomctx.servers import RedisServer
 from loomctx.service import RunningServer, ServiceOptions, serve_in_thread
 from loomctx.service.conversations import hashes
 from loomctx.service.shared import SharedSessions, lock_key
@@ -213,3 +216,31 @@ def test_a_session_held_too_long_elsewhere_is_a_503_not_a_hang(pg_url: str) -> N
     finally:
         holder.close()
     assert _stored(pg_url) == []
+
+
+def test_each_process_reads_the_bus_as_its_own_group_and_removes_it_when_it_stops(
+        redis_server: RedisServer) -> None:
+    """Every process must see every event (a group hands each to one consumer only), so each
+    has a group of its own; a process that stops leaves no group behind in Redis."""
+    client = redis.Redis.from_url(redis_server.url)
+    stream = open_bus(redis_server.url).stream
+
+    def groups() -> set[str]:
+        if not client.exists(stream):
+            return set()
+        return {g["name"].decode() for g in client.xinfo_groups(stream)
+                if g["name"].decode().startswith("loomctx-service-sse")}
+
+    before = groups()
+    with FakeModelServer(respond=_echo) as up:
+        # A bus per service: its connections belong to that service's event loop (and go
+        # with it).
+        servers = [serve_in_thread(ServiceOptions(upstream=up.url + "/v1",
+                                                  events=open_bus(redis_server.url),
+                                                  embedder=HashingEmbedder()))
+                   for _ in range(2)]
+        assert len(groups() - before) == 2
+        for server in servers:
+            server.close()
+    assert groups() == before
+    client.close()
