@@ -286,12 +286,17 @@ class Service:
         """The tenant's session ``session_id``: loaded here, else from the shared store."""
         conv = self.tenants.session(tenant, session_id)
         if conv is None and self.shared is not None:
-            row = await self.shared.row(tenant, session_id)
-            if row is None:
-                return None
-            conv = await asyncio.to_thread(self._conversation, tenant, row["format"],
-                                           row["model"], session_id, row["system"])
-            await self._apply(tenant, conv, row, None)  # reloaded under the lock
+            # Loaded while holding the session's lock when it is free: that copy is current
+            # (its version holds); else one that taking the lock will reload (version -1).
+            async with self.shared.peek(tenant, session_id) as held:
+                row = await self.shared.row(tenant, session_id, held)
+                if row is None:
+                    return None
+                conv = await asyncio.to_thread(self._conversation, tenant, row["format"],
+                                               row["model"], session_id, row["system"])
+                await self._apply(tenant, conv, row, held)
+                if held is not None:
+                    conv.version = row["version"]
             self.tenants.add_session(tenant, conv)
             self.tenants.index(tenant, conv, None)
         return conv

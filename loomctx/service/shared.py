@@ -186,6 +186,25 @@ class SharedSessions:
                                         f"PostgreSQL store: {exc}") from exc
             raise
 
+    @asynccontextmanager
+    async def peek(self, tenant: str, session: str) -> AsyncIterator[Conn | None]:
+        """The session's lock for a moment if it is free (its connection), else None: a load
+        made while holding it is as current as one made by a request that holds it."""
+        try:
+            async with self._pool.connection() as conn:
+                cur = await conn.execute("SELECT pg_try_advisory_lock(%s)",
+                                         [lock_key(tenant, session)])
+                row = await cur.fetchone()
+                got = row is not None and bool(row[0])
+                try:
+                    yield conn if got else None
+                finally:
+                    if got:
+                        await conn.execute("SELECT pg_advisory_unlock(%s)",
+                                           [lock_key(tenant, session)])
+        except (psycopg.Error, PoolTimeout) as exc:
+            raise ServiceError(503, f"the shared PostgreSQL store failed: {exc}") from exc
+
     async def unlock(self, conn: psycopg.AsyncConnection[Any], tenant: str,
                      session: str) -> None:
         """Free a lock :meth:`lock` took (a connection that fails is closed: that frees it)."""

@@ -244,3 +244,25 @@ def test_each_process_reads_the_bus_as_its_own_group_and_removes_it_when_it_stop
             server.close()
     assert groups() == before
     client.close()
+
+
+def test_a_session_another_process_made_is_loaded_once_on_first_use(
+        two: Callable[[FakeModelServer], RunningServer]) -> None:
+    """Loaded while its lock is free, a session is current: taking the lock for the request
+    does not load it again (a load reads all of the session's messages)."""
+    with FakeModelServer(respond=_echo) as up:
+        a, b = two(up), two(up)
+        assert _post(a, "once", "first").status_code == 200
+        service = b.app.state.service
+        loads = []
+        make = service._conversation
+
+        def counted(*args: object) -> object:
+            loads.append(args)
+            return make(*args)
+
+        service._conversation = counted
+        assert _post(b, "once", "second").status_code == 200
+        assert len(loads) == 1
+        assert [m["content"] for m in up.requests[-1].body["messages"]] == \
+            ["first", "re: first", "second"]
