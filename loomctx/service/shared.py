@@ -6,6 +6,7 @@ agree on them. Over a ``postgresql://`` store the service keeps in the same data
 - a lock per session: a PostgreSQL advisory lock, held on its own connection from the moment a
   request takes the session until its reply is stored, so a session's turns are in order
   across processes; a process that dies loses its connection, and the server frees its locks;
+  a request waits for a held session at most ``lock_wait`` seconds, then gets a 503;
 - a row per session (format, system prompt, chain seed and head, state, counts) and a
   **version** every lock holder increments when it takes the lock: a process whose loaded copy
   is older than the row reloads the session from the store before it touches it (what another
