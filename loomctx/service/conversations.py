@@ -114,7 +114,7 @@ class Conversation:
     system: SystemPromptSource
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     """One request at a time; on a PostgreSQL store a
-    :class:`~loomctx.service.shared.SharedLock`, which holds the session in every process."""
+    :class:`~loomctx.service.shared_lock.SharedLock`, which holds the session in every process."""
     chain: list[str] = field(default_factory=list)
     """Fingerprint chain of the stored messages, one entry per message."""
     anonymous: bool = False

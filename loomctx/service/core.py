@@ -35,7 +35,8 @@ from loomctx.service.conversations import (
     text_size,
 )
 from loomctx.service.options import DEFAULT_WINDOW, FALLBACK_ENCODING, ServiceOptions
-from loomctx.service.shared import Conn, SharedLock, SharedSessions, info_of, is_shared_url
+from loomctx.service.shared import Conn, SharedSessions, info_of, is_shared_url
+from loomctx.service.shared_lock import SharedLock
 from loomctx.session import Session, SessionState
 from loomctx.sources.static import SystemPromptSource
 from loomctx.stores.urls import open_store
