@@ -241,6 +241,23 @@ class RedisEventBus:
                 await asyncio.sleep(delay)
                 failures += 1
 
+    async def forget_group(self, group: str) -> None:
+        """Stop this bus's consumers of ``group`` and remove the group and its
+        de-duplication window from Redis: for a group that is one process's own (a reader
+        that goes for good), which would otherwise stay in Redis after it."""
+        mine = [c for c in self._consumers if c.group == group]
+        for c in mine:
+            c.stopped = True
+            if c.task is not None:
+                c.task.cancel()
+        await asyncio.gather(*(c.task for c in mine if c.task is not None),
+                             return_exceptions=True)
+        self._consumers = [c for c in self._consumers if c.group != group]
+        await self._retrying(lambda: self._client.xgroup_destroy(self.stream, group),
+                             f"forget group {group!r}")
+        await self._retrying(lambda: self._client.delete(self.seen_key(group)),
+                             f"forget group {group!r}")
+
     # -- state -----------------------------------------------------------------------------
     async def pending(self, group: str) -> int:
         """Events in the stream the group has not acknowledged yet (read or not)."""

@@ -6,12 +6,17 @@ service is open on one tenant, so it listens on loopback unless told otherwise: 
 address it refuses to start without ``--keys`` unless ``--allow-open`` says the operator means
 it (then it warns loudly), because an open proxy spends the operator's upstream key for anyone
 who can reach it. The upstream's key comes from ``$LOOMCTX_UPSTREAM_KEY``.
+
+``--workers N`` runs N processes on the port. They share sessions only through a PostgreSQL
+store and a Redis bus (:mod:`loomctx.service.shared`), so more than one worker on a SQLite or
+in-memory store, or without a Redis bus, is refused before anything starts.
 """
 
 from __future__ import annotations
 
 import argparse
 import ipaddress
+import json
 import os
 import socket
 import sys
@@ -58,6 +63,14 @@ def add_serve_parser(sub: Any) -> None:
     p.add_argument("--upstream-timeout", type=float, default=300.0, metavar="SECONDS",
                    help="longest an upstream call may take: a JSON answer in whole, a stream "
                         "to its first bytes and between two chunks (past it: 504; default 300)")
+    p.add_argument("--workers", type=int, default=1, metavar="N",
+                   help="processes serving the port (default 1). More than 1 needs --store "
+                        "postgresql://... and --bus redis://...: sessions are locked, kept and "
+                        "found in PostgreSQL, events travel through Redis, so any process "
+                        "serves any session, in order (N separate 'serve' processes, on one "
+                        "machine or many, with the same --store and --bus do the same). "
+                        "Refused on a SQLite or memory:// store, whose sessions live in one "
+                        "process")
     p.add_argument("--embedder", choices=("default", "hashing"), default="default",
                    help="hashing: the dependency-free fake (no meaning, fast to start)")
     p.set_defaults(func=run_serve)
@@ -89,6 +102,33 @@ def options_from(args: argparse.Namespace) -> Any:
         max_session_bytes=max(1, int(args.max_session_mb * 1024 * 1024)),
         max_builds=args.max_builds, max_build_bytes=max(1, int(args.max_build_mb * 1024 * 1024)),
         body_timeout=args.body_timeout, timeout=args.upstream_timeout)
+
+
+def check_workers(workers: int, store: str, bus: str | None) -> None:
+    """Refuse more than one worker unless sessions and events are shared between them."""
+    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+        raise ConfigError(f"--workers must be an int >= 1, got {workers!r}")
+    if workers == 1:
+        return
+    if not store.startswith(("postgresql://", "postgres://")):
+        raise ConfigError(f"--workers {workers} needs a store every process shares: --store "
+                          f"{store!r} keeps sessions in one process; use --store "
+                          "postgresql://... (and --bus redis://...), or --workers 1")
+    if not (bus or "").startswith(("redis://", "rediss://", "unix://")):
+        raise ConfigError(f"--workers {workers} needs an event bus every process shares, got "
+                          f"--bus {bus!r}: use --bus redis://HOST:PORT, or --workers 1")
+
+
+_WORKER_ARGS = "LOOMCTX_SERVE_WORKER_ARGS"
+"""How ``serve --workers N`` hands its arguments to the worker processes it starts."""
+
+
+def worker_app() -> Any:
+    """The app of one ``--workers`` process (a uvicorn factory), from its parent's arguments."""
+    from loomctx.service import create_app
+
+    raw = json.loads(os.environ[_WORKER_ARGS])
+    return create_app(options_from(argparse.Namespace(**raw)))
 
 
 def is_loopback(host: str) -> bool:
@@ -135,6 +175,7 @@ def run_serve(args: argparse.Namespace) -> int:
         from loomctx.service import serve
     except ImportError as exc:
         raise MissingDependencyError("loomctx serve", "service", "fastapi and uvicorn") from exc
+    check_workers(args.workers, args.store, args.bus)
     options = options_from(args)
     warning = check_open(args.host, bool(options.keys), args.allow_open)
     _check_port(args.host, args.port)
@@ -144,8 +185,17 @@ def run_serve(args: argparse.Namespace) -> int:
         from loomctx.tokens.registry import counter_for_model
 
         counter_for_model(options.model, fallback="o200k_base")
+    if args.workers > 1:
+        import uvicorn
+
+        os.environ[_WORKER_ARGS] = json.dumps({k: v for k, v in vars(args).items()
+                                               if k != "func"})
+        uvicorn.run(f"{__name__}:worker_app", factory=True, workers=args.workers,
+                    host=args.host, port=args.port, log_level="info")
+        return 0
     serve(options, host=args.host, port=args.port)
     return 0
 
 
-__all__ = ["add_serve_parser", "check_open", "is_loopback", "options_from", "run_serve"]
+__all__ = ["add_serve_parser", "check_open", "check_workers", "is_loopback", "options_from",
+           "run_serve", "worker_app"]

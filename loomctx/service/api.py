@@ -33,8 +33,8 @@ def _service(request: Request) -> Service:
     return service
 
 
-def conversation(service: Service, tenant_name: str, session_id: str) -> Conversation:
-    conv = service.tenants.session(tenant_name, session_id)
+async def conversation(service: Service, tenant_name: str, session_id: str) -> Conversation:
+    conv = await service.session(tenant_name, session_id)
     if conv is None:
         raise ServiceError(404, f"no session {session_id!r}")
     return conv
@@ -89,16 +89,20 @@ def router() -> APIRouter:
         conv = service.open(who, spec.format, spec.model, session_id=spec.id,
                             system=spec.system_prompt)
         conv.tools.set(spec.tools)
+        await service.publish(who, conv)
         return conv.info()
 
     @r.get("/sessions")
     async def list_sessions(request: Request, who: str = Depends(tenant)) -> dict[str, Any]:
-        return {"sessions": [c.info() for c in _service(request).tenants.sessions(who).values()]}
+        return {"sessions": await _service(request).session_infos(who)}
 
     @r.get("/sessions/{session_id}")
     async def get_session(session_id: str, request: Request,
                           who: str = Depends(tenant)) -> dict[str, Any]:
-        return conversation(_service(request), who, session_id).info()
+        info = await _service(request).session_info(who, session_id)
+        if info is None:
+            raise ServiceError(404, f"no session {session_id!r}")
+        return info
 
     @r.post("/sessions/{session_id}/messages")
     async def add_messages(session_id: str, spec: NewMessages, request: Request,
@@ -107,7 +111,7 @@ def router() -> APIRouter:
         if len(spec.messages) > service.options.max_messages:
             raise ServiceError(413, f"{len(spec.messages)} messages exceed the limit of "
                                     f"{service.options.max_messages} per request")
-        conv = conversation(service, who, session_id)
+        conv = await conversation(service, who, session_id)
         async with conv.lock:
             await service.store_messages(who, conv, spec.messages)
         return conv.info()
@@ -116,7 +120,7 @@ def router() -> APIRouter:
     async def build(session_id: str, spec: BuildRequest, request: Request,
                     who: str = Depends(tenant)) -> dict[str, Any]:
         service = _service(request)
-        conv = conversation(service, who, session_id)
+        conv = await conversation(service, who, session_id)
         async with conv.lock:
             budget = spec.max_tokens or service.budget(conv, service.reserve(conv, None), None)
             record = await service.build(who, conv, budget, query=spec.query)
@@ -125,7 +129,7 @@ def router() -> APIRouter:
     @r.post("/sessions/{session_id}/end")
     async def end_session(session_id: str, request: Request,
                           who: str = Depends(tenant)) -> dict[str, Any]:
-        conv = conversation(_service(request), who, session_id)
+        conv = await conversation(_service(request), who, session_id)
         async with conv.lock:
             summary = await conv.session.end()
         return {**conv.info(), "summary_id": summary}
@@ -134,13 +138,13 @@ def router() -> APIRouter:
     async def session_builds(session_id: str, request: Request,
                              who: str = Depends(tenant)) -> dict[str, Any]:
         service = _service(request)
-        conversation(service, who, session_id)
-        return {"builds": [b.to_dict() for b in service.tenants.builds_of(who, session_id)]}
+        await conversation(service, who, session_id)
+        return {"builds": [b.to_dict() for b in await service.session_builds(who, session_id)]}
 
     @r.get("/builds/{build_id}")
     async def get_build(build_id: str, request: Request,
                         who: str = Depends(tenant)) -> dict[str, Any]:
-        record = _service(request).tenants.build(who, build_id)
+        record = await _service(request).find_build(who, build_id)
         if record is None:
             raise ServiceError(404, f"no build {build_id!r}")
         return record.to_dict(payload=True)
@@ -165,7 +169,7 @@ def page_router() -> APIRouter:
     @r.get("/builds/{build_id}", response_class=HTMLResponse)
     async def build_page(build_id: str, request: Request,
                          who: str = Depends(page_tenant)) -> HTMLResponse:
-        record = _service(request).tenants.build(who, build_id)
+        record = await _service(request).find_build(who, build_id)
         if record is None:
             raise ServiceError(404, f"no build {build_id!r}")
         return HTMLResponse(request.app.state.pages.build_page(record))
@@ -174,9 +178,11 @@ def page_router() -> APIRouter:
     async def session_page(session_id: str, request: Request,
                            who: str = Depends(page_tenant)) -> HTMLResponse:
         service = _service(request)
-        conv = conversation(service, who, session_id)
+        info = await service.session_info(who, session_id)
+        if info is None:
+            raise ServiceError(404, f"no session {session_id!r}")
         return HTMLResponse(request.app.state.pages.session_page(
-            conv.info(), service.tenants.builds_of(who, session_id)))
+            info, await service.session_builds(who, session_id)))
 
     return r
 

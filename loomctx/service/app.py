@@ -114,6 +114,7 @@ def create_app(options: ServiceOptions, *, pages: Pages | None = None,
         async with httpx.AsyncClient(timeout=timeout, limits=httpx.Limits(
                 max_connections=256, max_keepalive_connections=64)) as client:
             app.state.proxy = Proxy(service, client)
+            await service.start()
             await hub.attach(service.bus)
             # Load the tokenizer before the first request, off the event loop (~2 s once).
             await asyncio.to_thread(counter_for_model, options.model or "gpt-4o",
@@ -122,6 +123,11 @@ def create_app(options: ServiceOptions, *, pages: Pages | None = None,
                 yield
             finally:
                 logging.getLogger("httpx").removeFilter(hide)
+                try:
+                    await hub.detach(service.bus)
+                except LoomctxError as exc:  # Redis away: the group stays, said in the log
+                    logging.getLogger("loomctx.service").warning(
+                        "could not remove the event group of this process: %s", exc)
                 await service.aclose()
 
     app = FastAPI(title="loomctx", lifespan=lifespan,

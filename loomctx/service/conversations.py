@@ -111,6 +111,8 @@ class Conversation:
     format: str
     tools: RequestTools
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    """One request at a time; on a PostgreSQL store a
+    :class:`~loomctx.service.shared_lock.SharedLock`, which holds the session in every process."""
     chain: list[str] = field(default_factory=list)
     """Fingerprint chain of the stored messages, one entry per message."""
     anonymous: bool = False
@@ -129,6 +131,9 @@ class Conversation:
     created: float = field(default_factory=time.time)
     size: int = 0
     """Text size of the messages stored through this session (:func:`text_size`)."""
+    version: int = -1
+    """The session's version in the shared store when this copy was loaded or last locked
+    (:mod:`loomctx.service.shared`); -1: not loaded under the lock yet."""
 
     @property
     def head(self) -> str:

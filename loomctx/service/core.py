@@ -8,6 +8,7 @@ reserve. Forwarding is the proxy's (:mod:`loomctx.service.proxy`).
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections.abc import Mapping, Sequence
@@ -34,6 +35,8 @@ from loomctx.service.conversations import (
     text_size,
 )
 from loomctx.service.options import DEFAULT_WINDOW, FALLBACK_ENCODING, ServiceOptions
+from loomctx.service.shared import Conn, SharedSessions, info_of, is_shared_url
+from loomctx.service.shared_lock import SharedLock
 from loomctx.session import Session, SessionState
 from loomctx.stores.urls import open_store
 from loomctx.text.messages import content_text
@@ -46,6 +49,11 @@ MIN_BUDGET = 16
 CONVERSATION_MEMORY = MemoryOptions(l2_shared=False, agent_memory=False)
 """A proxied conversation recalls only its own memory: a tenant's conversations may be
 different end users of one application, so nothing crosses between them by default."""
+
+
+LOCK_WAIT_TIMEOUTS = 3
+"""Upstream timeouts a request waits for a session another process holds (its holder may
+call the upstream twice: a rebuild after a refusal as too long)."""
 
 
 class _Fanout:
@@ -76,6 +84,17 @@ class Service:
         self.tenants = Tenants(max_builds=options.max_builds, max_sessions=options.max_sessions,
                                max_build_bytes=options.max_build_bytes,
                                max_session_bytes=options.max_session_bytes)
+        self.shared: SharedSessions | None = (
+            SharedSessions(options.store, max_builds=options.max_builds,
+                           lock_wait=LOCK_WAIT_TIMEOUTS * options.timeout)
+            if options.store_factory is None and is_shared_url(options.store) else None)
+        """Locks, sessions and builds shared with other processes on a PostgreSQL store
+        (:mod:`loomctx.service.shared`); None on SQLite or in memory (one process)."""
+
+    async def start(self) -> None:
+        """Connect what needs the event loop (the shared store's pool); before any request."""
+        if self.shared is not None:
+            await self.shared.open()
 
     # -- sessions ---------------------------------------------------------------------------
     def open(self, tenant: str, fmt: str, model: str, *, session_id: str | None = None,
@@ -91,18 +110,26 @@ class Service:
         if not isinstance(name, str) or not name.strip():
             raise InputError(f"model must be a non-empty string, got {name!r}", where="model")
         check_value([name, system], "model")
+        conv = self._conversation(tenant, fmt, name, session_id or new_id("s-"), system)
+        if register:
+            self.adopt(tenant, conv)
+        return conv
+
+    def _conversation(self, tenant: str, fmt: str, name: str, session_id: str,
+                      system: str | None) -> Conversation:
+        """A session (resumed from the store if it holds it) and its bookkeeping."""
         options = BuildOptions(model=name, format=fmt, fallback_encoding=FALLBACK_ENCODING)
         known = counter_for_model(name, fallback=FALLBACK_ENCODING).context_window
         window = self.options.window or known or DEFAULT_WINDOW
         tools = RequestTools()
-        session = Session(session_id or new_id("s-"), tenant=tenant, agent="proxy",
+        session = Session(session_id, tenant=tenant, agent="proxy",
                           store=self.store, embedder=self.embedder, options=options,
                           budget=BudgetManager(window=window), events=self.sink,
                           sources=[tools], memory=CONVERSATION_MEMORY,
                           system_prompt=system or "")
         conv = Conversation(session=session, format=fmt, tools=tools, seed=seed(system))
-        if register:
-            self.adopt(tenant, conv)
+        if self.shared is not None:
+            conv.lock = SharedLock(self.shared, tenant, conv, self._reload, self._flush)
         return conv
 
     def adopt(self, tenant: str, conv: Conversation) -> None:
@@ -114,7 +141,7 @@ class Service:
         w = conv.session.context_window
         return w if w is not None else DEFAULT_WINDOW
 
-    def route(self, tenant: str, fmt: str, model: str, system: str | None,
+    async def route(self, tenant: str, fmt: str, model: str, system: str | None,
               messages: Sequence[Mapping[str, Any]], session_id: str | None,
               ) -> tuple[Conversation, list[Mapping[str, Any]], str | None, bool]:
         """The session a proxy request belongs to, its messages not stored yet, the head that
@@ -125,9 +152,12 @@ class Service:
         session is created on first use. Without, the request is the whole conversation: the
         session whose stored messages are its longest prefix continues, and only the rest is
         new; no match (a branch from an older point, an ended session) starts a new session.
+
+        On a shared store the session may be another process's: it is looked up there (and
+        the head returned is the one found, which the caller checks again under the lock).
         """
         if session_id is not None:
-            conv = self.tenants.session(tenant, session_id)
+            conv = await self.session(tenant, session_id)
             if conv is None:
                 return (self.open(tenant, fmt, model, session_id=session_id, system=system,
                                   register=False), list(messages), None, True)
@@ -136,7 +166,14 @@ class Service:
                                  f"use its endpoint, or another session id", where="session")
             return conv, list(messages), None, False
         chained = self.tenants.resends(tenant).hashes(seed(system), messages)
-        found = self.tenants.find(tenant, chained)
+        if self.shared is not None:
+            hit = await self.shared.find(tenant, fmt, chained)
+            conv = None if hit is None else await self.session(tenant, hit[0])
+            if conv is not None and hit is not None:
+                return conv, list(messages[hit[1]:]), chained[hit[1] - 1], False
+            found = None
+        else:
+            found = self.tenants.find(tenant, chained)
         if found is not None and found[0].format == fmt and \
                 found[0].session.state is not SessionState.ENDED:
             conv, n = found
@@ -163,6 +200,10 @@ class Service:
         """Add messages to the session and to its fingerprint chain."""
         if not messages:
             return
+        if self.shared is not None:  # the hashes first: see loomctx.service.shared
+            new = hashes(conv.head, messages)
+            await self.shared.will_store(tenant, self._row(conv, new[-1], len(messages)),
+                                         len(conv.chain), new, _held(conv))
         await conv.session.add_messages(messages)
         old_head = conv.head
         conv.extend(messages)
@@ -224,11 +265,134 @@ class Service:
                              retried=retried)
         conv.builds.append(record.id)
         self.tenants.add_build(record)
+        if self.shared is not None:  # its page is there before the client has its id
+            await self.shared.save_builds([record], _held(conv))
         return record
 
     async def aclose(self) -> None:
         if isinstance(self.bus, InProcessEventBus):
             await self.bus.aclose(drain=False)
+        if self.shared is not None:
+            await self.shared.close()
+
+    # -- shared with other processes (a PostgreSQL store) -----------------------------------
+    async def session(self, tenant: str, session_id: str) -> Conversation | None:
+        """The tenant's session ``session_id``: loaded here, else from the shared store."""
+        conv = self.tenants.session(tenant, session_id)
+        if conv is None and self.shared is not None:
+            # Loaded while holding the session's lock when it is free: that copy is current
+            # (its version holds); else one that taking the lock will reload (version -1).
+            async with self.shared.peek(tenant, session_id) as held:
+                row = await self.shared.row(tenant, session_id, held)
+                if row is None:
+                    return None
+                conv = await asyncio.to_thread(self._conversation, tenant, row["format"],
+                                               row["model"], session_id, row["system"])
+                await self._apply(tenant, conv, row, held)
+                if held is not None:
+                    conv.version = row["version"]
+            self.tenants.add_session(tenant, conv)
+            self.tenants.index(tenant, conv, None)
+        return conv
+
+    async def session_info(self, tenant: str, session_id: str) -> dict[str, Any] | None:
+        """What ``GET /v1/loomctx/sessions/{id}`` shows, as the shared store has it."""
+        if self.shared is None:
+            conv = self.tenants.session(tenant, session_id)
+            return None if conv is None else conv.info()
+        row = await self.shared.row(tenant, session_id)
+        return None if row is None else info_of(row)
+
+    async def session_infos(self, tenant: str) -> list[dict[str, Any]]:
+        if self.shared is None:
+            return [c.info() for c in self.tenants.sessions(tenant).values()]
+        return [info_of(r) for r in await self.shared.rows(tenant)]
+
+    async def find_build(self, tenant: str, build_id: str) -> BuildRecord | None:
+        record = self.tenants.build(tenant, build_id)
+        if record is None and self.shared is not None:
+            record = await self.shared.build(tenant, build_id)
+        return record
+
+    async def session_builds(self, tenant: str, session_id: str) -> list[BuildRecord]:
+        if self.shared is None:
+            return self.tenants.builds_of(tenant, session_id)
+        return await self.shared.builds_of(tenant, session_id)
+
+    async def publish(self, tenant: str, conv: Conversation) -> None:
+        """Make a session :meth:`open` created visible to every process (before its first
+        message); an id another process took already is refused."""
+        if self.shared is None:
+            return
+        conv.version = 1
+        if not await self.shared.insert(tenant, self._row(conv, conv.head, 0)):
+            self.tenants.sessions(tenant).pop(conv.session.id, None)
+            raise InputError(f"session {conv.session.id!r} exists already", where="session")
+
+    def _row(self, conv: Conversation, head: str, adding: int) -> dict[str, Any]:
+        """The shared row of ``conv`` with ``head``, ``adding`` messages on the way."""
+        s = conv.session
+        return {"id": s.id, "version": max(conv.version, 1), "format": conv.format,
+                "anonymous": conv.anonymous, "seed": conv.seed, "head": head,
+                "state": s.state.value, "model": s.model,
+                "system": s.system_prompt, "undercount": conv.undercount, "cap": conv.cap,
+                "created": conv.created, "messages": len(conv.chain) + adding,
+                "builds": len(conv.builds)}
+
+    async def _reload(self, tenant: str, conv: Conversation) -> None:
+        """Replace ``conv``'s loaded state by the store's (another process changed it)."""
+        assert self.shared is not None
+        held = _held(conv)
+        row = await self.shared.row(tenant, conv.session.id, held)
+        if row is None:
+            return
+        fresh = await asyncio.to_thread(self._conversation, tenant, row["format"], row["model"],
+                                        conv.session.id, row["system"])
+        old_head = conv.head
+        conv.session, conv.tools = fresh.session, fresh.tools
+        await self._apply(tenant, conv, row, held)
+        self.tenants.index(tenant, conv, old_head)
+
+    async def _apply(self, tenant: str, conv: Conversation, row: dict[str, Any],
+                     held: Conn | None) -> None:
+        """Take ``row``'s settings, and the chain cut to the messages the store holds (in the
+        shared store too when the session's lock is ``held``: unheld, the hashes past them
+        may be those of a holder storing its messages right now)."""
+        assert self.shared is not None
+        sid = conv.session.id
+        conv.format, conv.anonymous, conv.seed = row["format"], row["anonymous"], row["seed"]
+        conv.undercount, conv.cap, conv.created = row["undercount"], row["cap"], row["created"]
+        if row["state"] == SessionState.ENDED.value:
+            conv.session.state = SessionState.ENDED
+        items = conv.session.memory.history.items
+        chained = await self.shared.chain(tenant, sid, held)
+        if len(chained) > len(items):  # hashes of messages a dead process never stored
+            chained = chained[:len(items)]
+            if held is not None:
+                await self.shared.cut(tenant, sid, len(items),
+                                      chained[-1] if chained else conv.seed, held)
+        elif len(chained) < len(items):  # not by this module; hashed as the store has them
+            chained += hashes(chained[-1] if chained else conv.seed,
+                              [it.message or {} for it in items[len(chained):]])
+        conv.chain = chained
+        conv.builds = await self.shared.build_ids(tenant, sid, held)
+        self.tenants.grew(tenant, conv, sum(len(it.content) for it in items) - conv.size)
+
+    async def _flush(self, tenant: str, conv: Conversation, since: int, held: Conn) -> None:
+        """Save what a lock holder changed: its builds' outcomes and the session's row."""
+        assert self.shared is not None
+        records = [r for b in conv.builds[since:] if (r := self.tenants.build(tenant, b))]
+        await self.shared.settle_builds(records, held)
+        s = conv.session
+        await self.shared.update(tenant, s.id, {
+            "head": conv.head, "messages": len(conv.chain), "builds": len(conv.builds),
+            "state": s.state.value, "system": s.system_prompt, "undercount": conv.undercount,
+            "cap": conv.cap}, held)
 
 
-__all__ = ["MIN_BUDGET", "Service"]
+def _held(conv: Conversation) -> Conn | None:
+    """The connection holding ``conv``'s shared lock, if this process holds it."""
+    return conv.lock.held if isinstance(conv.lock, SharedLock) else None
+
+
+__all__ = ["LOCK_WAIT_TIMEOUTS", "MIN_BUDGET", "Service"]

@@ -37,9 +37,10 @@ class Expand(Checked):
     text: str
 
 
-def _workspace(request: Request, who: str, session_id: str) -> tuple[WorkSpace, Scope]:
+async def _workspace(request: Request, who: str, session_id: str,
+                     ) -> tuple[WorkSpace, Scope]:
     service: Service = request.app.state.service
-    conversation(service, who, session_id)
+    await conversation(service, who, session_id)
     scope = Scope(tenant=who, agent=AGENT, session=session_id)
     return WorkSpace.load(service.store, scope), scope
 
@@ -50,7 +51,7 @@ def router() -> APIRouter:
     @r.post("/notes", status_code=201)
     async def add_note(session_id: str, spec: NewNote, request: Request,
                        who: str = Depends(tenant)) -> dict[str, Any]:
-        ws, scope = _workspace(request, who, session_id)
+        ws, scope = await _workspace(request, who, session_id)
         note = ws.add_note(spec.type, spec.content, source=spec.source)
         ws.save(request.app.state.service.store, scope)
         return asdict(note)
@@ -58,13 +59,13 @@ def router() -> APIRouter:
     @r.get("/notes")
     async def list_notes(session_id: str, request: Request,
                          who: str = Depends(tenant)) -> dict[str, Any]:
-        ws, _ = _workspace(request, who, session_id)
+        ws, _ = await _workspace(request, who, session_id)
         return {"notes": [asdict(n) for n in ws]}
 
     @r.get("/notes/{note_id}")
     async def get_note(session_id: str, note_id: str, request: Request,
                        who: str = Depends(tenant)) -> dict[str, Any]:
-        ws, _ = _workspace(request, who, session_id)
+        ws, _ = await _workspace(request, who, session_id)
         note = ws.get_note(note_id)
         if note is None:
             raise ServiceError(404, f"no note {note_id!r}")
@@ -73,7 +74,7 @@ def router() -> APIRouter:
     @r.post("/notes/expand")
     async def expand(session_id: str, spec: Expand, request: Request,
                      who: str = Depends(tenant)) -> dict[str, Any]:
-        ws, _ = _workspace(request, who, session_id)
+        ws, _ = await _workspace(request, who, session_id)
         return {"text": ws.expand(spec.text)}
 
     return r

@@ -170,7 +170,7 @@ class Proxy:
         asked = _int_header(request, "x-loomctx-budget", "loomctx_budget")
         tools = _tools(fmt, body)
         for _ in range(_ROUTE_TRIES):
-            conv, new, seen, fresh = self.service.route(
+            conv, new, seen, fresh = await self.service.route(
                 tenant, fmt, str(body.get("model") or ""), system, conversation, session_id)
             await conv.lock.acquire()
             if seen is None or conv.head == seen:

@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import asyncio
 import json
+import uuid
 from collections.abc import AsyncIterator
 from typing import Any
 
 from loomctx.bus.codec import encode
+from loomctx.bus.inprocess import InProcessEventBus
 from loomctx.bus.protocol import Envelope, EventBus
 
 GROUP = "loomctx-service-sse"
@@ -29,9 +31,22 @@ class EventHub:
         self._queues: dict[str, set[asyncio.Queue[dict[str, Any]]]] = {}
         self.dropped = 0
         """Events a slow stream lost (its queue was full)."""
+        self._group: str | None = None
 
     async def attach(self, bus: EventBus) -> None:
-        await bus.subscribe(None, self._handle, group=GROUP)
+        """Read every event of ``bus``: on a bus shared by processes (Redis) each process is
+        a group of its own, since a group hands each event to one of its consumers only and
+        every process has streams to feed."""
+        group = GROUP if isinstance(bus, InProcessEventBus) else f"{GROUP}-{uuid.uuid4().hex}"
+        await bus.subscribe(None, self._handle, group=group)
+        self._group = group
+
+    async def detach(self, bus: EventBus) -> None:
+        """Stop reading ``bus``; a group of this process's own is removed from the bus."""
+        forget = getattr(bus, "forget_group", None)
+        if self._group is not None and self._group != GROUP and forget is not None:
+            await forget(self._group)
+        self._group = None
 
     def _handle(self, envelope: Envelope) -> None:
         event = envelope.event

@@ -40,6 +40,29 @@ def test_bad_options_are_one_line_and_exit_2(argv: list[str], words: str,
     assert err.count("\n") == 0 and err.startswith("loomctx: error:") and words in err
 
 
+@pytest.mark.parametrize(("argv", "words"), [
+    (["--workers", "2"], "--store 'memory://' keeps sessions in one process"),
+    (["--workers", "2", "--store", "/tmp/loomctx-workers.db"], "postgresql://"),
+    (["--workers", "2", "--store", "postgresql://u@127.0.0.1:9/db"], "--bus None"),
+    (["--workers", "2", "--store", "postgresql://u@127.0.0.1:9/db", "--bus", "memory://"],
+     "redis://"),
+    (["--workers", "0"], "--workers must be an int >= 1"),
+])
+def test_more_workers_than_one_need_a_shared_store_and_bus(
+        argv: list[str], words: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["serve", "--upstream", "http://127.0.0.1:9", "--embedder", "hashing",
+                 *argv]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and err.startswith("loomctx: error:") and words in err
+
+
+def test_serve_help_says_what_workers_need(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        main(["serve", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "--workers N" in text and "postgresql://" in text and "redis://" in text
+
+
 def test_an_open_service_off_loopback_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["serve", "--upstream", "http://127.0.0.1:9", "--host", "0.0.0.0",
                  "--embedder", "hashing"]) == 2
@@ -137,6 +160,26 @@ def test_serve_on_postgres_and_redis_by_configuration(pg_url: str,
     assert "Where is PX-1?" in contents and "It is in Leipzig." in contents
     assert client.xlen("loomctx:events") > before  # the session's events went through Redis
     client.close()
+
+
+def test_serve_with_workers_on_postgres_and_redis(pg_url: str,
+                                                 redis_server: RedisServer) -> None:
+    """``--workers 2``: whichever worker takes each request, the session's turns are stored
+    once each, in order."""
+    with WindowedFakeServer(window=4000, default="noted") as upstream, \
+            _serve(upstream, "--workers", "2", "--store", pg_url, "--bus",
+                   redis_server.url) as base, httpx.Client(base_url=base) as http:
+        for n in range(6):
+            body = {"model": "gpt-4o", "messages": [{"role": "user", "content": f"turn {n}"}]}
+            resp = http.post("/v1/chat/completions", json=body,
+                             headers={"x-loomctx-session": "worked"}, timeout=60)
+            assert resp.status_code == 200, resp.text
+    store = PostgresStore(pg_url)
+    try:
+        records = sorted(store.scan(scope=Scope()), key=lambda r: r.seq)
+    finally:
+        store.close()
+    assert [r.content for r in records] == [t for n in range(6) for t in (f"turn {n}", "noted")]
 
 
 def test_the_core_and_the_cli_never_import_the_web_stack() -> None:

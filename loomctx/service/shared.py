@@ -1,0 +1,383 @@
+"""What several ``loomctx serve`` processes share when their store is PostgreSQL.
+
+One process keeps its sessions and builds in memory; processes behind one load balancer must
+agree on them. Over a ``postgresql://`` store the service keeps in the same database:
+
+- a lock per session: a PostgreSQL advisory lock, held on its own connection from the moment a
+  request takes the session until its reply is stored, so a session's turns are in order
+  across processes; a process that dies loses its connection, and the server frees its locks;
+  a request waits for a held session at most ``lock_wait`` seconds, then gets a 503;
+- a row per session (format, system prompt, chain seed and head, state, counts) and a
+  **version** every lock holder increments when it takes the lock: a process whose loaded copy
+  is older than the row reloads the session from the store before it touches it (what another
+  process, or one that died halfway, wrote is never overwritten from a stale copy);
+- the fingerprint chain of every session, written *before* its messages are stored, and cut
+  back to the messages the store holds when a session is reloaded (a process killed between
+  the two leaves no message without its hash, and no hash without its message);
+- every build record (report, built request, usage), so report pages work on any process.
+
+A single process on SQLite or in memory uses none of it: no round trip is added there.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import logging
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from typing import Any
+
+import psycopg
+from psycopg_pool import AsyncConnectionPool, PoolTimeout
+
+from loomctx.report import BuildReport, ItemReport, SourceReport
+from loomctx.service.conversations import BuildRecord, Usage
+from loomctx.service.web import ServiceError
+
+log = logging.getLogger("loomctx.service")
+
+Conn = psycopg.AsyncConnection[Any]
+
+LOCK_POLL = (0.005, 0.1)
+"""First and longest pause (seconds) between two tries of a session lock another holds."""
+LOCK_CONNECTIONS = 32
+"""PostgreSQL connections a process opens for the sessions it holds (one per request in
+flight) and their rows; a request past them waits up to 10 s, then gets a 503."""
+TRIM_EVERY = 64
+"""Builds saved between two trims of a tenant's kept builds to ``max_builds``."""
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS loomctx_proxy_sessions (
+    tenant text NOT NULL, id text NOT NULL, version bigint NOT NULL,
+    format text NOT NULL, anonymous boolean NOT NULL, seed text NOT NULL, head text NOT NULL,
+    state text NOT NULL, model text NOT NULL, system text NOT NULL,
+    undercount double precision NOT NULL DEFAULT 1, cap integer,
+    created double precision NOT NULL, messages integer NOT NULL DEFAULT 0,
+    builds integer NOT NULL DEFAULT 0,
+    PRIMARY KEY (tenant, id));
+CREATE INDEX IF NOT EXISTS loomctx_proxy_sessions_head
+    ON loomctx_proxy_sessions (tenant, head) WHERE anonymous;
+CREATE TABLE IF NOT EXISTS loomctx_proxy_chain (
+    tenant text NOT NULL, session text NOT NULL, n integer NOT NULL, hash text NOT NULL,
+    PRIMARY KEY (tenant, session, n));
+CREATE TABLE IF NOT EXISTS loomctx_proxy_builds (
+    tenant text NOT NULL, id text NOT NULL, session text NOT NULL,
+    at double precision NOT NULL, record jsonb NOT NULL,
+    PRIMARY KEY (tenant, id));
+CREATE INDEX IF NOT EXISTS loomctx_proxy_builds_session
+    ON loomctx_proxy_builds (tenant, session, at);
+"""
+_SCHEMA_LOCK = 0x6C6F6F6D  # one process creates the tables at a time
+_COLUMNS = ("id", "version", "format", "anonymous", "seed", "head", "state", "model", "system",
+            "undercount", "cap", "created", "messages", "builds")
+
+
+def lock_key(tenant: str, session: str) -> int:
+    """The advisory lock id of a session (a signed 64-bit digest of tenant and id)."""
+    digest = hashlib.blake2b(f"{tenant}\0{session}".encode("utf-8", "surrogatepass"),
+                             digest_size=8).digest()
+    return int.from_bytes(digest, "big", signed=True)
+
+
+def is_shared_url(store: str) -> bool:
+    """Whether a store URL is one several processes can share (PostgreSQL)."""
+    return store.startswith(("postgresql://", "postgres://"))
+
+
+def record_from(data: dict[str, Any]) -> BuildRecord:
+    """A :class:`BuildRecord` from what :meth:`BuildRecord.to_dict` (with payload) wrote."""
+    r = data["report"]
+    report = BuildReport(
+        format=r["format"], model=r["model"], counter=r["counter"], exact=r["exact"],
+        budget=r["budget"], tokens=r["tokens"], prefix_tokens=r["prefix_tokens"],
+        prefix_hash=r["prefix_hash"], sources=[SourceReport(**s) for s in r["sources"]],
+        timings_ms=r["timings_ms"], reused_prefix_tokens=r["reused_prefix_tokens"],
+        reused_prefix_parts=r["reused_prefix_parts"],
+        _items=[ItemReport(**i) for i in r["items"]])
+    usage = data.get("usage")
+    return BuildRecord(id=data["id"], tenant=data["tenant"], session=data["session"],
+                       at=data["at"], report=report, payload=data["payload"],
+                       retried=data["retried"], reply_stored=data["reply_stored"],
+                       note=data["note"], usage=None if usage is None else Usage(**usage))
+
+
+class SharedSessions:
+    """Sessions' locks, rows, chains and builds in one PostgreSQL database (see the module)."""
+
+    def __init__(self, url: str, *, max_builds: int, lock_wait: float = 900.0,
+                 max_connections: int = LOCK_CONNECTIONS) -> None:
+        self.max_builds = max_builds
+        self.lock_wait = lock_wait
+        """Seconds a request waits for a session another process holds before a 503 (a
+        holder is bounded by its upstream timeout; one stopped or cut off from the network
+        keeps its lock until PostgreSQL notices its connection is gone)."""
+        self._pool = AsyncConnectionPool(url, min_size=1, max_size=max_connections, open=False,
+                                         kwargs={"autocommit": True}, timeout=10.0,
+                                         check=AsyncConnectionPool.check_connection,
+                                         name="loomctx-proxy")
+        self._saved = 0
+
+    async def open(self) -> None:
+        try:
+            await self._pool.open(wait=True, timeout=15.0)
+        except PoolTimeout as exc:
+            raise ServiceError(503, f"cannot connect to the shared PostgreSQL store: {exc}"
+                               ) from exc
+        async with self._pool.connection() as conn, conn.transaction():
+            await conn.execute("SELECT pg_advisory_xact_lock(%s)", [_SCHEMA_LOCK])
+            for statement in _SCHEMA.split(";"):
+                if statement.strip():
+                    await conn.execute(statement)
+
+    async def close(self) -> None:
+        await self._pool.close()
+
+    @asynccontextmanager
+    async def _connection(self, held: Conn | None) -> AsyncIterator[Conn]:
+        """``held`` (the connection of a session lock this process holds: no pool checkout
+        and no check round trip), else a pooled connection."""
+        if held is not None:
+            yield held
+        else:
+            async with self._pool.connection() as conn:
+                yield conn
+
+    async def _run(self, sql: str, args: Sequence[Any] = (), held: Conn | None = None,
+                   ) -> list[tuple[Any, ...]]:
+        """One statement; its rows (none for a write)."""
+        try:
+            async with self._connection(held) as conn:
+                cur = await conn.execute(sql, args)
+                return await cur.fetchall() if cur.description else []
+        except (psycopg.Error, PoolTimeout) as exc:
+            raise ServiceError(503, f"the shared PostgreSQL store failed: "
+                                    f"{type(exc).__name__}: {exc}") from exc
+
+    # -- locks ------------------------------------------------------------------------------
+    async def lock(self, tenant: str, session: str) -> psycopg.AsyncConnection[Any]:
+        """Take the session's lock; the connection holding it (give it to :meth:`unlock`).
+
+        Tried again and again (backing off) rather than waited for in the server, so a request
+        cancelled while it waits leaves no waiter behind in PostgreSQL."""
+        key = lock_key(tenant, session)
+        try:
+            conn = await self._pool.getconn()
+        except PoolTimeout as exc:
+            raise ServiceError(503, f"no connection to the shared PostgreSQL store for "
+                                    f"the lock of session {session!r}: {exc}") from exc
+        try:
+            pause, deadline = LOCK_POLL[0], asyncio.get_running_loop().time() + self.lock_wait
+            while True:
+                cur = await conn.execute("SELECT pg_try_advisory_lock(%s)", [key])
+                row = await cur.fetchone()
+                if row is not None and row[0]:
+                    return conn
+                if asyncio.get_running_loop().time() > deadline:
+                    raise ServiceError(503, f"session {session!r} has been busy in another "
+                                            f"process for {self.lock_wait:g} s; send the "
+                                            "request again later")
+                await asyncio.sleep(pause)
+                pause = min(LOCK_POLL[1], pause * 2)
+        except BaseException as exc:
+            await self._pool.putconn(conn)
+            if isinstance(exc, psycopg.Error):
+                raise ServiceError(503, f"cannot lock session {session!r} in the shared "
+                                        f"PostgreSQL store: {exc}") from exc
+            raise
+
+    @asynccontextmanager
+    async def peek(self, tenant: str, session: str) -> AsyncIterator[Conn | None]:
+        """The session's lock for a moment if it is free (its connection), else None: a load
+        made while holding it is as current as one made by a request that holds it."""
+        try:
+            async with self._pool.connection() as conn:
+                cur = await conn.execute("SELECT pg_try_advisory_lock(%s)",
+                                         [lock_key(tenant, session)])
+                row = await cur.fetchone()
+                got = row is not None and bool(row[0])
+                try:
+                    yield conn if got else None
+                finally:
+                    if got:
+                        await conn.execute("SELECT pg_advisory_unlock(%s)",
+                                           [lock_key(tenant, session)])
+        except (psycopg.Error, PoolTimeout) as exc:
+            raise ServiceError(503, f"the shared PostgreSQL store failed: {exc}") from exc
+
+    async def unlock(self, conn: psycopg.AsyncConnection[Any], tenant: str,
+                     session: str) -> None:
+        """Free a lock :meth:`lock` took (a connection that fails is closed: that frees it)."""
+        try:
+            await conn.execute("SELECT pg_advisory_unlock(%s)", [lock_key(tenant, session)])
+        except psycopg.Error as exc:
+            log.warning("session %s: unlock failed (%s); closing its connection", session,
+                        exc)
+            await conn.close()
+        finally:
+            await self._pool.putconn(conn)
+
+    @staticmethod
+    async def bump(conn: psycopg.AsyncConnection[Any], tenant: str, session: str,
+                   ) -> int | None:
+        """Increment the session's version (the lock is held on ``conn``); the new version,
+        None when no process stored the session yet."""
+        try:
+            cur = await conn.execute(
+                "UPDATE loomctx_proxy_sessions SET version = version + 1 "
+                "WHERE tenant = %s AND id = %s RETURNING version", [tenant, session])
+            row = await cur.fetchone()
+        except psycopg.Error as exc:
+            raise ServiceError(503, f"the shared PostgreSQL store failed: {exc}") from exc
+        return None if row is None else int(row[0])
+
+    # -- sessions ---------------------------------------------------------------------------
+    async def row(self, tenant: str, session: str, held: Conn | None = None,
+                  ) -> dict[str, Any] | None:
+        rows = await self._run(f"SELECT {', '.join(_COLUMNS)} FROM loomctx_proxy_sessions "
+                               "WHERE tenant = %s AND id = %s", [tenant, session], held)
+        return dict(zip(_COLUMNS, rows[0], strict=True)) if rows else None
+
+    async def rows(self, tenant: str) -> list[dict[str, Any]]:
+        rows = await self._run(f"SELECT {', '.join(_COLUMNS)} FROM loomctx_proxy_sessions "
+                               "WHERE tenant = %s ORDER BY created, id", [tenant])
+        return [dict(zip(_COLUMNS, r, strict=True)) for r in rows]
+
+    async def insert(self, tenant: str, row: dict[str, Any]) -> bool:
+        """Add a session's row; False when the tenant has a session of that id already."""
+        names = [c for c in _COLUMNS if c in row]
+        done = await self._run(
+            f"INSERT INTO loomctx_proxy_sessions (tenant, {', '.join(names)}) VALUES "
+            f"(%s, {', '.join(['%s'] * len(names))}) ON CONFLICT DO NOTHING RETURNING id",
+            [tenant, *(row[c] for c in names)])
+        return bool(done)
+
+    async def chain(self, tenant: str, session: str, held: Conn | None = None) -> list[str]:
+        rows = await self._run("SELECT hash FROM loomctx_proxy_chain WHERE tenant = %s AND "
+                               "session = %s ORDER BY n", [tenant, session], held)
+        return [r[0] for r in rows]
+
+    async def build_ids(self, tenant: str, session: str, held: Conn | None = None) -> list[str]:
+        rows = await self._run("SELECT id FROM loomctx_proxy_builds WHERE tenant = %s AND "
+                               "session = %s ORDER BY at, id", [tenant, session], held)
+        return [r[0] for r in rows]
+
+    async def cut(self, tenant: str, session: str, n: int, head: str,
+                  held: Conn | None = None) -> None:
+        """Keep the first ``n`` chain hashes (the messages the store holds), head ``head``."""
+        try:
+            async with self._connection(held) as conn, conn.transaction():
+                await conn.execute("DELETE FROM loomctx_proxy_chain WHERE tenant = %s AND "
+                                   "session = %s AND n >= %s", [tenant, session, n])
+                await conn.execute("UPDATE loomctx_proxy_sessions SET head = %s, messages = %s "
+                                   "WHERE tenant = %s AND id = %s", [head, n, tenant, session])
+        except (psycopg.Error, PoolTimeout) as exc:
+            raise ServiceError(503, f"the shared PostgreSQL store failed: {exc}") from exc
+
+    async def will_store(self, tenant: str, row: dict[str, Any], start: int,
+                         hashes: Sequence[str], held: Conn | None = None) -> None:
+        """Before messages are stored: their hashes from position ``start``, the session's
+        row (created on its first messages) with its new head."""
+        names = [c for c in _COLUMNS if c in row]
+        try:
+            async with self._connection(held) as conn, conn.transaction():
+                await conn.execute(
+                    f"INSERT INTO loomctx_proxy_sessions (tenant, {', '.join(names)}) VALUES "
+                    f"(%s, {', '.join(['%s'] * len(names))}) ON CONFLICT (tenant, id) DO "
+                    "UPDATE SET head = EXCLUDED.head, messages = EXCLUDED.messages",
+                    [tenant, *(row[c] for c in names)])
+                async with conn.cursor() as cur:
+                    await cur.executemany(
+                        "INSERT INTO loomctx_proxy_chain (tenant, session, n, hash) VALUES "
+                        "(%s, %s, %s, %s) ON CONFLICT (tenant, session, n) DO UPDATE SET "
+                        "hash = EXCLUDED.hash",
+                        [(tenant, row["id"], start + i, h) for i, h in enumerate(hashes)])
+        except (psycopg.Error, PoolTimeout) as exc:
+            raise ServiceError(503, f"the shared PostgreSQL store failed: {exc}") from exc
+
+    async def update(self, tenant: str, session: str, values: dict[str, Any],
+                     held: Conn | None = None) -> None:
+        """Set some of a session's columns (what a lock holder changed)."""
+        sets = ", ".join(f"{c} = %s" for c in values)
+        await self._run(f"UPDATE loomctx_proxy_sessions SET {sets} WHERE tenant = %s AND "
+                        "id = %s", [*values.values(), tenant, session], held)
+
+    async def find(self, tenant: str, fmt: str, hashes: Sequence[str],
+                   ) -> tuple[str, int] | None:
+        """The anonymous session (not ended, of ``fmt``) whose head is the latest of
+        ``hashes``, and how many of them it holds."""
+        if not hashes:
+            return None
+        rows = await self._run(
+            "SELECT id, head FROM loomctx_proxy_sessions WHERE tenant = %s AND anonymous AND "
+            "head = ANY(%s) AND format = %s AND state <> 'ended'", [tenant, list(hashes), fmt])
+        at = {h: i for i, h in enumerate(hashes)}
+        best: tuple[str, int] | None = None
+        for sid, h in sorted(rows):
+            if h in at and (best is None or at[h] + 1 > best[1]):
+                best = (sid, at[h] + 1)
+        return best
+
+    # -- builds -----------------------------------------------------------------------------
+    async def save_builds(self, records: Sequence[BuildRecord],
+                          held: Conn | None = None) -> None:
+        """Store (or update) build records; now and then trim each tenant to ``max_builds``."""
+        if not records:
+            return
+        rows = [(r.tenant, r.id, r.session, r.at,
+                 json.dumps({**r.to_dict(payload=True), "tenant": r.tenant}))
+                for r in records]
+        try:
+            async with self._connection(held) as conn, conn.cursor() as cur:
+                await cur.executemany(
+                    "INSERT INTO loomctx_proxy_builds (tenant, id, session, at, record) "
+                    "VALUES (%s, %s, %s, %s, %s::jsonb) ON CONFLICT (tenant, id) DO UPDATE "
+                    "SET record = EXCLUDED.record", rows)
+        except (psycopg.Error, PoolTimeout) as exc:
+            raise ServiceError(503, f"the shared PostgreSQL store failed: {exc}") from exc
+        self._saved += len(records)
+        if self._saved >= TRIM_EVERY:
+            self._saved = 0
+            for tenant in {r.tenant for r in records}:
+                await self._run(
+                    "DELETE FROM loomctx_proxy_builds WHERE tenant = %s AND id NOT IN "
+                    "(SELECT id FROM loomctx_proxy_builds WHERE tenant = %s "
+                    "ORDER BY at DESC LIMIT %s)", [tenant, tenant, self.max_builds])
+
+    async def settle_builds(self, records: Sequence[BuildRecord],
+                            held: Conn | None = None) -> None:
+        """Update what becomes known of saved builds after the upstream answered (usage,
+        whether the reply was stored, a note), without writing their payloads again."""
+        if not records:
+            return
+        rows = [(json.dumps({"usage": None if r.usage is None else vars(r.usage),
+                             "reply_stored": r.reply_stored, "note": r.note}), r.tenant, r.id)
+                for r in records]
+        try:
+            async with self._connection(held) as conn, conn.cursor() as cur:
+                await cur.executemany("UPDATE loomctx_proxy_builds SET record = record || "
+                                      "%s::jsonb WHERE tenant = %s AND id = %s", rows)
+        except (psycopg.Error, PoolTimeout) as exc:
+            raise ServiceError(503, f"the shared PostgreSQL store failed: {exc}") from exc
+
+    async def build(self, tenant: str, build_id: str) -> BuildRecord | None:
+        rows = await self._run("SELECT record FROM loomctx_proxy_builds WHERE tenant = %s AND "
+                               "id = %s", [tenant, build_id])
+        return record_from(rows[0][0]) if rows else None
+
+    async def builds_of(self, tenant: str, session: str) -> list[BuildRecord]:
+        rows = await self._run("SELECT record FROM loomctx_proxy_builds WHERE tenant = %s AND "
+                               "session = %s ORDER BY at, id", [tenant, session])
+        return [record_from(r[0]) for r in rows]
+
+
+def info_of(row: dict[str, Any]) -> dict[str, Any]:
+    """A session's row as :meth:`Conversation.info` shows a session."""
+    return {"id": row["id"], "state": row["state"], "format": row["format"],
+            "model": row["model"], "messages": row["messages"], "builds": row["builds"],
+            "created": row["created"]}
+
+
+__all__ = ["LOCK_CONNECTIONS", "LOCK_POLL", "Conn", "TRIM_EVERY", "SharedSessions",
+           "info_of", "is_shared_url", "lock_key", "record_from"]
