@@ -2,7 +2,7 @@
 failures become :class:`~loomctx.errors.StoreError`.
 
 Kept apart from :mod:`loomctx.stores.postgres` (the records and the searches). The store's own
-pool hands out autocommit connections, each configured once with the HNSW search settings, so a
+pool hands out autocommit connections, each configured once with the vector search settings, so a
 read is a single round trip; a write opens an explicit transaction. Connections are checked
 before each use, so after a server restart the first operation reconnects instead of failing.
 """
@@ -20,19 +20,14 @@ import psycopg
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from loomctx.errors import ConfigError, StoreError
+from loomctx.stores._pg_vector import SEARCH_SETTINGS
 
-EF_SEARCH = 100
-"""HNSW candidate list per index probe; the iterative scan probes again until ``limit`` rows
-of the scope are found, so a large limit does not need a large (slow) list."""
-HNSW_SETTINGS = (f"SELECT set_config('hnsw.ef_search', '{EF_SEARCH}', false), "
-                 "set_config('hnsw.iterative_scan', 'relaxed_order', false)")
-"""The vector search settings, for a whole connection (``false``: not transaction-local)."""
 OUTAGE_WAIT = 0.25
 """Seconds an operation waits for a connection while the server is known to be down."""
 
 
 def _configure(conn: psycopg.Connection) -> None:
-    conn.execute(HNSW_SETTINGS)
+    conn.execute(SEARCH_SETTINGS)
 
 
 def _where(url: str) -> str:
@@ -127,4 +122,4 @@ class PgConnections:
             self.closed = True
 
 
-__all__ = ["EF_SEARCH", "HNSW_SETTINGS", "OUTAGE_WAIT", "PgConnections"]
+__all__ = ["OUTAGE_WAIT", "PgConnections"]

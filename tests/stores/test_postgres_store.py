@@ -195,7 +195,7 @@ def test_bulk_load_equals_put(postgres_server: PostgresServer,
     with psycopg.connect(urls[1]) as conn:
         indexes = {n for (n,) in conn.execute(
             "SELECT indexname FROM pg_indexes WHERE tablename = 'loomctx_records'")}
-    assert {"loomctx_records_hnsw", "loomctx_records_terms"} <= indexes
+    assert {"loomctx_records_vec", "loomctx_records_terms"} <= indexes
 
 
 def test_reembed_rebuilds_the_index_for_the_new_dimension(pg_url: str) -> None:
@@ -214,9 +214,9 @@ def test_reembed_rebuilds_the_index_for_the_new_dimension(pg_url: str) -> None:
         assert best[0].score == pytest.approx(1.0, abs=1e-5)
     with psycopg.connect(pg_url) as conn:
         (definition,) = conn.execute("SELECT indexdef FROM pg_indexes "
-                                     "WHERE indexname = 'loomctx_records_hnsw'").fetchone()
+                                     "WHERE indexname = 'loomctx_records_vec'").fetchone()
         (meta,) = conn.execute("SELECT value FROM loomctx_meta WHERE key = 'dims'").fetchone()
-    assert "vector(5)" in definition and meta == "5"
+    assert "halfvec(5)" in definition and meta == "5"
 
 
 def test_reembed_while_an_older_transaction_is_open(pg_url: str,
@@ -241,8 +241,8 @@ def test_reembed_while_an_older_transaction_is_open(pg_url: str,
         assert store.reembed(lambda texts: np.stack([new[t] for t in texts])) == 20
     with psycopg.connect(pg_url) as conn:
         (definition,) = conn.execute("SELECT indexdef FROM pg_indexes "
-                                     "WHERE indexname = 'loomctx_records_hnsw'").fetchone()
-    assert "vector(5)" in definition
+                                     "WHERE indexname = 'loomctx_records_vec'").fetchone()
+    assert "halfvec(5)" in definition
 
 
 def test_cli_reembeds_a_postgres_store_and_prints_no_credentials(

@@ -1,0 +1,95 @@
+"""The PostgreSQL store's vector index: IVFFlat over half-precision copies of the embeddings.
+
+Why not HNSW (the index before schema version 3): at the default embedder's 896 dimensions an
+HNSW graph of a million memories did not finish building in 45 minutes on a 2-core machine, and
+a tenant-wide search through it (every search names its tenant; the index does not know
+tenants) walked ~10 graph nodes for each row of the tenant it kept when ten tenants share the
+table: 120–270 ms for 256 rows of one tenant at 100k. An IVFFlat index of ``halfvec`` copies
+builds in seconds per 100k rows, keeps the vectors inside the index (a scan reads no 3.6 kB
+heap value), and a search reads :data:`PROBES` lists of ~:data:`ROWS_PER_LIST` rows whatever
+the table's size; pgvector's iterative scan reads more lists until the scope's ``limit`` rows
+are found (benchmarks/bench_pg_scale.py, benchmarks/README.md).
+
+An IVFFlat index is as good as the rows it was built from (its lists are k-means centroids of
+them), so the store builds it again when the table has grown :data:`GROWTH` times since the
+last build (counted by ``pg_class.reltuples``, which autovacuum keeps current), inside the write
+that crossed the line: the rebuilds cost a constant share of all writes, but the write that
+triggers one waits for it (about a minute per million rows here). ``bulk_load`` always builds
+it after the copy. Scores are computed again from the stored float32 vectors: halfvec only
+orders the candidates.
+"""
+
+from __future__ import annotations
+
+import math
+
+import psycopg
+
+from loomctx.stores._pg_rows import TABLE
+
+INDEX = "loomctx_records_vec"
+"""The index's name (the HNSW index of schema versions 1–2 was ``loomctx_records_hnsw``)."""
+ROWS_PER_LIST = 1000
+"""Rows per IVF list up to a million rows (pgvector's advice); sqrt(rows) lists beyond."""
+PROBES = 10
+"""Lists a search reads first; the iterative scan reads more while the scope has too few."""
+GROWTH = 4
+"""The index is rebuilt once the table holds this many times the rows it was built from."""
+MIN_REBUILD_ROWS = 4000
+"""No rebuild before the table has this many rows (fewer than four lists is still one scan)."""
+SEARCH_SETTINGS = (f"SELECT set_config('ivfflat.probes', '{PROBES}', false), "
+                   "set_config('ivfflat.iterative_scan', 'relaxed_order', false)")
+"""The vector search settings, for a whole connection (``false``: not transaction-local)."""
+
+
+def lists_for(rows: int) -> int:
+    """IVF lists for a table of ``rows`` rows."""
+    if rows <= 1_000_000:
+        return max(1, rows // ROWS_PER_LIST)
+    return int(math.sqrt(rows))
+
+
+def order_sql(dims: int) -> str:
+    """The distance the index orders by, for ``%s`` the query vector's literal."""
+    return f"(r.embedding::halfvec({int(dims)}) <=> %s::halfvec({int(dims)}))"
+
+
+def drop(conn: psycopg.Connection) -> None:
+    conn.execute(f"DROP INDEX IF EXISTS {INDEX}")
+    conn.execute("DROP INDEX IF EXISTS loomctx_records_hnsw")
+
+
+def build(conn: psycopg.Connection, dims: int) -> None:
+    """(Re)build the index over the rows there are now, in the caller's transaction, and
+    remember how many rows it was built from."""
+    drop(conn)
+    row = conn.execute(f"SELECT COUNT(*) FROM {TABLE} WHERE embedding IS NOT NULL").fetchone()
+    rows = int(row[0]) if row else 0
+    conn.execute(f"CREATE INDEX {INDEX} ON {TABLE} USING ivfflat "
+                 f"((embedding::halfvec({int(dims)})) halfvec_cosine_ops) "
+                 f"WITH (lists = {lists_for(rows)})".encode())
+    conn.execute("INSERT INTO loomctx_meta (key, value) VALUES ('vector_index_rows', %s) "
+                 "ON CONFLICT (key) DO UPDATE SET value = excluded.value", (str(rows),))
+
+
+def exists(conn: psycopg.Connection) -> bool:
+    row = conn.execute("SELECT to_regclass(%s) IS NOT NULL", (INDEX,)).fetchone()
+    return bool(row and row[0])
+
+
+def outgrown(conn: psycopg.Connection) -> bool:
+    """Whether the table has grown :data:`GROWTH` times past the rows the index was built
+    from (a missing index is outgrown too)."""
+    if not exists(conn):
+        return True
+    row = conn.execute(
+        "SELECT (SELECT value FROM loomctx_meta WHERE key = 'vector_index_rows'), "
+        "(SELECT reltuples FROM pg_class WHERE oid = to_regclass(%s))", (TABLE,)).fetchone()
+    if row is None or row[0] is None or row[1] is None:
+        return False
+    built, now = int(row[0]), float(row[1])
+    return now >= MIN_REBUILD_ROWS and now >= GROWTH * max(built, 1)
+
+
+__all__ = ["GROWTH", "INDEX", "MIN_REBUILD_ROWS", "PROBES", "ROWS_PER_LIST", "SEARCH_SETTINGS",
+           "build", "drop", "exists", "lists_for", "order_sql", "outgrown"]
