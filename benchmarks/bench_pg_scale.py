@@ -20,6 +20,8 @@ Measured in the same run, on the same database:
 
 - ``indexed``: the store as it ships (its vector index, iterative scan and re-ranking, the
   tenant-keyed GIN index, the bounded lexical search).
+- ``probes_N``: the same store opened with ``probes=N`` instead of the default
+  (``--probes``), to show what recall each step of latency buys.
 - ``exact``: the same store with PostgreSQL's index scans off for the dense list (an exact,
   sequential cosine ranking of the tenant's rows) and every lexical match ranked
   (``lexical_budget=None``): the reference the ANN recall is computed against, and what the
@@ -29,7 +31,7 @@ ANN recall@k: the share of the exact top-k dense ids the indexed search returns 
 full 256), over ``--recall-queries`` queries; the lexical lists are compared the same way (their
 ids can differ only among rows tied at the cut). Writes ``benchmarks/results/pg_scale.json``.
 
-    nice -n 10 python3 benchmarks/bench_pg_scale.py                  # 1M (~25 min here)
+    nice -n 10 python3 benchmarks/bench_pg_scale.py                  # 1M (~30 min here)
     nice -n 10 python3 benchmarks/bench_pg_scale.py --rows 100000    # 100k (~3 min)
     python3 benchmarks/bench_pg_scale.py --dsn postgresql://…/db --reuse   # time an existing load
 """
@@ -57,7 +59,7 @@ from loomctx.retrieval.source import MAX_RECALL
 from loomctx.servers import PostgresServer
 from loomctx.stores import MemoryRecord, Scope
 from loomctx.stores._pg_bulk import build_indexes, copy_rows, drop_indexes, set_dims
-from loomctx.stores._pg_vector import SEARCH_SETTINGS
+from loomctx.stores._pg_vector import PROBES, search_settings
 from loomctx.stores.postgres import PostgresStore
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -210,13 +212,28 @@ def overlap(got: list[str], want: list[str], k: int) -> float:
 def exact_pool(url: str) -> ConnectionPool:
     """Connections on which the planner may not use an index scan: the dense list is an exact
     sequential ranking; the lexical lists still use the GIN index (a bitmap scan)."""
+    return settings_pool(url, "SET enable_indexscan = off",
+                         "SET max_parallel_workers_per_gather = 0")
+
+
+def settings_pool(url: str, *settings: str) -> ConnectionPool:
+    """Connections with the store's search settings, then ``settings``."""
     def configure(conn: psycopg.Connection) -> None:
-        conn.execute(SEARCH_SETTINGS)
-        conn.execute("SET enable_indexscan = off")
-        conn.execute("SET max_parallel_workers_per_gather = 0")
+        conn.execute(search_settings().encode())
+        for sql in settings:
+            conn.execute(sql.encode())
 
     return ConnectionPool(url, min_size=1, max_size=4, open=True, configure=configure,
-                          kwargs={"autocommit": True}, name="bench-exact")
+                          kwargs={"autocommit": True}, name="bench-settings")
+
+
+def tuned_server(server: PostgresServer, shared_buffers: str) -> None:
+    """Give the server a production-like buffer cache (the embedded default is 128 MB, less
+    than the vector index of 100k memories) and restart it."""
+    with psycopg.connect(server.url, autocommit=True) as conn:
+        conn.execute(f"ALTER SYSTEM SET shared_buffers = '{shared_buffers}'".encode())
+    server.stop()
+    server.start()
 
 
 def machine() -> dict[str, Any]:
@@ -251,6 +268,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--dsn", help="an existing PostgreSQL database (default: start one here)")
     p.add_argument("--reuse", action="store_true",
                    help="with --dsn: the database already holds this load; time it only")
+    p.add_argument("--probes", default="5,20",
+                   help="comma-separated ivfflat.probes values timed beside the default")
+    p.add_argument("--shared-buffers", default="4GB",
+                   help="shared_buffers of the server this script starts (not with --dsn)")
     p.add_argument("--seed", type=int, default=7)
     p.add_argument("--json", type=Path, default=RESULTS / "pg_scale.json")
     args = p.parse_args(argv)
@@ -271,6 +292,8 @@ def main(argv: list[str] | None = None) -> int:
             url = args.dsn
         else:
             server = stack.enter_context(PostgresServer())
+            server.start()
+            tuned_server(server, args.shared_buffers)
             url = server.create_database()
         if not args.reuse:
             print(f"loading {args.rows:,} memories into {args.tenants} tenants …", flush=True)
@@ -280,7 +303,14 @@ def main(argv: list[str] | None = None) -> int:
         qs = queries(args.queries, args.tenants, topics, args.seed)
         store = stack.enter_context(PostgresStore(url, timeout=60.0))
         doc["indexed"], lists = time_plan(store, qs, warm=8)
+        doc["indexed"]["probes"] = PROBES
         print(f"  indexed: {doc['indexed']}", flush=True)
+        probes = [int(x) for x in args.probes.split(",") if x.strip()]
+        other_lists = {}
+        for n in probes:
+            with PostgresStore(url, timeout=60.0, probes=n) as p_store:
+                doc[f"probes_{n}"], other_lists[n] = time_plan(p_store, qs, warm=4)
+            print(f"  probes {n}: {doc[f'probes_{n}']}", flush=True)
         pool = stack.enter_context(exact_pool(url))
         exact_store = stack.enter_context(PostgresStore(pool, lexical_budget=None))
         sample = qs[:args.recall_queries]
@@ -291,6 +321,11 @@ def main(argv: list[str] | None = None) -> int:
             f"dense@{k}": round(statistics.mean(
                 overlap(g["dense"], w["dense"], k) for g, w in zip(got, want, strict=True)), 4)
             for k in (10, MAX_RECALL)}
+        for n in probes:
+            for k in (10, MAX_RECALL):
+                doc["ann_recall"][f"dense@{k}_probes_{n}"] = round(statistics.mean(
+                    overlap(g["dense"], w["dense"], k)
+                    for g, w in zip(other_lists[n][:len(sample)], want, strict=True)), 4)
         doc["ann_recall"].update({
             f"lexical@{k}": round(statistics.mean(
                 overlap(g["lexical"][j], w["lexical"][j], k)
@@ -304,7 +339,7 @@ def main(argv: list[str] | None = None) -> int:
           f"({doc['machine']['cpus']} cpus, {doc['machine']['ram_gib']} GiB)")
     print("| plan | recall p50 / p90 (min–max) ms | dense call p50 | lexical call p50 |")
     print("|---|---|---|---|")
-    for plan in ("indexed", "exact"):
+    for plan in ("indexed", *(f"probes_{n}" for n in probes), "exact"):
         r = doc[plan]
         print(f"| {plan} | {r['recall']['p50_ms']} / {r['recall']['p90_ms']} "
               f"({r['recall']['min_ms']}–{r['recall']['max_ms']}) | "

@@ -20,14 +20,10 @@ import psycopg
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from loomctx.errors import ConfigError, StoreError
-from loomctx.stores._pg_vector import SEARCH_SETTINGS
+from loomctx.stores._pg_vector import PROBES, search_settings
 
 OUTAGE_WAIT = 0.25
 """Seconds an operation waits for a connection while the server is known to be down."""
-
-
-def _configure(conn: psycopg.Connection) -> None:
-    conn.execute(SEARCH_SETTINGS)
 
 
 def _where(url: str) -> str:
@@ -40,7 +36,12 @@ class PgConnections:
     """A store's access to PostgreSQL: its own pool (from a URL) or a caller's pool."""
 
     def __init__(self, url_or_pool: str | ConnectionPool, *, min_size: int, max_size: int,
-                 timeout: float, connect_timeout: int) -> None:
+                 timeout: float, connect_timeout: int, probes: int = PROBES) -> None:
+        settings = search_settings(probes).encode()
+
+        def configure(conn: psycopg.Connection) -> None:
+            conn.execute(settings)
+
         if isinstance(url_or_pool, ConnectionPool):
             self.pool, self.own = url_or_pool, False
             info = url_or_pool.conninfo
@@ -51,7 +52,7 @@ class PgConnections:
             self.pool = ConnectionPool(
                 url_or_pool, min_size=min_size, max_size=max_size, open=False, timeout=timeout,
                 kwargs={"connect_timeout": connect_timeout, "autocommit": True},
-                configure=_configure, check=ConnectionPool.check_connection,
+                configure=configure, check=ConnectionPool.check_connection,
                 name="loomctx-store",
             )
             self.own = True

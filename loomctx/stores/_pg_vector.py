@@ -37,9 +37,13 @@ GROWTH = 4
 """The index is rebuilt once the table holds this many times the rows it was built from."""
 MIN_REBUILD_ROWS = 4000
 """No rebuild before the table has this many rows (fewer than four lists is still one scan)."""
-SEARCH_SETTINGS = (f"SELECT set_config('ivfflat.probes', '{PROBES}', false), "
-                   "set_config('ivfflat.iterative_scan', 'relaxed_order', false)")
-"""The vector search settings, for a whole connection (``false``: not transaction-local)."""
+
+
+def search_settings(probes: int = PROBES, *, local: bool = False) -> str:
+    """The vector search settings, for a whole connection or (``local``) one transaction."""
+    scope = "true" if local else "false"
+    return (f"SELECT set_config('ivfflat.probes', '{int(probes)}', {scope}), "
+            f"set_config('ivfflat.iterative_scan', 'relaxed_order', {scope})")
 
 
 def lists_for(rows: int) -> int:
@@ -91,5 +95,5 @@ def outgrown(conn: psycopg.Connection) -> bool:
     return now >= MIN_REBUILD_ROWS and now >= GROWTH * max(built, 1)
 
 
-__all__ = ["GROWTH", "INDEX", "MIN_REBUILD_ROWS", "PROBES", "ROWS_PER_LIST", "SEARCH_SETTINGS",
-           "build", "drop", "exists", "lists_for", "order_sql", "outgrown"]
+__all__ = ["GROWTH", "INDEX", "MIN_REBUILD_ROWS", "PROBES", "ROWS_PER_LIST", "build", "drop",
+           "exists", "lists_for", "order_sql", "outgrown", "search_settings"]

@@ -81,7 +81,9 @@ class PostgresStore:
     such failure, operations wait at most 0.25 s until a connection works again.
     ``connect_timeout`` bounds one connection attempt. ``lexical_budget`` is how many matching
     rows (estimated from the table's statistics) a lexical search ranks before it first tries
-    a narrower query (see :mod:`loomctx.stores._pg_lexical`); None ranks every match. The
+    a narrower query (see :mod:`loomctx.stores._pg_lexical`); None ranks every match.
+    ``probes`` is how many lists of the vector index a search reads first (more: better recall,
+    slower; see :mod:`loomctx.stores._pg_vector`). The
     database needs the ``vector`` extension (created when the user may) and is migrated when it
     opens.
     """
@@ -90,7 +92,11 @@ class PostgresStore:
         self, url_or_pool: str | ConnectionPool, *, dims: int | None = None,
         min_size: int = 1, max_size: int = 8, timeout: float = 3.0,
         connect_timeout: int = 5, lexical_budget: int | None = ROW_BUDGET,
+        probes: int = vec.PROBES,
     ) -> None:
+        if isinstance(probes, bool) or not isinstance(probes, int) or probes < 1:
+            raise ConfigError(f"probes must be an int >= 1 (IVF lists a vector search reads "
+                              f"first), got {probes!r}")
         if lexical_budget is not None and (isinstance(lexical_budget, bool) or
                                            not isinstance(lexical_budget, int) or
                                            lexical_budget < 0):
@@ -99,8 +105,9 @@ class PostgresStore:
         if dims is not None and (isinstance(dims, bool) or not isinstance(dims, int) or
                                  dims < 1):
             raise ConfigError(f"dims must be a positive int or None (inferred), got {dims!r}")
+        self._probes = probes
         self._db = PgConnections(url_or_pool, min_size=min_size, max_size=max_size,
-                                 timeout=timeout, connect_timeout=connect_timeout)
+                                 timeout=timeout, connect_timeout=connect_timeout, probes=probes)
         self.where = self._db.where
         """host:port/database of the server (no credentials), as error messages name it."""
         self._lexical_budget = lexical_budget
@@ -327,11 +334,11 @@ class PostgresStore:
                f"{where_sql([*where, 'r.embedding IS NOT NULL'])} "
                f"ORDER BY {vec.order_sql(dims)} LIMIT %s")
         literal = vector_literal(query)
-        if self._db.own:  # its connections are configured once with SEARCH_SETTINGS
+        if self._db.own:  # its connections are configured once with the search settings
             rows = self._db.select(sql, [literal, *args, literal, limit])
         else:
             with self._db.tx() as conn:
-                conn.execute(vec.SEARCH_SETTINGS.replace("false", "true"))
+                conn.execute(vec.search_settings(self._probes, local=True).encode())
                 rows = conn.execute(sql, [literal, *args, literal, limit]).fetchall()
         return rec.top(((to_record(row), float(row[-1])) for row in rows), limit)
 
