@@ -83,15 +83,15 @@ def exists(conn: psycopg.Connection) -> bool:
 
 def outgrown(conn: psycopg.Connection) -> bool:
     """Whether the table has grown :data:`GROWTH` times past the rows the index was built
-    from (a missing index is outgrown too)."""
-    if not exists(conn):
-        return True
+    from (one round trip, made after every write with vectors; a missing index is left to
+    whoever dropped it)."""
     row = conn.execute(
-        "SELECT (SELECT value FROM loomctx_meta WHERE key = 'vector_index_rows'), "
-        "(SELECT reltuples FROM pg_class WHERE oid = to_regclass(%s))", (TABLE,)).fetchone()
-    if row is None or row[0] is None or row[1] is None:
+        "SELECT to_regclass(%s) IS NOT NULL, "
+        "(SELECT value FROM loomctx_meta WHERE key = 'vector_index_rows'), "
+        "(SELECT reltuples FROM pg_class WHERE oid = to_regclass(%s))", (INDEX, TABLE)).fetchone()
+    if row is None or not row[0] or row[1] is None or row[2] is None:
         return False
-    built, now = int(row[0]), float(row[1])
+    built, now = int(row[1]), float(row[2])
     return now >= MIN_REBUILD_ROWS and now >= GROWTH * max(built, 1)
 
 
