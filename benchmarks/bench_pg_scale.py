@@ -216,12 +216,16 @@ def same_scores(got: list[float], want: list[float], k: int) -> float:
     """The share of the exact top-k scores the list has (as a multiset): rows tied at the cut
     are interchangeable, so ids alone undercount a list that ranks exactly."""
     top = Counter(want[:k])
-    return sum((Counter(got[:k]) & top).values()) / max(1, sum(top.values()))
+    if not top:
+        return 1.0 if not got else 0.0
+    return sum((Counter(got[:k]) & top).values()) / sum(top.values())
 
 
 def overlap(got: list[str], want: list[str], k: int) -> float:
     top = want[:k]
-    return len(set(got[:k]) & set(top)) / len(top) if top else 1.0
+    if not top:
+        return 1.0 if not got else 0.0
+    return len(set(got[:k]) & set(top)) / len(top)
 
 
 def exact_pool(url: str) -> ConnectionPool:
