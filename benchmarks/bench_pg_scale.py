@@ -32,8 +32,8 @@ full 256), over ``--recall-queries`` queries; the lexical lists (bounded against
 ranked) by ids and by scores (rows tied at the cut are interchangeable). Writes
 ``benchmarks/results/pg_scale.json``.
 
-    nice -n 10 python3 benchmarks/bench_pg_scale.py                  # 1M (~30 min here)
-    nice -n 10 python3 benchmarks/bench_pg_scale.py --rows 100000    # 100k (~3 min)
+    nice -n 10 python3 benchmarks/bench_pg_scale.py                  # 1M (20–30 min here)
+    nice -n 10 python3 benchmarks/bench_pg_scale.py --rows 100000    # 100k (~2 min)
     python3 benchmarks/bench_pg_scale.py --dsn postgresql://…/db --reuse   # time an existing load
         [--load-json benchmarks/results/pg_scale.json]                    # keep its load timings
 """
