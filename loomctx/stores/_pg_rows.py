@@ -10,6 +10,7 @@ A user query never reaches SQL as syntax: each token is one quoted lexeme, ORed.
 from __future__ import annotations
 
 import json
+import struct
 from collections.abc import Sequence
 from typing import Any
 
@@ -29,6 +30,9 @@ COLUMNS = (
 """The record columns, in the order :func:`to_record` reads them."""
 INSERT_COLUMNS = f"{COLUMNS}, content_hash, terms, embedding"
 """The columns :func:`to_row` fills, in its order."""
+COPY_TYPES = ("text", "text", "text", "text", "text", "bytea", "text", "text", "float8", "float8",
+              "text", "int8", "text", "text", "text", "tsvector", "vector")
+"""The PostgreSQL types of :data:`INSERT_COLUMNS`, for a binary COPY."""
 ORDER = "r.timestamp, r.seq, r.id, r.agent, r.session"
 """The scan order (the protocol's), unique per tenant."""
 
@@ -63,17 +67,38 @@ def _fits(token: str) -> bool:
     return "\x00" not in token and len(token.encode("utf-8")) <= _MAX_LEXEME_BYTES
 
 
-def tsvector_literal(text: str) -> str:
-    """The ``terms`` value of ``text``: each token with its positions (1-based)."""
+def _positions(text: str) -> dict[str, list[int]]:
+    """Each token of ``text`` with its distinct positions (1-based, ascending)."""
     positions: dict[str, list[int]] = {}
     for i, token in enumerate(tokenize(text)):
         if _fits(token):
             kept = positions.setdefault(token, [])
             if len(kept) < _MAX_POSITIONS:
                 kept.append(min(i + 1, _MAX_POSITION))
-    return " ".join(
-        f"{_lexeme(t)}:{','.join(map(str, sorted(set(p))))}" for t, p in positions.items()
-    )
+    return {t: sorted(set(p)) for t, p in positions.items()}
+
+
+def tsvector_literal(text: str) -> str:
+    """The ``terms`` value of ``text``: each token with its positions (1-based)."""
+    return " ".join(f"{_lexeme(t)}:{','.join(map(str, p))}" for t, p in _positions(text).items())
+
+
+def tsvector_binary(text: str) -> bytes:
+    """The ``terms`` value of ``text`` in PostgreSQL's binary form (``tsvectorrecv``): the
+    lexeme count, then each lexeme NUL-terminated with its position count and positions."""
+    parts = [struct.pack(">i", 0)]
+    positions = _positions(text)
+    for token, places in positions.items():
+        parts.append(token.encode("utf-8") + b"\x00")
+        parts.append(struct.pack(f">H{len(places)}H", len(places), *places))
+    parts[0] = struct.pack(">i", len(positions))
+    return b"".join(parts)
+
+
+def vector_binary(row: np.ndarray) -> bytes:
+    """A pgvector value in its binary form (``vector_recv``): dimension, a reserved zero, then
+    big-endian float32s. Formatting 896 floats as text took ~1.5 ms a row, this ~1 µs."""
+    return struct.pack(">HH", row.shape[0], 0) + row.astype(">f4").tobytes()
 
 
 def query_terms(query: str) -> list[str]:
@@ -109,15 +134,27 @@ def check_text(record: MemoryRecord) -> None:
             )
 
 
-def to_row(r: MemoryRecord, vector: np.ndarray | None) -> tuple[Any, ...]:
+def to_row(r: MemoryRecord, vector: np.ndarray | None, *,
+           terms: bool = True) -> tuple[Any, ...]:
+    """The values of :data:`INSERT_COLUMNS` for ``r`` (without the last two when not
+    ``terms``)."""
     message = None if r.message is None else rec.to_json(r.message, "message", r.id)
     nul = r.content.encode("utf-8") if "\x00" in r.content else None
-    return (
+    head = (
         r.tenant, r.agent or "", r.session or "", r.id, r.content.replace("\x00", ""), nul,
         r.level, r.role, r.timestamp, r.importance, r.group, r.seq, message,
         rec.to_json(dict(r.metadata), "metadata", r.id), fingerprint(r.content),
-        tsvector_literal(r.content), None if vector is None else vector_literal(vector),
     )
+    if not terms:
+        return head
+    return (*head, tsvector_literal(r.content),
+            None if vector is None else vector_literal(vector))
+
+
+def to_copy_row(r: MemoryRecord, vector: np.ndarray | None) -> tuple[Any, ...]:
+    """:func:`to_row` for a binary COPY (:data:`COPY_TYPES`): terms and vector in binary."""
+    return (*to_row(r, None, terms=False), tsvector_binary(r.content),
+            None if vector is None else vector_binary(vector))
 
 
 def to_record(row: Sequence[Any]) -> MemoryRecord:
@@ -132,6 +169,7 @@ def to_record(row: Sequence[Any]) -> MemoryRecord:
 
 __all__ = [
     "COLUMNS",
+    "COPY_TYPES",
     "INSERT_COLUMNS",
     "MAX_QUERY_TERMS",
     "ORDER",
@@ -139,11 +177,14 @@ __all__ = [
     "check_text",
     "query_terms",
     "scope_filter",
+    "to_copy_row",
     "to_record",
     "to_row",
     "tsquery_literal",
     "tsquery_of",
+    "tsvector_binary",
     "tsvector_literal",
+    "vector_binary",
     "vector_literal",
     "where_sql",
 ]

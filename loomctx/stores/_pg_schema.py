@@ -16,12 +16,14 @@ database with the application):
   point, as every other store does. ``content`` cannot hold NUL
   (PostgreSQL text never does): a record whose text has one keeps its exact text in
   ``content_nul`` (UTF-8 bytes) and ``content`` without the NULs. ``embedding`` is an untyped
-  pgvector column; the HNSW index is an expression index on ``embedding::vector(dims)``, created
-  once the store knows its dimension (``loomctx_meta`` key ``dims``).
+  pgvector column; the vector index (:mod:`loomctx.stores._pg_vector`) is an expression index on
+  ``embedding::halfvec(dims)``, created once the store knows its dimension (``loomctx_meta``
+  key ``dims``; ``vector_index_rows``: the rows it was last built from).
 - ``terms``: a tsvector of the tokens of :func:`loomctx.stores._text.tokenize` (words, CJK
   characters and bigrams), written as a literal by Python, never parsed by a text search
   configuration, so English and Chinese are segmented exactly as in the SQLite store. A GIN
-  index serves ``@@``. ``loomctx_meta`` key ``tokenizer`` names the tokenizer; when it changes,
+  index on (tenant, terms) serves ``tenant = … AND terms @@ …`` (``btree_gin``).
+  ``loomctx_meta`` key ``tokenizer`` names the tokenizer; when it changes,
   the opening store rebuilds every ``terms`` value.
 - ``loomctx_embedding_cache``: embeddings by (tenant, model, content hash), as float32 bytes
   (an array of reals costs more to encode than the embedding took to compute).
@@ -35,7 +37,11 @@ import psycopg
 
 from loomctx.errors import StoreError
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
+
+TERMS_INDEX_SQL = ("CREATE INDEX IF NOT EXISTS loomctx_records_terms ON loomctx_records "
+                   "USING gin (tenant, terms)")
+"""The lexical index: a row's terms under its tenant, so a search reads only its tenant's rows."""
 
 _LOCK_KEY = 0x6C6F6F6D  # "loom": the advisory lock that serialises schema changes
 
@@ -84,14 +90,20 @@ CREATE INDEX loomctx_records_terms ON loomctx_records USING gin (terms);
 CREATE INDEX loomctx_records_level ON loomctx_records (tenant, level);
 """
 
-MIGRATIONS: tuple[str, ...] = (_V1, _V2)
+# Version 3 keys the lexical index by tenant (``btree_gin`` indexes the text column in a GIN
+# index): every search names its tenant, and with ten tenants in one table a common word's rows
+# of the other nine were fetched from the heap only to be filtered out (benchmarks/README.md).
+# It also drops the HNSW vector index: the store builds the IVFFlat index of
+# :mod:`loomctx.stores._pg_vector` in its place when it opens.
+_V3 = f"""
+CREATE EXTENSION IF NOT EXISTS btree_gin;
+DROP INDEX IF EXISTS loomctx_records_hnsw;
+DROP INDEX IF EXISTS loomctx_records_terms;
+{TERMS_INDEX_SQL};
+"""
+
+MIGRATIONS: tuple[str, ...] = (_V1, _V2, _V3)
 """Migration ``k`` (0-based) takes the schema from version ``k`` to ``k + 1``."""
-
-
-def hnsw_index_sql(dims: int) -> str:
-    """The cosine HNSW index over the embeddings, for a store of dimension ``dims``."""
-    return ("CREATE INDEX IF NOT EXISTS loomctx_records_hnsw ON loomctx_records "
-            f"USING hnsw ((embedding::vector({int(dims)})) vector_cosine_ops)")
 
 
 def applied_version(conn: psycopg.Connection) -> int:
@@ -151,5 +163,5 @@ def ensure_schema(
     return int(row[0]) if row else None
 
 
-__all__ = ["MIGRATIONS", "SCHEMA_VERSION", "applied_version", "ensure_schema", "hnsw_index_sql",
+__all__ = ["MIGRATIONS", "SCHEMA_VERSION", "TERMS_INDEX_SQL", "applied_version", "ensure_schema",
            "migrate"]

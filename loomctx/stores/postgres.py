@@ -3,8 +3,9 @@
 Why PostgreSQL: several agents or service replicas need one memory with transactions, and
 pgvector keeps the vectors beside the rows, so a scope filter and a cosine ranking are one query.
 Every query names the tenant (and the agent, session and level when the scope does); the vector
-search uses the HNSW index with pgvector's iterative scan, so a narrow scope still fills its
-``limit``, and its exact cosine scores are recomputed from the stored vectors.
+search uses an IVFFlat index of half-precision copies (:mod:`loomctx.stores._pg_vector`) with
+pgvector's iterative scan, so a narrow scope still fills its ``limit``, and its exact cosine
+scores are recomputed from the stored vectors.
 
 Lexical search is a tsvector over the SQLite store's tokens (words, CJK characters and bigrams)
 with a GIN index, ranked by ``ts_rank`` with length normalisation. ``pg_trgm`` matches
@@ -29,17 +30,20 @@ import psycopg
 from psycopg_pool import ConnectionPool
 
 from loomctx.errors import ConfigError, StoreError
+from loomctx.stores import _pg_vector as vec
 from loomctx.stores import _records as rec
 from loomctx.stores._pg_bulk import (
     build_index,
     bulk_load,
     copy_rows,
+    ensure_vector_index,
+    rebuild_outgrown,
     replace_vectors,
     retokenize,
     set_dims,
 )
 from loomctx.stores._pg_lexical import ROW_BUDGET, TermStats, narrow_query
-from loomctx.stores._pg_pool import HNSW_SETTINGS, PgConnections
+from loomctx.stores._pg_pool import PgConnections
 from loomctx.stores._pg_rows import (
     COLUMNS,
     INSERT_COLUMNS,
@@ -77,7 +81,9 @@ class PostgresStore:
     such failure, operations wait at most 0.25 s until a connection works again.
     ``connect_timeout`` bounds one connection attempt. ``lexical_budget`` is how many matching
     rows (estimated from the table's statistics) a lexical search ranks before it first tries
-    a narrower query (see :mod:`loomctx.stores._pg_lexical`); None ranks every match. The
+    a narrower query (see :mod:`loomctx.stores._pg_lexical`); None ranks every match.
+    ``probes`` is how many lists of the vector index a search reads first (more: better recall,
+    slower; see :mod:`loomctx.stores._pg_vector`). The
     database needs the ``vector`` extension (created when the user may) and is migrated when it
     opens.
     """
@@ -86,7 +92,11 @@ class PostgresStore:
         self, url_or_pool: str | ConnectionPool, *, dims: int | None = None,
         min_size: int = 1, max_size: int = 8, timeout: float = 3.0,
         connect_timeout: int = 5, lexical_budget: int | None = ROW_BUDGET,
+        probes: int = vec.PROBES,
     ) -> None:
+        if isinstance(probes, bool) or not isinstance(probes, int) or probes < 1:
+            raise ConfigError(f"probes must be an int >= 1 (IVF lists a vector search reads "
+                              f"first), got {probes!r}")
         if lexical_budget is not None and (isinstance(lexical_budget, bool) or
                                            not isinstance(lexical_budget, int) or
                                            lexical_budget < 0):
@@ -95,8 +105,9 @@ class PostgresStore:
         if dims is not None and (isinstance(dims, bool) or not isinstance(dims, int) or
                                  dims < 1):
             raise ConfigError(f"dims must be a positive int or None (inferred), got {dims!r}")
+        self._probes = probes
         self._db = PgConnections(url_or_pool, min_size=min_size, max_size=max_size,
-                                 timeout=timeout, connect_timeout=connect_timeout)
+                                 timeout=timeout, connect_timeout=connect_timeout, probes=probes)
         self.where = self._db.where
         """host:port/database of the server (no credentials), as error messages name it."""
         self._lexical_budget = lexical_budget
@@ -108,6 +119,8 @@ class PostgresStore:
                 if dims is not None:
                     with conn.transaction():
                         self._dims = set_dims(conn, dims)
+                if self._dims is not None:
+                    ensure_vector_index(conn, self._dims)
         except BaseException:
             self.close()
             raise
@@ -132,23 +145,25 @@ class PostgresStore:
             if rows is not None and rows.shape[0] and self._dims is None:
                 self._dims = set_dims(conn, rows.shape[1])
             self._delete_identities(conn, cleaned)
-            values = [to_row(r, None if rows is None else rows[i])
-                      for i, r in enumerate(cleaned)]
-            if len(values) >= COPY_THRESHOLD:
-                copy_rows(conn, values)
-            elif values:
+            if len(cleaned) >= COPY_THRESHOLD:
+                copy_rows(conn, cleaned, rows)
+            elif cleaned:
+                values = [to_row(r, None if rows is None else rows[i])
+                          for i, r in enumerate(cleaned)]
                 marks = ", ".join(["%s"] * len(values[0]))
                 with conn.cursor() as cur:
                     cur.executemany(f"INSERT INTO {TABLE} ({INSERT_COLUMNS}) "
                                     f"VALUES ({marks})", values)
+            if self._dims is not None and rows is not None and vec.outgrown(conn):
+                rebuild_outgrown(conn, self._dims)
 
     def bulk_load(self, records: Sequence[MemoryRecord], vectors: np.ndarray | None = None,
                   *, rebuild_index: bool | None = None) -> None:
         """Load many records with COPY, in one transaction; the same result as :meth:`put`.
 
-        The HNSW index is dropped and built again after the copy when ``rebuild_index`` (by
-        default: when the batch is at least as large as what the table already holds), which is
-        several times faster than growing the index row by row.
+        The vector and lexical indexes are dropped and built again after the copy when
+        ``rebuild_index`` (by default: when the batch is at least as large as what the table
+        already holds), which is several times faster than growing them row by row.
         """
         cleaned, rows = rec.prepare_put(records, vectors, self._dims)
         for r in cleaned:
@@ -167,7 +182,7 @@ class PostgresStore:
         It waits for open transactions that read the table (dropping the index takes the table
         for itself), and reads and writes wait for it: run it while no session uses the store. Other
         processes that keep a ``PostgresStore`` of this database open must open it again: each
-        remembers the dimension it read when it opened. The HNSW index is built for the new
+        remembers the dimension it read when it opened. The vector index is built for the new
         dimension after the commit, once no transaction older than it is open (waiting up to
         ``INDEX_WAIT`` seconds); if one stays open, StoreError says so: the new vectors are in
         and searched without the index until a later ``reembed`` builds it."""
@@ -304,7 +319,8 @@ class PostgresStore:
     def search_vector(
         self, vector: np.ndarray, *, scope: Scope, limit: int = 20, level: Level | None = None
     ) -> list[Hit]:
-        """Cosine similarity inside the scope, through the HNSW index (iterative scan)."""
+        """Cosine similarity inside the scope: candidates in the vector index's order (IVFFlat
+        over halfvec, iterative scan), scored from the stored float32 vectors."""
         rec.check_scope(scope)
         rec.check_limit(limit)
         rec.check_level(level, optional=True)
@@ -315,13 +331,14 @@ class PostgresStore:
         where, args = scope_filter(scope, level)
         distance = f"(r.embedding::vector({dims}) <=> %s::vector({dims}))"
         sql = (f"SELECT {COLUMNS}, 1 - {distance} FROM {TABLE} r "
-               f"{where_sql([*where, 'r.embedding IS NOT NULL'])} ORDER BY {distance} LIMIT %s")
+               f"{where_sql([*where, 'r.embedding IS NOT NULL'])} "
+               f"ORDER BY {vec.order_sql(dims)} LIMIT %s")
         literal = vector_literal(query)
-        if self._db.own:  # its connections are configured once with HNSW_SETTINGS
+        if self._db.own:  # its connections are configured once with the search settings
             rows = self._db.select(sql, [literal, *args, literal, limit])
         else:
             with self._db.tx() as conn:
-                conn.execute(HNSW_SETTINGS.replace("false", "true"))
+                conn.execute(vec.search_settings(self._probes, local=True).encode())
                 rows = conn.execute(sql, [literal, *args, literal, limit]).fetchall()
         return rec.top(((to_record(row), float(row[-1])) for row in rows), limit)
 

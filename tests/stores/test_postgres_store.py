@@ -140,6 +140,101 @@ def test_older_schema_is_upgraded_and_reopen_is_idempotent(pg_url: str) -> None:
             "old", "new"}
 
 
+def _indexdef(url: str, name: str) -> str | None:
+    with psycopg.connect(url) as conn:
+        row = conn.execute("SELECT indexdef FROM pg_indexes WHERE indexname = %s",
+                           (name,)).fetchone()
+    return None if row is None else str(row[0])
+
+
+def test_version_2_database_gets_the_tenant_keyed_and_ivf_indexes(pg_url: str) -> None:
+    """A database left by schema version 2 (GIN over terms alone, HNSW over the vectors) is
+    migrated when it opens: both indexes replaced, the old rows searchable through them."""
+    with psycopg.connect(pg_url) as conn:
+        migrate(conn, target=2)
+        conn.execute("INSERT INTO loomctx_meta (key, value) VALUES ('dims', %s)", (str(DIM),))
+        conn.execute(f"CREATE INDEX loomctx_records_hnsw ON loomctx_records "
+                     f"USING hnsw ((embedding::vector({DIM})) vector_cosine_ops)")
+        conn.execute(
+            "INSERT INTO loomctx_records (tenant, agent, session, id, content, level, timestamp, "
+            "importance, seq, metadata, content_hash, terms, embedding) VALUES ('default', 'a', "
+            "'s', 'old', 'river notes', 'L4', 1.0, 0.0, 0, '{}', 'h', %s::tsvector, %s::vector)",
+            ("river:1 notes:2", str(unit(1).tolist())))
+    assert _indexdef(pg_url, "loomctx_records_hnsw") is not None
+    with PostgresStore(pg_url) as store:
+        assert _versions(pg_url) == list(range(1, SCHEMA_VERSION + 1))
+        assert [h.record.id for h in store.search_vector(unit(1), scope=Scope())] == ["old"]
+        assert [h.record.id for h in store.search_lexical("river", scope=Scope())] == ["old"]
+    assert _indexdef(pg_url, "loomctx_records_hnsw") is None
+    assert "gin (tenant, terms)" in (_indexdef(pg_url, "loomctx_records_terms") or "")
+    assert f"ivfflat (((embedding)::halfvec({DIM}))" in (
+        _indexdef(pg_url, "loomctx_records_vec") or "")
+
+
+def test_vector_index_is_rebuilt_when_the_table_outgrows_it(
+        pg_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The IVF index built over the first rows is built again, with more lists, once the
+    table holds GROWTH times the rows it was built from."""
+    from loomctx.stores import _pg_vector
+
+    monkeypatch.setattr(_pg_vector, "MIN_REBUILD_ROWS", 40)
+    monkeypatch.setattr(_pg_vector, "ROWS_PER_LIST", 10)
+    rng = np.random.default_rng(5)
+
+    def built_from() -> int:
+        with psycopg.connect(pg_url) as conn:
+            row = conn.execute(
+                "SELECT value FROM loomctx_meta WHERE key = 'vector_index_rows'").fetchone()
+            conn.execute("ANALYZE loomctx_records")  # what autovacuum does as the table grows
+        return int(row[0]) if row else -1
+
+    with PostgresStore(pg_url) as store:
+        store.put([rec(f"a{i}") for i in range(5)], rng.normal(size=(5, DIM)))
+        assert built_from() == 0  # built by the first write, over no rows yet
+        store.put([rec(f"b{i}") for i in range(30)], rng.normal(size=(30, DIM)))
+        assert built_from() == 0  # 35 rows: under MIN_REBUILD_ROWS
+        store.put([rec(f"c{i}") for i in range(10)], rng.normal(size=(10, DIM)))
+        assert built_from() == 0  # the statistics still said 35 rows
+        store.put([rec("d")], rng.normal(size=(1, DIM)))
+        assert built_from() == 46  # 45 rows known: rebuilt over all 46
+        assert "lists='4'" in (_indexdef(pg_url, "loomctx_records_vec") or "")
+        store.put([rec(f"e{i}") for i in range(150)], rng.normal(size=(150, DIM)))
+        assert built_from() == 46  # 46 rows known, fewer than 4 x 46
+        store.put([rec("f")], rng.normal(size=(1, DIM)))
+        assert built_from() == 197
+        assert "lists='19'" in (_indexdef(pg_url, "loomctx_records_vec") or "")
+        probe = rng.normal(size=DIM)
+        held = list(store.scan(scope=Scope()))
+        assert len(store.search_vector(probe, scope=Scope(), limit=200)) == len(held)
+
+
+def test_probes_must_be_a_positive_int(pg_url: str) -> None:
+    for bad in (0, -1, True, "3", 2.5):
+        with pytest.raises(ConfigError, match="probes must be an int >= 1"):
+            PostgresStore(pg_url, probes=bad)  # type: ignore[arg-type]
+
+
+def test_binary_copy_writes_what_insert_writes(postgres_server: PostgresServer) -> None:
+    """The binary COPY rows (terms and vector encoded in Python) equal the INSERTed ones."""
+    texts = ["it's a \\back\\slash and 'quotes'", "我喜欢在周末去爬山 with friends",
+             "repeat repeat repeat words", "nul\x00inside", "", "ünïcödé naïve café"]
+    rng = np.random.default_rng(3)
+    vectors = rng.normal(size=(len(texts), DIM)).astype(np.float32)
+    records = [rec(f"r{i}", t) for i, t in enumerate(texts)]
+    urls = [postgres_server.create_database() for _ in range(2)]
+    with PostgresStore(urls[0]) as by_insert, PostgresStore(urls[1]) as by_copy:
+        by_insert.put(records, vectors)
+        by_copy.bulk_load(records, vectors)
+    dumped = []
+    for url in urls:
+        with psycopg.connect(url) as conn:
+            dumped.append(conn.execute(
+                "SELECT id, content, content_nul, terms::text, embedding::text "
+                "FROM loomctx_records ORDER BY id").fetchall())
+    assert dumped[0] == dumped[1]
+    assert len(dumped[0]) == len(texts) and dumped[0][1][3]  # terms were written
+
+
 def test_newer_schema_is_refused(pg_url: str) -> None:
     PostgresStore(pg_url).close()
     with psycopg.connect(pg_url) as conn:
@@ -195,7 +290,7 @@ def test_bulk_load_equals_put(postgres_server: PostgresServer,
     with psycopg.connect(urls[1]) as conn:
         indexes = {n for (n,) in conn.execute(
             "SELECT indexname FROM pg_indexes WHERE tablename = 'loomctx_records'")}
-    assert {"loomctx_records_hnsw", "loomctx_records_terms"} <= indexes
+    assert {"loomctx_records_vec", "loomctx_records_terms"} <= indexes
 
 
 def test_reembed_rebuilds_the_index_for_the_new_dimension(pg_url: str) -> None:
@@ -214,9 +309,9 @@ def test_reembed_rebuilds_the_index_for_the_new_dimension(pg_url: str) -> None:
         assert best[0].score == pytest.approx(1.0, abs=1e-5)
     with psycopg.connect(pg_url) as conn:
         (definition,) = conn.execute("SELECT indexdef FROM pg_indexes "
-                                     "WHERE indexname = 'loomctx_records_hnsw'").fetchone()
+                                     "WHERE indexname = 'loomctx_records_vec'").fetchone()
         (meta,) = conn.execute("SELECT value FROM loomctx_meta WHERE key = 'dims'").fetchone()
-    assert "vector(5)" in definition and meta == "5"
+    assert "halfvec(5)" in definition and meta == "5"
 
 
 def test_reembed_while_an_older_transaction_is_open(pg_url: str,
@@ -241,8 +336,8 @@ def test_reembed_while_an_older_transaction_is_open(pg_url: str,
         assert store.reembed(lambda texts: np.stack([new[t] for t in texts])) == 20
     with psycopg.connect(pg_url) as conn:
         (definition,) = conn.execute("SELECT indexdef FROM pg_indexes "
-                                     "WHERE indexname = 'loomctx_records_hnsw'").fetchone()
-    assert "vector(5)" in definition
+                                     "WHERE indexname = 'loomctx_records_vec'").fetchone()
+    assert "halfvec(5)" in definition
 
 
 def test_cli_reembeds_a_postgres_store_and_prints_no_credentials(
