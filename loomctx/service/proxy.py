@@ -189,8 +189,11 @@ class Proxy:
             if seen is None:
                 new = self.service.unseen(conv, new)
             conv.session.memory.history.check(new)
-            self.service.check_fits(conv, budget, system if system is not None
-                                    else conv.session.system_prompt, new)
+            prompt = system if system is not None else conv.session.system_prompt
+            if not new and not conv.chain and not prompt.strip():
+                raise InputError("the request has nothing to send: its only messages are empty "
+                                 "system messages; add a user message", where="messages")
+            self.service.check_fits(conv, budget, prompt, new)
             if fresh:  # nothing refused it: the session is the tenant's from here on
                 self.service.adopt(tenant, conv)
             elif system is not None and seen is None:

@@ -413,3 +413,16 @@ def test_a_streamed_reply_is_stored_before_its_last_event(
                 info = httpx.get(server.url + "/v1/loomctx/sessions/durable").json()
                 seen.append(info["messages"])
     assert seen == [2]
+
+
+@pytest.mark.parametrize("messages", [
+    [{"role": "system", "content": ""}], [{"role": "developer", "content": ""}],
+    [{"role": "system"}, {"role": "system", "content": "  "}]])
+def test_a_request_of_empty_system_messages_only_is_refused_untouched(
+        upstream: WindowedFakeServer, proxy: RunningServer,
+        messages: list[dict[str, Any]]) -> None:
+    """Nothing to send (no prompt, no message): a 400 before anything is stored, never the
+    build's structural failure as a 500."""
+    resp = _post(proxy, CHAT, {"model": "gpt-4o", "messages": messages})
+    assert resp.status_code == 400 and "nothing to send" in _error(resp)
+    _refused_untouched(proxy, upstream, 0)
