@@ -70,6 +70,9 @@ class BuildResult:
 
     @property
     def payload(self) -> dict[str, Any]:
+        """The request body. Its history messages are copies of the stored ones, and a later
+        build of the session reuses a copy that still equals its message: change a payload's
+        messages only in the newest one (or copy it first)."""
         return self.rendered.payload
 
     @property

@@ -326,3 +326,25 @@ def test_a_message_seen_clean_is_not_serialised_again_and_a_new_bad_one_is_still
                                                               "messages": [*history, bad]}))
     odd = {"role": "user", "content": "x", 1: "odd"}
     assert any("not a string" in p for p in check("openai", {"messages": [*history, odd]}))
+
+
+def test_a_turn_resends_the_same_copies_of_stored_messages_unless_one_was_changed() -> None:
+    """The OpenAI payload's history copies are reused while they equal the stored messages
+    (the JSON check then skips them); a copy a caller changed is not reused, and the stored
+    message never changes."""
+    from loomctx import HashingEmbedder, Session
+
+    s = Session(embedder=HashingEmbedder(dim=64), clock=lambda: 1.7e9)
+    for i in range(6):
+        s.add_message_sync("user" if i % 2 == 0 else "assistant", f"line {i}")
+    first = s.build_sync().messages
+    s.add_message_sync("user", "and now?")
+    second = s.build_sync().messages
+    assert any(a is b for a, b in zip(first, second, strict=False))
+    changed = next(m for m in second if m.get("content") == "line 2")
+    changed["content"] = "edited by the caller"
+    s.add_message_sync("assistant", "ok")
+    third = s.build_sync().messages
+    assert [m["content"] for m in third if m.get("content", "").startswith("line 2")] == \
+        ["line 2"]
+    assert all(m is not changed for m in third)

@@ -42,6 +42,8 @@ class OpenAIRenderer:
         self._sizes: dict[int, tuple[Any, int]] = {}
         """id of a history message → (the message, its tokens): a turn re-renders the
         same stored messages, so each is counted once, not on every build."""
+        self._copies: dict[int, tuple[Any, dict[str, Any]]] = {}
+        """id of a history message → (the message, its copy in the last payload)."""
 
     def _history_tokens(self, msg: Any) -> int:
         """``chat.message(msg)`` for a stored history message, cached by its identity
@@ -54,6 +56,20 @@ class OpenAIRenderer:
             self._sizes.clear()
         self._sizes[id(msg)] = (msg, n)
         return n
+
+    def _copy(self, msg: Any) -> dict[str, Any]:
+        """The payload's copy of a stored history message: the same copy as last build while
+        it still equals the message (a caller that changed it gets a fresh one), so the
+        request's checks and its comparison with the previous request see an object they
+        have seen before."""
+        hit = self._copies.get(id(msg))
+        if hit is not None and hit[0] is msg and hit[1] == msg:
+            return hit[1]
+        copy = dict(msg)
+        if len(self._copies) >= SIZES_MAX:
+            self._copies.clear()
+        self._copies[id(msg)] = (msg, copy)
+        return copy
 
     def cost(self, item: ContextItem) -> int:
         if item.kind == "message":
@@ -91,7 +107,7 @@ class OpenAIRenderer:
         history_tokens = 0
         for i in layout.history:
             if i.message is not None:
-                messages.append(dict(i.message))
+                messages.append(self._copy(i.message))
                 history_tokens += self._history_tokens(i.message)
             else:
                 messages.append({"role": i.role, "content": i.content})
