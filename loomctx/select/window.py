@@ -12,7 +12,7 @@ recalls only what is new. The room for a turn's new evidence is sized by what re
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Protocol
 
 from loomctx.buildstate import BuildState
@@ -96,11 +96,14 @@ def asks(text: str) -> bool:
     return "?" in text or "\uff1f" in text
 
 
-def pool_sources(candidates: Mapping[str, Sequence[ContextItem]]) -> frozenset[str]:
-    """Sources whose content changes every turn (evidence, state)."""
+def pool_sources(candidates: Mapping[str, Sequence[ContextItem]],
+                 history: Iterable[str] = ()) -> frozenset[str]:
+    """Sources whose content changes every turn (evidence, state); the ``history`` sources
+    (all messages, however long) are not looked through."""
+    skip = frozenset(history)
     return frozenset(name for name, items in candidates.items()
-                     if any(it.kind not in STABLE_KINDS and it.kind != "message"
-                            for it in items))
+                     if name not in skip and any(it.kind not in STABLE_KINDS
+                                                 and it.kind != "message" for it in items))
 
 
 class TurnWindow:
@@ -147,7 +150,10 @@ class TurnWindow:
         room, gap, clip = self.room(st, stable)
         room = max(0, room - max(0, reserve - int(self.options.volatile_share * st.available)))
         st.window_room = room
-        items = self._clipped(st, self._with_notes(st, source, list(items)), clip)
+        items = self._with_notes(st, source, list(items))
+        # Before where the window last started nothing is shown again (it never grows back at
+        # its front): those messages need no clipping, and no measuring.
+        items = self._clipped(st, items, clip, self._last_start(source, gap, items))
         start = self._onwards(source, gap, items,
                               self.compactor.window_start(source, items, room, gap,
                                                           self.measure))
@@ -155,6 +161,16 @@ class TurnWindow:
             return None
         st.window_start[source] = start
         return [it for u in window_units(items[start:], cost) for it in u.items]
+
+    def _last_start(self, source: str, gap: int, items: Sequence[ContextItem]) -> int:
+        """The index of the message the window last started at (0 when it never did)."""
+        last = self._starts.get((source, gap))
+        if last is None:
+            return 0
+        first, hint = last
+        if hint < len(items) and items[hint].id == first:
+            return hint
+        return next((i for i, it in enumerate(items) if it.id == first), 0)
 
     def _onwards(self, source: str, gap: int, items: Sequence[ContextItem], start: int) -> int:
         """``start``, or where the window started last time when that is later: a window that
@@ -206,12 +222,13 @@ class TurnWindow:
         if sum(len(v) for v in notes.values()) > MAX_NOTES:
             notes.pop(next(iter(notes)))
 
-    def _clipped(self, st: BuildState, items: Sequence[ContextItem], clip: int,
+    def _clipped(self, st: BuildState, items: Sequence[ContextItem], clip: int, start: int = 0,
                  ) -> list[ContextItem]:
         """Messages larger than ``clip`` tokens shown cut, the same way on every turn (the
-        cut is cached), with the original kept in ``originals``."""
-        out = []
-        for it in items:
+        cut is cached), with the original kept in ``originals``; those before ``start`` are
+        kept as they are."""
+        out = list(items[:start])
+        for it in items[start:]:
             if it.message is None or NOTE in it.metadata or self.measure(it) <= clip:
                 out.append(it)
                 continue
@@ -237,7 +254,8 @@ class TurnWindow:
         counted. Records whether any of them is this ``session``'s own memory: only then can
         the window hold what is asked (knowledge and other sessions' memory never are)."""
         asked = {it.id for it in st.candidates.get(INPUT_SOURCE, ())}  # the question itself
-        best = [it for name in pool_sources(st.candidates) for it in st.candidates[name][:top]
+        best = [it for name in pool_sources(st.candidates, st.window_start)
+                for it in st.candidates[name][:top]
                 if it.id not in asked]
         st.recall_own = session is not None and any(
             it.metadata.get("session") == session for it in best)
@@ -274,7 +292,7 @@ class TurnWindow:
         window yielded), or the shares such sources declare themselves when those are larger
         (an explicit choice of the caller), stretched to hold the single best unit when it is
         at most three times that."""
-        pool = pool_sources(candidates)
+        pool = pool_sources(candidates, st.window_start)
         own = sum(v for k, v in (declared or {}).items() if k in pool)
         cap = int(max(self.options.volatile_share, min(own, 1.0)) * st.available)
         if asks(st.question):
