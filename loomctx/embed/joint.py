@@ -11,10 +11,11 @@ unit-length, so every row is.
 A few texts at once (a question being asked) are embedded by the two models at the same time,
 the English one on a thread of its own: both run in onnxruntime, which leaves Python's lock
 free, so a question waits for the slower model rather than for both (~1-2 ms less per new
-question on LoCoMo, ``benchmarks/README.md``). Larger batches (ingest) run the two models at
-the same time too (``overlap``): USE runs its passes on one thread, and while it does, MiniLM's
-worker threads take whatever core time is left, so on an idle machine ingest waits for about
-the sum of the two models' CPU time over the cores rather than for USE's time plus MiniLM's.
+question on LoCoMo, ``benchmarks/README.md``). Larger batches (ingest) run one model after the
+other by default; each spreads its own batches over the cores. ``overlap=True`` runs them at
+the same time too, which can only help where cores sit idle while USE runs its one thread: on
+2 busy cores it saved no wall time and cost ~1.5 % more CPU (35.0 against 34.5 s for one
+LongMemEval history, ``docs/dependencies.md``), so it is off.
 """
 
 from __future__ import annotations
@@ -49,12 +50,12 @@ class JointEmbedder:
     ``weight`` is the multilingual model's share of the cosine between two Latin-script texts
     (0 < weight < 1). A batch of at most ``at_once`` texts (a question) has both models' input
     work done first, then both passes run at the same time, on two threads. A larger batch runs
-    the two models at the same time when ``overlap`` (the default), one after the other when
-    not; ``at_once=0, overlap=False`` is always one after the other.
+    the two models at the same time when ``overlap``, one after the other when not (the
+    default); ``at_once=0`` is then always one after the other.
     """
 
     def __init__(self, multilingual: Embedder, english: Embedder, *, weight: float = 0.5,
-                 at_once: int = AT_ONCE, overlap: bool = True) -> None:
+                 at_once: int = AT_ONCE, overlap: bool = False) -> None:
         if not isinstance(weight, (int, float)) or not 0.0 < float(weight) < 1.0:
             raise ConfigError(f"JointEmbedder weight must be between 0 and 1, got {weight!r}")
         if isinstance(at_once, bool) or not isinstance(at_once, int) or at_once < 0:

@@ -86,9 +86,9 @@ class _Recording:
         return self.inner.embed(texts)
 
 
-def test_a_question_embeds_with_both_models_at_once_and_without_overlap_a_batch_in_turn() -> None:
+def test_a_question_embeds_with_both_models_at_once_and_a_batch_one_after_the_other() -> None:
     a, b = _Recording(A), _Recording(B)
-    joint = JointEmbedder(a, b, weight=0.3, overlap=False)
+    joint = JointEmbedder(a, b, weight=0.3)
     few = ["when did the deploy fail", "我喜欢爬山", "and the timeout?"]
     many = [f"turn {i} about the deploy" for i in range(40)]
     assert np.array_equal(joint.embed(few), _joint(0.3).embed(few))
@@ -99,16 +99,17 @@ def test_a_question_embeds_with_both_models_at_once_and_without_overlap_a_batch_
     assert all(t.name != "loomctx-joint" for t in threading.enumerate())  # none outlives a call
     a.threads.clear()
     b.threads.clear()
-    serial = JointEmbedder(a, b, weight=0.3, at_once=0, overlap=False)
+    serial = JointEmbedder(a, b, weight=0.3, at_once=0)
     assert np.array_equal(serial.embed(few), _joint(0.3).embed(few))
     assert a.threads == b.threads == [main]
 
 
-def test_a_batch_embeds_with_both_models_at_once_by_default() -> None:
+def test_with_overlap_a_batch_embeds_with_both_models_at_once() -> None:
     # Ingest: USE on the caller's thread, MiniLM (and its own workers) beside it.
     a, b = _Recording(A), _Recording(B)
     many = [f"turn {i} about the deploy" for i in range(40)] + ["我喜欢爬山"]
-    assert np.array_equal(JointEmbedder(a, b, weight=0.3).embed(many), _joint(0.3).embed(many))
+    joint = JointEmbedder(a, b, weight=0.3, overlap=True)
+    assert np.array_equal(joint.embed(many), _joint(0.3).embed(many))
     main = threading.current_thread().name
     assert a.threads == [main] and b.threads[0] != main
     assert all(t.name != "loomctx-joint" for t in threading.enumerate())
@@ -118,7 +119,7 @@ def test_a_failing_model_in_a_batch_fails_the_call_and_leaves_no_thread() -> Non
     many = [f"turn {i} about the deploy" for i in range(40)]
     for a, b in ((_Recording(A, fail=True), _Recording(B)), (_Recording(A), _Recording(B, True))):
         with pytest.raises(RuntimeError, match="failed"):
-            JointEmbedder(a, b, weight=0.3).embed(many)
+            JointEmbedder(a, b, weight=0.3, overlap=True).embed(many)
         assert all(t.name != "loomctx-joint" for t in threading.enumerate())
 
 
@@ -155,8 +156,8 @@ def test_the_english_models_first_step_runs_before_the_thread_starts() -> None:
     assert b.steps[1][0] == "rest" and b.steps[1][1] != main
     assert b.threads == []  # embed itself is not called for a question
     b.steps.clear()
-    joint.embed([f"turn {i}" for i in range(20)])  # a batch: embed, beside the other model
-    assert b.steps == [] and len(b.threads) == 1 and b.threads[0] != main
+    joint.embed([f"turn {i}" for i in range(20)])  # a batch: embed, one model after the other
+    assert b.steps == [] and b.threads == [main]
 
 
 @pytest.mark.parametrize("at_once", [-1, 2.5, True, "8", None])
