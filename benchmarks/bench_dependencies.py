@@ -9,7 +9,7 @@ int8 the same way, the tool JSON schema (against pydantic's ``TypeAdapter``), an
 Python tokenizer (against ``sentencepiece``). The libraries are not loomctx dependencies; put
 them on the path without installing them over the environment:
 
-    pip download --no-deps -d WHEELS safetensors onnx ml_dtypes pydantic pydantic-core sentencepiece
+    pip download --no-deps -d WHEELS safetensors onnx ml_dtypes sentencepiece  # pydantic: the env's
     pip install --no-deps --target SITE WHEELS/*.whl
     PYTHONPATH=.:SITE nice -n 10 python3 benchmarks/bench_dependencies.py \\
         --longmemeval PATH/longmemeval_s_dev60.jsonl.gz --locomo PATH/locomo10.json
@@ -21,6 +21,7 @@ so other work on the machine moves them less than wall time.
 from __future__ import annotations
 
 import argparse
+import enum
 import gzip
 import json
 import os
@@ -30,7 +31,7 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
@@ -168,32 +169,32 @@ def use_int8(texts: dict[str, list[str]]) -> dict[str, Any]:
     return out
 
 
-def tool_schema() -> dict[str, Any]:
-    import enum
-    from typing import Literal
+class _Unit(enum.Enum):
+    CELSIUS = "c"
+    FAHRENHEIT = "f"
 
+
+def _forecast(city: str, days: int = 3, unit: _Unit = _Unit.CELSIUS,
+              detail: Literal["short", "long"] = "short", tags: list[str] | None = None,
+              extra: dict[str, float] | None = None) -> str:
+    """The weather forecast for a city.
+
+    Args:
+        city: The city's name, e.g. "Lyon".
+        days: How many days ahead.
+        unit: Temperature unit.
+        detail: How much to say.
+    """
+    return city
+
+
+def tool_schema() -> dict[str, Any]:
     from pydantic import TypeAdapter
 
     from loomctx.agent.tools import tool_schema as ours
     from loomctx.tokens.registry import counter_for_model
 
-    class Unit(enum.Enum):
-        CELSIUS = "c"
-        FAHRENHEIT = "f"
-
-    def forecast(city: str, days: int = 3, unit: Unit = Unit.CELSIUS,
-                 detail: Literal["short", "long"] = "short", tags: list[str] | None = None,
-                 extra: dict[str, float] | None = None) -> str:
-        """The weather forecast for a city.
-
-        Args:
-            city: The city's name, e.g. "Lyon".
-            days: How many days ahead.
-            unit: Temperature unit.
-            detail: How much to say.
-        """
-        return city
-
+    forecast = _forecast
     count = counter_for_model("gpt-4o").counter.count
     mine = ours(forecast)["function"]["parameters"]
     theirs = TypeAdapter(forecast).json_schema()
@@ -230,6 +231,8 @@ def main() -> None:
                     help="longmemeval_s_dev60.jsonl.gz (long turns)")
     ap.add_argument("--locomo", type=Path, required=True, help="locomo10.json (short turns)")
     ap.add_argument("--texts", type=int, default=80, help="turns of each kind")
+    ap.add_argument("--parts", default="safetensors,onnx_writer,minilm_int8,use_int8,tool_schema,"
+                    "use_tokenizer", help="comma-separated comparisons to run (default: all)")
     ap.add_argument("--out", type=Path, default=_OUT)
     args = ap.parse_args()
     for path in (args.longmemeval, args.locomo):
@@ -240,11 +243,14 @@ def main() -> None:
                                           "python": platform.python_version(),
                                           "platform": platform.platform(),
                                           "load_average": os.getloadavg()}}
-    for name, part in (("safetensors", safetensors_reader), ("onnx_writer", onnx_writer),
-                       ("minilm_int8", lambda: quantisation(texts)),
-                       ("use_int8", lambda: use_int8(texts)), ("tool_schema", tool_schema),
-                       ("use_tokenizer", lambda: use_tokenizer(texts))):
-        result[name] = part()
+    parts: dict[str, Callable[[], dict[str, Any]]] = {
+        "safetensors": safetensors_reader, "onnx_writer": onnx_writer,
+        "minilm_int8": lambda: quantisation(texts), "use_int8": lambda: use_int8(texts),
+        "tool_schema": tool_schema, "use_tokenizer": lambda: use_tokenizer(texts)}
+    for name in args.parts.split(","):
+        if name not in parts:
+            raise SystemExit(f"--parts: unknown part {name!r}; use some of {', '.join(parts)}")
+        result[name] = parts[name]()
         print(name, json.dumps(result[name]), flush=True)
     args.out.write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
 
