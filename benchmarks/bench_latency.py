@@ -29,6 +29,10 @@ alternately, each in its own process, ``--rounds`` times. It writes
     nice -n 10 python3 benchmarks/bench_latency.py --ingest \
         --history PATH/longmemeval_s_dev60.jsonl.gz --histories 1 --rounds 5 --peer-src DIR
 
+``--levers`` (with ``--ingest --history``) embeds the first history's texts in one process
+under each ingest setting (MiniLM's int8 texts per pass, ``JointEmbedder(overlap=...)``),
+alternately, ``--rounds`` times, and writes ``results/ingest_levers.json``.
+
 ``DIR`` is a checkout of another commit (``git worktree add DIR <commit>``).
 """
 
@@ -174,6 +178,45 @@ def history_worker(path: Path, histories: int) -> dict:
     return out
 
 
+LEVERS = {
+    "before: int8 4 texts per pass, USE then MiniLM": (4, False),
+    "int8 1 text per pass (default)": (1, False),
+    "int8 1 text per pass, USE beside MiniLM (overlap)": (1, True),
+}
+
+
+def lever_matrix(path: Path, rounds: int) -> dict:
+    """Wall and CPU seconds to embed one history's texts under each of :data:`LEVERS`."""
+    import gzip
+
+    from loomctx.embed import minilm
+    from loomctx.embed.default import DEFAULT_WEIGHT
+    from loomctx.embed.joint import JointEmbedder
+    from loomctx.embed.use import UniversalSentenceEncoder
+    from loomctx.text.decoration import index_text
+
+    opener = gzip.open if path.suffix == ".gz" else open
+    with opener(path, "rt", encoding="utf-8") as fh:
+        row = json.loads(fh.readline())
+    texts = [index_text(m["content"]) for m in row["history"]]
+    embedders = {name: JointEmbedder(UniversalSentenceEncoder(), minilm.MiniLMEmbedder(),
+                                     weight=DEFAULT_WEIGHT, overlap=overlap)
+                 for name, (_, overlap) in LEVERS.items()}
+    for embedder in embedders.values():
+        embedder.embed(["warm up"])
+    seconds: dict[str, dict[str, list[float]]] = {n: {"wall": [], "cpu": []} for n in LEVERS}
+    for r in range(rounds):
+        for name in (list(LEVERS) if r % 2 == 0 else list(LEVERS)[::-1]):
+            minilm._BATCH["int8"] = LEVERS[name][0]
+            wall, cpu = time.perf_counter(), time.process_time()
+            embedders[name].embed(texts)
+            seconds[name]["wall"].append(round(time.perf_counter() - wall, 2))
+            seconds[name]["cpu"].append(round(time.process_time() - cpu, 2))
+            print(f"round {r + 1} {name}: {seconds[name]}", flush=True)
+    return {"texts": len(texts), "seconds": seconds,
+            "summary": {n: {k: _summary(v) for k, v in s.items()} for n, s in seconds.items()}}
+
+
 def history_matrix(args: argparse.Namespace) -> dict:
     """:func:`history_worker` in a process per side and round, the sides alternately."""
     sides = [_ROOT] if args.peer_src is None else [args.peer_src.resolve(), _ROOT]
@@ -247,6 +290,8 @@ def main() -> None:
                     help="with --ingest: a generic JSONL file (LongMemEval_S); time adding its "
                          "histories to a default session instead")
     ap.add_argument("--histories", type=int, default=1, help="with --history: the first N")
+    ap.add_argument("--levers", action="store_true",
+                    help="with --history: each ingest setting in one process instead")
     ap.add_argument("--out", type=Path)
     ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -256,9 +301,10 @@ def main() -> None:
         if args.worker:
             print(json.dumps(history_worker(args.history, args.histories)))
             return
-        result = history_matrix(args)
+        result = lever_matrix(args.history, args.rounds) if args.levers else history_matrix(args)
         result["machine"] = _machine()
-        out = args.out or _OUT.with_name("ingest_longmemeval.json")
+        out = args.out or _OUT.with_name("ingest_levers.json" if args.levers
+                                         else "ingest_longmemeval.json")
         out.write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
         return
     if args.data is None or not args.data.is_file():
