@@ -14,8 +14,8 @@ free, so a question waits for the slower model rather than for both (~1-2 ms les
 question on LoCoMo, ``benchmarks/README.md``). Larger batches (ingest) run one model after the
 other by default; each spreads its own batches over the cores. ``overlap=True`` runs them at
 the same time too, which can only help where cores sit idle while USE runs its one thread: on
-2 busy cores it saved no wall time and cost ~1.5 % more CPU (35.0 against 34.5 s for one
-LongMemEval history, ``docs/dependencies.md``), so it is off.
+2 busy cores it saved no wall time and cost 2-8 % more CPU (41.2 against 38.3 s for one
+LongMemEval history, medians of 2, ``docs/dependencies.md``), so it is off.
 """
 
 from __future__ import annotations
