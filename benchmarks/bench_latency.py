@@ -20,6 +20,19 @@ setting (BLAS pinned to one thread, BLAS left alone, batches on worker threads),
 ``--rounds`` times; ``--busy`` keeps one core busy meanwhile (a spinning process), as on a
 loaded machine. It writes ``results/ingest.json`` (``results/ingest_busy.json``).
 
+``--ingest --history`` times what a user pays: ``add_messages_sync`` of whole histories of a
+generic JSONL file (one LongMemEval_S history: ~490 messages, ~115k tokens) into a new default
+``Session``, models loaded beforehand, wall and CPU seconds, this checkout and ``--peer-src``
+alternately, each in its own process, ``--rounds`` times. It writes
+``results/ingest_longmemeval.json``:
+
+    nice -n 10 python3 benchmarks/bench_latency.py --ingest \
+        --history PATH/longmemeval_s_dev60.jsonl.gz --histories 1 --rounds 5 --peer-src DIR
+
+``--levers`` (with ``--ingest --history``) embeds the first history's texts in one process
+under each ingest setting (MiniLM's int8 texts per pass, ``JointEmbedder(overlap=...)``),
+alternately, ``--rounds`` times, and writes ``results/ingest_levers.json``.
+
 ``DIR`` is a checkout of another commit (``git worktree add DIR <commit>``).
 """
 
@@ -132,6 +145,114 @@ def ingest_matrix(data: Path, rounds: int) -> dict:
             "median_s": {k: round(statistics.median(v), 2) for k, v in seconds.items()}}
 
 
+def history_worker(path: Path, histories: int) -> dict:
+    """Seconds (wall and CPU) to add each of the first ``histories`` histories of a generic
+    JSONL file to a new default session, and how many texts reached the models."""
+    import gzip
+
+    from loomctx.session import Session
+
+    opener = gzip.open if path.suffix == ".gz" else open
+    rows = []
+    with opener(path, "rt", encoding="utf-8") as fh:
+        for line in fh:
+            if line.strip():
+                rows.append(json.loads(line))
+            if len(rows) == histories:
+                break
+    out: dict[str, list[Any]] = {"messages": [], "wall_s": [], "cpu_s": [], "embedded": []}
+    for row in rows:
+        messages = [{"role": m["role"], "content": m["content"],
+                     **({"timestamp": m["timestamp"]} if m.get("timestamp") else {})}
+                    for m in row["history"]]
+        session = Session(clock=lambda: 0.0)
+        session.embedder.inner.embed(["warm up"])  # models loaded before the clock starts
+        misses = session.embedder.misses
+        wall, cpu = time.perf_counter(), time.process_time()
+        session.add_messages_sync(messages)
+        out["wall_s"].append(round(time.perf_counter() - wall, 3))
+        out["cpu_s"].append(round(time.process_time() - cpu, 3))
+        out["messages"].append(len(messages))
+        out["embedded"].append(session.embedder.misses - misses)
+    out["embedder"] = session.embedder.name
+    return out
+
+
+LEVERS = {
+    "before: int8 4 texts per pass, USE then MiniLM": (4, False),
+    "int8 1 text per pass (default)": (1, False),
+    "int8 1 text per pass, USE beside MiniLM (overlap)": (1, True),
+}
+
+
+def lever_matrix(path: Path, rounds: int) -> dict:
+    """Wall and CPU seconds to embed one history's texts under each of :data:`LEVERS`."""
+    import gzip
+
+    from loomctx.embed import minilm
+    from loomctx.embed.default import DEFAULT_WEIGHT
+    from loomctx.embed.joint import JointEmbedder
+    from loomctx.embed.use import UniversalSentenceEncoder
+    from loomctx.text.decoration import index_text
+
+    opener = gzip.open if path.suffix == ".gz" else open
+    with opener(path, "rt", encoding="utf-8") as fh:
+        row = json.loads(fh.readline())
+    texts = [index_text(m["content"]) for m in row["history"]]
+    embedders = {name: JointEmbedder(UniversalSentenceEncoder(), minilm.MiniLMEmbedder(),
+                                     weight=DEFAULT_WEIGHT, overlap=overlap)
+                 for name, (_, overlap) in LEVERS.items()}
+    for embedder in embedders.values():
+        embedder.embed(["warm up"])
+    seconds: dict[str, dict[str, list[float]]] = {n: {"wall": [], "cpu": []} for n in LEVERS}
+    for r in range(rounds):
+        for name in (list(LEVERS) if r % 2 == 0 else list(LEVERS)[::-1]):
+            minilm._BATCH["int8"] = LEVERS[name][0]
+            wall, cpu = time.perf_counter(), time.process_time()
+            embedders[name].embed(texts)
+            seconds[name]["wall"].append(round(time.perf_counter() - wall, 2))
+            seconds[name]["cpu"].append(round(time.process_time() - cpu, 2))
+            print(f"round {r + 1} {name}: {seconds[name]}", flush=True)
+    return {"texts": len(texts), "seconds": seconds,
+            "summary": {n: {k: _summary(v) for k, v in s.items()} for n, s in seconds.items()}}
+
+
+def history_matrix(args: argparse.Namespace) -> dict:
+    """:func:`history_worker` in a process per side and round, the sides alternately."""
+    sides = [_ROOT] if args.peer_src is None else [args.peer_src.resolve(), _ROOT]
+    runs: dict[str, dict[str, list[Any]]] = {}
+    for r in range(args.rounds):
+        for src in (sides if r % 2 == 0 else sides[::-1]):
+            env = {**os.environ, "PYTHONPATH": str(src)}
+            cmd = [sys.executable, str(Path(__file__).resolve()), "--worker", "--ingest",
+                   "--history", str(args.history),
+                   "--histories", str(args.histories)]
+            done = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
+            if done.returncode != 0:
+                raise SystemExit(f"worker for {src} failed:\n{done.stderr[-2000:]}")
+            result = json.loads(done.stdout.strip().splitlines()[-1])
+            name = "this checkout" if src == _ROOT else "peer"
+            side = runs.setdefault(name, {"wall_s": [], "cpu_s": [], "load_average": []})
+            side["wall_s"] += result["wall_s"]
+            side["cpu_s"] += result["cpu_s"]
+            side["load_average"].append(round(os.getloadavg()[0], 2))
+            side.update(messages=result["messages"], embedded=result["embedded"],
+                        embedder=result["embedder"], commit=_commit(src))
+            print(f"round {r + 1} {name:>13}: wall {result['wall_s']} s, "
+                  f"cpu {result['cpu_s']} s", flush=True)
+    for side in runs.values():
+        side["wall"] = _summary(side["wall_s"])
+        side["cpu"] = _summary(side["cpu_s"])
+    return {"history": Path(args.history).name, "histories": args.histories,
+            "rounds": args.rounds, "runs": runs}
+
+
+def _commit(src: Path) -> str:
+    out = subprocess.run(["git", "-C", str(src), "rev-parse", "--short", "HEAD"],
+                         capture_output=True, text=True, check=False).stdout.strip()
+    return out or "unknown"
+
+
 def _run(src: Path, args: argparse.Namespace) -> dict:
     env = {**os.environ, "PYTHONPATH": str(src)}
     cmd = [sys.executable, str(Path(__file__).resolve()), "--worker", "--data", str(args.data),
@@ -143,9 +264,7 @@ def _run(src: Path, args: argparse.Namespace) -> dict:
         raise SystemExit(f"worker for {src} failed:\n{out.stderr[-2000:]}")
     result = json.loads(out.stdout.strip().splitlines()[-1])
     result["src"] = "this checkout" if src == _ROOT else "peer"
-    commit = subprocess.run(["git", "-C", str(src), "rev-parse", "--short", "HEAD"],
-                            capture_output=True, text=True, check=False).stdout.strip()
-    result["commit"] = commit or "unknown"
+    result["commit"] = _commit(src)
     return result
 
 
@@ -156,7 +275,7 @@ def _machine() -> dict:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--data", type=Path, required=True, help="LoCoMo's locomo10.json")
+    ap.add_argument("--data", type=Path, help="LoCoMo's locomo10.json")
     ap.add_argument("--conversations", type=int, default=2,
                     help="the first N conversations (the development split's)")
     ap.add_argument("--budgets", default="512,2048,8192")
@@ -167,10 +286,28 @@ def main() -> None:
     ap.add_argument("--ingest", action="store_true",
                     help="time embedding one conversation under each thread setting")
     ap.add_argument("--busy", action="store_true", help="with --ingest: keep one core busy")
+    ap.add_argument("--history", type=Path,
+                    help="with --ingest: a generic JSONL file (LongMemEval_S); time adding its "
+                         "histories to a default session instead")
+    ap.add_argument("--histories", type=int, default=1, help="with --history: the first N")
+    ap.add_argument("--levers", action="store_true",
+                    help="with --history: each ingest setting in one process instead")
     ap.add_argument("--out", type=Path)
     ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
-    if not args.data.is_file():
+    if args.ingest and args.history is not None:
+        if not args.history.is_file():
+            raise SystemExit(f"--history: no file at {args.history}; pass a generic JSONL file")
+        if args.worker:
+            print(json.dumps(history_worker(args.history, args.histories)))
+            return
+        result = lever_matrix(args.history, args.rounds) if args.levers else history_matrix(args)
+        result["machine"] = _machine()
+        out = args.out or _OUT.with_name("ingest_levers.json" if args.levers
+                                         else "ingest_longmemeval.json")
+        out.write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
+        return
+    if args.data is None or not args.data.is_file():
         raise SystemExit(f"--data: no file at {args.data}; pass LoCoMo's locomo10.json")
     budgets = [int(b) for b in args.budgets.split(",")]
     if args.worker:

@@ -11,8 +11,10 @@ unit-length, so every row is.
 A few texts at once (a question being asked) are embedded by the two models at the same time,
 the English one on a thread of its own: both run in onnxruntime, which leaves Python's lock
 free, so a question waits for the slower model rather than for both. Larger batches (ingest)
-run one model after the
-other; each spreads its own batches over the cores.
+run one model after the other by default; each spreads its own batches over the cores.
+``overlap=True`` runs them at the same time too, which can only help where cores sit idle while
+USE runs its one thread: on 2 busy cores it saved no wall time and cost 2-8 % more CPU (41.2 against 38.3 s for one
+LongMemEval history, medians of 2, ``docs/dependencies.md``), so it is off.
 """
 
 from __future__ import annotations
@@ -45,17 +47,22 @@ class JointEmbedder:
     """``multilingual`` everywhere, joined by ``english`` on texts mostly in the Latin script.
 
     ``weight`` is the multilingual model's share of the cosine between two Latin-script texts
-    (0 < weight < 1). A batch of at most ``at_once`` texts is embedded by the two models at the
-    same time, on two threads (0: always one after the other).
+    (0 < weight < 1). A batch of at most ``at_once`` texts (a question) has both models' input
+    work done first, then both passes run at the same time, on two threads. A larger batch runs
+    the two models at the same time when ``overlap``, one after the other when not (the
+    default); ``at_once=0`` is then always one after the other.
     """
 
     def __init__(self, multilingual: Embedder, english: Embedder, *, weight: float = 0.5,
-                 at_once: int = AT_ONCE) -> None:
+                 at_once: int = AT_ONCE, overlap: bool = False) -> None:
         if not isinstance(weight, (int, float)) or not 0.0 < float(weight) < 1.0:
             raise ConfigError(f"JointEmbedder weight must be between 0 and 1, got {weight!r}")
         if isinstance(at_once, bool) or not isinstance(at_once, int) or at_once < 0:
             raise ConfigError(f"JointEmbedder at_once must be an int >= 0, got {at_once!r}")
+        if not isinstance(overlap, bool):
+            raise ConfigError(f"JointEmbedder overlap must be True or False, got {overlap!r}")
         self.at_once = at_once
+        self.overlap = overlap
         self.multilingual = multilingual
         self.english = english
         self.weight = float(weight)
@@ -68,8 +75,8 @@ class JointEmbedder:
 
     def embed_later(self, texts: Sequence[str]) -> Callable[[], np.ndarray]:
         """:meth:`embed` in two steps: each model's input work now (for a model that offers
-        ``embed_later``), the passes in the returned function; for a question, the two passes
-        at once, the English one on a thread of its own.
+        ``embed_later``), the passes in the returned function; for a question (and, with
+        ``overlap``, a batch) the two passes at once, the English one on a thread of its own.
 
         Why two steps: the input work is Python (tokenising, look-ups) and holds Python's lock,
         the passes run in onnxruntime and leave it free. Done first, in one place, the input
@@ -81,9 +88,15 @@ class JointEmbedder:
             return lambda: np.zeros((0, self.dim), dtype=np.float32)
         english = [i for i, text in enumerate(batch) if latin_share(text) >= _LATIN_SHARE]
         texts = [batch[i] for i in english]
-        if english and len(batch) <= self.at_once:
-            english_pass = embed_later(self.english, texts)
-            multilingual_pass = embed_later(self.multilingual, batch)
+        if english and (len(batch) <= self.at_once or self.overlap):
+            english_pass: Callable[[], np.ndarray]
+            multilingual_pass: Callable[[], np.ndarray]
+            if len(batch) <= self.at_once:
+                english_pass = embed_later(self.english, texts)
+                multilingual_pass = embed_later(self.multilingual, batch)
+            else:  # a batch: no input work to do first, both models' work is in their passes
+                english_pass = lambda: self.english.embed(texts)  # noqa: E731
+                multilingual_pass = lambda: self.multilingual.embed(batch)  # noqa: E731
 
             def at_once() -> np.ndarray:
                 second = _Background(english_pass)

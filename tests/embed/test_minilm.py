@@ -1,5 +1,5 @@
-"""The English half of the default embedder: all-MiniLM-L6-v2 in int8 on onnxruntime or float32 in
-numpy, its files checked."""
+"""The English half of the default embedder: all-MiniLM-L6-v2 in int8 or float32 on onnxruntime, or
+float32 in numpy, its files checked."""
 
 from __future__ import annotations
 
@@ -16,10 +16,13 @@ from loomctx.embed import minilm
 from loomctx.embed.minilm import MiniLMEmbedder, model_dir
 from loomctx.errors import ConfigError
 
+_KINDS = [("int8", "onnxruntime"), ("float32", "onnxruntime"), ("float32", "numpy")]
 
-@pytest.fixture(scope="module", params=minilm.PRECISIONS)
+
+@pytest.fixture(scope="module", params=_KINDS, ids=lambda kind: "-".join(kind))
 def model(request: pytest.FixtureRequest) -> MiniLMEmbedder:
-    return MiniLMEmbedder(threads=1, precision=request.param)
+    precision, engine = request.param
+    return MiniLMEmbedder(threads=1, precision=precision, engine=engine)
 
 
 def test_the_published_example_pair_scores_as_published(model: MiniLMEmbedder) -> None:
@@ -54,24 +57,27 @@ def test_batches_come_back_in_input_order(model: MiniLMEmbedder) -> None:
     assert np.allclose(vecs[3], model.embed([texts[3]])[0], atol=1e-5)
 
 
-def _patch_backend(monkeypatch: pytest.MonkeyPatch, precision: str, wrap: Any) -> None:
-    """Route the embedder's batches of ``precision`` through ``wrap(real_backend)``."""
-    if precision == "float32":
+def _patch_backend(monkeypatch: pytest.MonkeyPatch, kind: tuple[str, str], wrap: Any) -> None:
+    """Route the embedder's batches of ``kind`` (precision, engine) through
+    ``wrap(real_backend)``."""
+    precision, engine = kind
+    if engine == "numpy":
         real = minilm._load()
         monkeypatch.setattr(minilm, "_load", lambda: wrap(real))
     else:
-        real_q = minilm._load_quantized(1)
-        monkeypatch.setattr(minilm, "_load_quantized", lambda threads: wrap(real_q))
+        real_pass = minilm._load_pass(precision, 1)
+        monkeypatch.setattr(minilm, "_load_pass", lambda precision, threads: wrap(real_pass))
 
 
-@pytest.mark.parametrize("precision", minilm.PRECISIONS)
+@pytest.mark.parametrize("kind", _KINDS)
 def test_batches_on_worker_threads_equal_one_thread(
-    monkeypatch: pytest.MonkeyPatch, precision: str
+    monkeypatch: pytest.MonkeyPatch, kind: tuple[str, str]
 ) -> None:
     import threading
 
+    precision, engine = kind
     texts = [f"turn {i}: " + "we went hiking near the lake " * (i % 9) for i in range(200)]
-    serial = MiniLMEmbedder(workers=1, precision=precision).embed(texts)
+    serial = MiniLMEmbedder(workers=1, precision=precision, engine=engine).embed(texts)
     threads: set[str] = set()
 
     class Watched:
@@ -82,15 +88,17 @@ def test_batches_on_worker_threads_equal_one_thread(
             threads.add(threading.current_thread().name)
             return self.real.encode(batch)
 
-    _patch_backend(monkeypatch, precision, Watched)
-    parallel = MiniLMEmbedder(workers=3, precision=precision).embed(texts)
+    _patch_backend(monkeypatch, kind, Watched)
+    parallel = MiniLMEmbedder(workers=3, precision=precision, engine=engine).embed(texts)
     assert np.allclose(serial, parallel, atol=1e-6)
     assert len(threads) > 1 and all(name.startswith("loomctx-minilm") for name in threads)
     assert MiniLMEmbedder().workers >= 1
 
 
-@pytest.mark.parametrize("precision", minilm.PRECISIONS)
-def test_a_failing_batch_fails_the_call(monkeypatch: pytest.MonkeyPatch, precision: str) -> None:
+@pytest.mark.parametrize("kind", _KINDS)
+def test_a_failing_batch_fails_the_call(monkeypatch: pytest.MonkeyPatch,
+                                        kind: tuple[str, str]) -> None:
+    precision, engine = kind
     texts = [f"turn {i} " + "word " * i for i in range(130)]  # several batches
 
     class Broken:
@@ -102,9 +110,9 @@ def test_a_failing_batch_fails_the_call(monkeypatch: pytest.MonkeyPatch, precisi
                 raise RuntimeError("batch broke")
             return self.real.encode(batch)
 
-    _patch_backend(monkeypatch, precision, Broken)
+    _patch_backend(monkeypatch, kind, Broken)
     with pytest.raises(RuntimeError, match="batch broke"):
-        MiniLMEmbedder(workers=2, precision=precision).embed(texts)
+        MiniLMEmbedder(workers=2, precision=precision, engine=engine).embed(texts)
 
 
 def test_the_onnx_graph_in_float32_is_the_numpy_pass() -> None:
@@ -119,6 +127,44 @@ def test_the_onnx_graph_in_float32_is_the_numpy_pass() -> None:
     x, mask, bias = model.inputs(texts)
     (hidden,) = session.run(["hidden"], {"embedded": x, "bias": bias})
     assert np.allclose(minilm._pool(hidden, mask), model.encode(texts), atol=1e-5)
+
+
+def test_float32_on_onnxruntime_is_the_numpy_pass_under_one_name() -> None:
+    # The same vectors under the same name: a cache filled by one engine serves the other.
+    texts = ["hi", "Melanie: We took the kids camping at the beach last weekend.",
+             "a longer line about the lake and the kids " * 12, ""]
+    graph = MiniLMEmbedder(precision="float32")
+    numpy_pass = MiniLMEmbedder(precision="float32", engine="numpy")
+    assert graph.engine == "onnxruntime" and numpy_pass.engine == "numpy"
+    assert np.allclose(graph.embed(texts), numpy_pass.embed(texts), atol=1e-5)
+    assert graph.name == numpy_pass.name
+
+
+def test_an_int8_pass_takes_one_text_and_a_question_one_pass(
+    monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Long turns cost least one per int8 pass; a question's few texts still run as one pass.
+    sizes: list[int] = []
+
+    class Counted:
+        def __init__(self, real: Any) -> None:
+            self.real, self.model = real, real.model
+
+        def encode(self, batch: list[str]) -> np.ndarray:
+            sizes.append(len(batch))
+            return self.real.encode(batch)
+
+        def forward(self, *arrays: np.ndarray) -> np.ndarray:
+            sizes.append(len(arrays[0]))
+            return self.real.forward(*arrays)
+
+    _patch_backend(monkeypatch, ("int8", "onnxruntime"), Counted)
+    embedder = MiniLMEmbedder(workers=1)
+    embedder.embed([f"turn {i} about the lake" for i in range(6)])
+    assert sizes == [1] * 6
+    sizes.clear()
+    embedder.embed_later(["when did we go?", "and where?"])()
+    assert sizes == [2]
 
 
 def test_int8_vectors_are_close_to_float32_and_named_apart() -> None:
@@ -147,9 +193,10 @@ def test_an_int8_vector_does_not_depend_on_its_batch() -> None:
 
 def test_int8_without_onnxruntime_says_what_to_do(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "onnxruntime", None)  # import fails
-    monkeypatch.setattr(minilm, "_QUANTIZED", {})
-    with pytest.raises(ConfigError, match=r"pip install onnxruntime.*precision='float32'"):
-        MiniLMEmbedder().embed(["hello"])
+    monkeypatch.setattr(minilm, "_SESSIONS", {})
+    for precision in minilm.PRECISIONS:
+        with pytest.raises(ConfigError, match=r"pip install onnxruntime.*engine='numpy'"):
+            MiniLMEmbedder(precision=precision).embed(["hello"])
 
 
 def test_bad_arguments_are_one_clear_error(model: MiniLMEmbedder) -> None:
@@ -161,6 +208,11 @@ def test_bad_arguments_are_one_clear_error(model: MiniLMEmbedder) -> None:
     for precision in ("int4", "", None, "INT8"):
         with pytest.raises(ConfigError, match="precision must be one of int8, float32"):
             MiniLMEmbedder(precision=precision)  # type: ignore[arg-type]
+    for engine in ("torch", "", None, "ONNXRUNTIME"):
+        with pytest.raises(ConfigError, match="engine must be one of onnxruntime, numpy"):
+            MiniLMEmbedder(engine=engine)  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match="int8' runs on onnxruntime only"):
+        MiniLMEmbedder(engine="numpy")
     with pytest.raises(ConfigError, match="index 1"):
         model.embed(["ok", 3])  # type: ignore[list-item]
 
