@@ -13,8 +13,9 @@ the English one on a thread of its own: both run in onnxruntime, which leaves Py
 free, so a question waits for the slower model rather than for both. Larger batches (ingest)
 run one model after the other by default; each spreads its own batches over the cores.
 ``overlap=True`` runs them at the same time too, which can only help where cores sit idle while
-USE runs its one thread: on 2 busy cores it saved no wall time and cost 2-8 % more CPU (41.2 against 38.3 s for one
-LongMemEval history, medians of 2, ``docs/dependencies.md``), so it is off.
+USE runs its one thread: on 2 busy cores it saved no wall time and cost 2-8 % more CPU (41.2
+against 38.3 s for one LongMemEval history, medians of 2, ``docs/dependencies.md``), so it is
+off.
 """
 
 from __future__ import annotations
