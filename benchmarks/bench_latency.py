@@ -275,7 +275,11 @@ def _machine() -> dict:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--data", type=Path, help="LoCoMo's locomo10.json")
+    source = ap.add_mutually_exclusive_group(required=True)
+    source.add_argument("--data", type=Path, help="LoCoMo's locomo10.json")
+    source.add_argument("--history", type=Path,
+                    help="with --ingest: a generic JSONL file (LongMemEval_S); time adding its "
+                         "histories to a default session instead")
     ap.add_argument("--conversations", type=int, default=2,
                     help="the first N conversations (the development split's)")
     ap.add_argument("--budgets", default="512,2048,8192")
@@ -286,9 +290,6 @@ def main() -> None:
     ap.add_argument("--ingest", action="store_true",
                     help="time embedding one conversation under each thread setting")
     ap.add_argument("--busy", action="store_true", help="with --ingest: keep one core busy")
-    ap.add_argument("--history", type=Path,
-                    help="with --ingest: a generic JSONL file (LongMemEval_S); time adding its "
-                         "histories to a default session instead")
     ap.add_argument("--histories", type=int, default=1, help="with --history: the first N")
     ap.add_argument("--levers", action="store_true",
                     help="with --history: each ingest setting in one process instead")
