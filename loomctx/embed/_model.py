@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from loomctx.embed._blas import limited
+from loomctx._blas import limited
 from loomctx.errors import ConfigError
 
 

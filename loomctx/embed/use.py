@@ -197,7 +197,7 @@ class UniversalSentenceEncoder(ModelEmbedder):
     ``engine`` runs the forward pass on ``"onnxruntime"`` (the default) or in ``"numpy"`` (the
     package's own pass); both give the same vectors (to ~1e-6) under the same name, so a cache
     serves either. ``threads`` caps the threads of one forward pass: onnxruntime's intra-op
-    threads, or the BLAS threads of numpy's OpenBLAS (see :mod:`loomctx.embed._blas`); the
+    threads, or the BLAS threads of numpy's OpenBLAS (see :mod:`loomctx._blas`); the
     default 1 is measured: on busy cores one thread embedded a ~400-turn conversation 2.5-3x
     faster than OpenBLAS's one per core. ``None`` leaves the choice to the library.
 

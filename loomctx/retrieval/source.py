@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from loomctx._blas import limited
 from loomctx.errors import ConfigError, SourceError, StoreError
 from loomctx.items import RAW_RELEVANCE, ContextItem, Tier
 from loomctx.memory.tiers import TieredMemory
@@ -348,7 +349,8 @@ class UnifiedRetrievalSource(BaseSource):
         rest = list({r.id: r for rs in near.values() for r in rs if r.id not in sims}.values())
         if rest:
             vecs = self.memory.vectors(rest)
-            sims.update(zip((r.id for r in rest), (vecs @ qvec).tolist(), strict=True))
+            with limited(1):  # a thousand rows: a second BLAS thread only spins
+                sims.update(zip((r.id for r in rest), (vecs @ qvec).tolist(), strict=True))
         w = self.context
         for c in cands:
             rs = near.get(c.id)

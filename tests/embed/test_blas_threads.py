@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from loomctx.embed._blas import blas_threads, limited
+from loomctx._blas import blas_threads, limited
 from loomctx.embed.use import UniversalSentenceEncoder
 
 
