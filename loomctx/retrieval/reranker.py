@@ -14,13 +14,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 
 from loomctx.errors import ConfigError
 from loomctx.items import fingerprint
-from loomctx.text.decoration import index_text
 from loomctx.text.labels import label_terms
-from loomctx.text.lexical import bm25_idf, tokenize
+from loomctx.text.lexical import bm25_idf, term_set, tokenize
 
 
 @dataclass
@@ -117,7 +117,7 @@ def diversity_origin(origin: str) -> str:
     return "memory" if origin.startswith("memory:") else origin
 
 
-def specificity(q_terms: set[str], docs: Sequence[set[str]]) -> float:
+def specificity(q_terms: AbstractSet[str], docs: Sequence[AbstractSet[str]]) -> float:
     """How rare the question's terms are among the candidates, in [0, 1].
 
     The mean, over the question's content terms found in at least one candidate, of their BM25
@@ -140,27 +140,11 @@ def specificity(q_terms: set[str], docs: Sequence[set[str]]) -> float:
     return sum(idfs) / len(idfs) if idfs else 0.0
 
 
-TERMS_MAX = 50_000
-"""Candidate texts whose terms a reranker keeps (past this many the memo starts over)."""
-
-
 class UnifiedReranker:
     """Scores and orders candidates; deterministic (ties by id)."""
 
     def __init__(self, weights: RerankWeights | None = None) -> None:
         self.weights = weights or RerankWeights()
-        # A session's candidates recur build after build; their terms are worked out once.
-        self._terms: dict[str, tuple[set[str], frozenset[str]]] = {}
-
-    def _terms_of(self, content: str) -> tuple[set[str], frozenset[str]]:
-        """The content terms of one candidate text and its label terms (see :func:`label_terms`)."""
-        hit = self._terms.get(content)
-        if hit is None:
-            if len(self._terms) >= TERMS_MAX:
-                self._terms.clear()
-            hit = self._terms[content] = (set(tokenize(index_text(content), drop_stopwords=True)),
-                                          label_terms(content))
-        return hit
 
     def fusion_credit(self, ranks: Mapping[str, int]) -> float:
         """Reciprocal-rank fusion of a candidate's ranks in the recall lists (list-weighted)."""
@@ -194,15 +178,14 @@ class UnifiedReranker:
                                                   default=0.0)
                for c in cands}
         top_rrf = max(rrf.values()) or 1.0
-        terms_of = [self._terms_of(c.content) for c in cands]
-        docs = [t[0] for t in terms_of]
+        docs = [term_set(c.content) for c in cands]
         fusion = w.fusion
         if w.lexical_trust:
             ramp = (specificity(q_terms, docs) - w.trust_floor) / (1.0 - w.trust_floor)
             fusion *= 1.0 + w.lexical_trust * min(1.0, max(0.0, ramp))
-        for c, (terms, labels) in zip(cands, terms_of, strict=True):
+        for c, terms in zip(cands, docs, strict=True):
             overlap = len(q_terms & terms) / len(q_terms) if q_terms else 0.0
-            label = labels if w.named else frozenset()
+            label = label_terms(c.content) if w.named else frozenset()
             c.signals = {
                 "vector": max(0.0, c.vector) / top_vec,
                 "overlap": overlap,

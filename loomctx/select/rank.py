@@ -12,8 +12,7 @@ from collections.abc import Callable, Sequence
 from loomctx.items import ContextItem
 from loomctx.select.packer import Unit, make_units
 from loomctx.select.scoring import SelectOptions, composite, mmr_order, recency
-from loomctx.text.decoration import index_text
-from loomctx.text.lexical import tokenize
+from loomctx.text.lexical import term_set, tokenize
 
 Cost = Callable[[ContextItem], int]
 
@@ -55,7 +54,7 @@ def tail_units(items: Sequence[ContextItem], available: int, query: str, now: fl
     q_terms = set(tokenize(query, drop_stopwords=True))
     for it in measured:
         # Query-term overlap: cheap (tokenization is memoised) and bounded by the budget.
-        rel = (len(q_terms.intersection(tokenize(index_text(it.content), drop_stopwords=True)))
+        rel = (len(q_terms.intersection(term_set(it.content)))
                / len(q_terms)) if q_terms else 0.0
         rec = recency(it.timestamp, now, options.recency_tau)
         it.scores.update(relevance=rel, recency=rec,
@@ -82,7 +81,7 @@ class _Terms(dict[str, frozenset[str]]):
         self._texts = {it.id: it.content for it in items}
 
     def __missing__(self, key: str) -> frozenset[str]:
-        terms = self[key] = frozenset(tokenize(index_text(self._texts[key]), drop_stopwords=True))
+        terms = self[key] = term_set(self._texts[key])
         return terms
 
 

@@ -151,12 +151,13 @@ class TurnWindow:
         room = max(0, room - max(0, reserve - int(self.options.volatile_share * st.available)))
         st.window_room = room
         items = self._with_notes(st, source, list(items))
-        # Before where the window last started nothing is shown again (it never grows back at
-        # its front): those messages need no clipping, and no measuring.
-        items = self._clipped(st, items, clip, self._last_start(source, gap, items))
-        start = self._onwards(source, gap, items,
-                              self.compactor.window_start(source, items, room, gap,
-                                                          self.measure))
+        # A window that yielded room to a turn's evidence does not grow back at its front on
+        # the next turn (that would change the request right after the summary): it appends
+        # from where it last started, and what lies before needs no clipping or measuring.
+        last = self._last_start(source, gap, items)
+        items = self._clipped(st, items, clip, last)
+        start = self._started(source, gap, items, max(last, self.compactor.window_start(
+            source, items, room, gap, self.measure)))
         if start >= len(items) and items:
             return None
         st.window_start[source] = start
@@ -172,18 +173,9 @@ class TurnWindow:
             return hint
         return next((i for i, it in enumerate(items) if it.id == first), 0)
 
-    def _onwards(self, source: str, gap: int, items: Sequence[ContextItem], start: int) -> int:
-        """``start``, or where the window started last time when that is later: a window that
-        yielded room to a turn's evidence does not grow back at its front on the next turn
-        (that would change the request right after the summary); it appends from there."""
+    def _started(self, source: str, gap: int, items: Sequence[ContextItem], start: int) -> int:
+        """Record that the window starts at ``start`` (for :meth:`_last_start`); return it."""
         key = (source, gap)
-        last = self._starts.get(key)
-        if last is not None:
-            first, hint = last
-            at = hint if hint < len(items) and items[hint].id == first else next(
-                (i for i, it in enumerate(items) if it.id == first), None)
-            if at is not None and at > start:
-                start = at
         if start < len(items):
             if len(self._starts) > 64 and key not in self._starts:  # budgets change rarely
                 self._starts.pop(next(iter(self._starts)))

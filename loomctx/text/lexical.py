@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from loomctx.errors import ConfigError
+from loomctx.text.decoration import index_text
 from loomctx.text.stem import stem
 from loomctx.text.stopwords import STOPWORDS
 
@@ -91,6 +92,14 @@ def tokenize(text: str, *, drop_stopwords: bool = False) -> list[str]:
     if len(text) <= _MEMO_MAX_CHARS:
         return list(_tokenize_memo(text, drop_stopwords))
     return _tokenize(text, drop_stopwords)
+
+
+@lru_cache(maxsize=1 << 15)
+def term_set(text: str) -> frozenset[str]:
+    """The distinct search terms of a stored text (its decoration removed, stopwords dropped).
+
+    Memoised: a session's candidates are scored again build after build."""
+    return frozenset(tokenize(index_text(text), drop_stopwords=True))
 
 
 def content_terms(text: str, k: int) -> list[str]:

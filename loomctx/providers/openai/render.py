@@ -39,37 +39,27 @@ class OpenAIRenderer:
         check_placement(placement)
         self.chat = chat
         self.placement = placement
-        self._sizes: dict[int, tuple[Any, int]] = {}
-        """id of a history message → (the message, its tokens): a turn re-renders the
-        same stored messages, so each is counted once, not on every build."""
-        self._copies: dict[int, tuple[Any, dict[str, Any]]] = {}
-        """id of a history message → (the message, its copy in the last payload)."""
+        self._stored: dict[int, tuple[Any, dict[str, Any], int]] = {}
+        """id of a stored history message → (the message, its copy in the last payload, its
+        tokens): a turn re-renders the same stored messages (they are not changed in place;
+        the builder's costs rely on it too), so each is counted once, and the same copy is
+        sent while it still equals the message (a caller that changed it gets a fresh one):
+        the request's checks and its comparison with the previous request then see an
+        object they have seen before."""
 
-    def _history_tokens(self, msg: Any) -> int:
-        """``chat.message(msg)`` for a stored history message, cached by its identity
-        (stored messages are not changed in place; the builder's costs rely on it too)."""
-        hit = self._sizes.get(id(msg))
+    def _history(self, msg: Any) -> tuple[dict[str, Any], int]:
+        """The payload's copy of a stored history message and ``chat.message`` of it."""
+        hit = self._stored.get(id(msg))
         if hit is not None and hit[0] is msg:
-            return hit[1]
-        n = self.chat.message(msg)
-        if len(self._sizes) >= SIZES_MAX:
-            self._sizes.clear()
-        self._sizes[id(msg)] = (msg, n)
-        return n
-
-    def _copy(self, msg: Any) -> dict[str, Any]:
-        """The payload's copy of a stored history message: the same copy as last build while
-        it still equals the message (a caller that changed it gets a fresh one), so the
-        request's checks and its comparison with the previous request see an object they
-        have seen before."""
-        hit = self._copies.get(id(msg))
-        if hit is not None and hit[0] is msg and hit[1] == msg:
-            return hit[1]
-        copy = dict(msg)
-        if len(self._copies) >= SIZES_MAX:
-            self._copies.clear()
-        self._copies[id(msg)] = (msg, copy)
-        return copy
+            if hit[1] == msg:
+                return hit[1], hit[2]
+            copy, n = dict(msg), hit[2]
+        else:
+            copy, n = dict(msg), self.chat.message(msg)
+        if len(self._stored) >= SIZES_MAX:
+            self._stored.clear()
+        self._stored[id(msg)] = (msg, copy, n)
+        return copy, n
 
     def cost(self, item: ContextItem) -> int:
         if item.kind == "message":
@@ -107,8 +97,9 @@ class OpenAIRenderer:
         history_tokens = 0
         for i in layout.history:
             if i.message is not None:
-                messages.append(self._copy(i.message))
-                history_tokens += self._history_tokens(i.message)
+                copy, n = self._history(i.message)
+                messages.append(copy)
+                history_tokens += n
             else:
                 messages.append({"role": i.role, "content": i.content})
                 others.append(messages[-1])
