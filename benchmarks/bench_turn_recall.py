@@ -126,6 +126,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--budgets", default="4096,16384")
     ap.add_argument("--limit", type=int, default=None, help="questions per conversation")
     ap.add_argument("--json", default=str(HERE / "results" / "turn_recall.json"))
+    ap.add_argument("--embed-cache", default=None, metavar="PATH",
+                    help="a SQLite file keeping every embedding between runs (as `loomctx eval "
+                         "--embed-cache`)")
     args = ap.parse_args(argv)
     try:
         wanted = {int(x) for x in args.conversations.split(",") if x.strip()}
@@ -141,7 +144,16 @@ def main(argv: list[str] | None = None) -> int:
     from loomctx.embed.cache import CachedEmbedder
     from loomctx.embed.default import default_embedder
 
-    embedder = CachedEmbedder(default_embedder())
+    store = None
+    if args.embed_cache is not None:
+        from loomctx.stores.sqlite import SQLiteStore
+
+        if Path(args.embed_cache).is_dir():
+            print(f"bench_turn_recall: --embed-cache {args.embed_cache!r} is a directory; name "
+                  "a SQLite file", file=sys.stderr)
+            return 2
+        store = SQLiteStore(Path(args.embed_cache))
+    embedder = CachedEmbedder(default_embedder(), store=store)
     runs = []
     for number, questions in conversations(data, wanted):
         for budget in budgets:

@@ -7,12 +7,15 @@ reciprocal-rank fusion of the lexical and dense recall lists (weight
 among the candidates (names, numbers, titles: high :func:`specificity`) trusts the fused ranking
 more (``lexical_trust``), because there the lexical list finds what the vector misses. A
 candidate whose label the question names (the speaker of a transcript line, the title of a
-passage) gets a small bonus (``named``). Duplicates (same fingerprint) keep the higher vector score.
+passage) gets a small bonus (``named``), and so does a message the user wrote when the question
+is the user's about themselves (``voice``). Duplicates (same fingerprint) keep the higher vector
+score.
 """
 
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
@@ -38,6 +41,8 @@ class Candidate:
     adjacent_to: tuple[str, ...] = ()
     """Ids of recalled candidates this one is a conversation neighbour of (it is the reply to
     one of them, or what one of them replied to); it inherits a share of their fusion credit."""
+    role: str | None = None
+    """Who wrote it (``user``, ``assistant``, …); None for a knowledge base's passage."""
     tokens: int = 0
     score: float = 0.0
     signals: dict[str, float] = field(default_factory=dict)
@@ -63,6 +68,11 @@ class RerankWeights:
     """Bonus for a candidate whose label the question names (:func:`label_terms`: the speaker
     of a transcript line, the title of a passage). Fitted on the development split: a question
     that names one speaker of a conversation has 96 % of its evidence in that speaker's lines."""
+    voice: float = 0.5
+    """Bonus for a candidate written by the role the question speaks of (:func:`voice`): a user
+    who asks about themselves ("Where did I stay in Hawaii?") told it in their own messages; the
+    assistant's replies on the same topic repeat its words at greater length and would take the
+    room of the message that holds the fact."""
     adjacent: float = 1.0
     """Share of a candidate's rank-fusion credit that its conversation neighbours inherit
     (``Candidate.adjacent_to``), added to their own. At most 1: a neighbour recalled by no
@@ -92,7 +102,7 @@ class RerankWeights:
         # NaN passes a plain ``< 0`` check and would turn every score into NaN.
         weights = {name: getattr(self, name)
                    for name in ("vector", "overlap", "diversity", "length", "fusion",
-                                "named", "adjacent", "lexical_trust")}
+                                "named", "voice", "adjacent", "lexical_trust")}
         weights.update({f"list_weights[{k!r}]": v for k, v in self.list_weights.items()})
         for name, value in weights.items():
             if not (isinstance(value, int | float) and math.isfinite(value) and value >= 0):
@@ -105,6 +115,24 @@ class RerankWeights:
             value = getattr(self, name)
             if not isinstance(value, int) or value < 1:
                 raise ConfigError(f"{name} must be an int >= 1, got {value!r}")
+
+
+# "I", "I'm" are capitalised in English; the other forms may start a sentence.
+_FIRST_PERSON = re.compile(r"\bI\b|\b(?i:me|my|mine|myself)\b|我")
+_SECOND_PERSON = re.compile(r"\b(?i:you|your|yours|yourself|yourselves)\b|你|您")
+
+
+def voice(question: str) -> str | None:
+    """The role whose own messages a question is about, or None when it does not say.
+
+    A question in the first person that does not address anyone ("How long have I lived in my
+    apartment?") asks the user's own account: ``"user"``. One that names "you" may ask what the
+    assistant said ("what did you recommend?") or ask it to act ("can you suggest…?"), and a
+    question in the third person ("What did Caroline research?") names no role: None.
+    """
+    if _SECOND_PERSON.search(question) or not _FIRST_PERSON.search(question):
+        return None
+    return "user"
 
 
 def diversity_origin(origin: str) -> str:
@@ -172,6 +200,8 @@ class UnifiedReranker:
         if not cands:
             return []
         q_terms = set(tokenize(query, drop_stopwords=True))
+        # Where every candidate has one role (documents, a monologue) the voice orders nothing.
+        role = voice(query) if w.voice and len({c.role for c in cands}) > 1 else None
         top_vec = max((c.vector for c in cands), default=0.0) or 1.0
         own = {c.id: self.fusion_credit(c.ranks) for c in cands}
         rrf = {c.id: own[c.id] + w.adjacent * max((own[p] for p in c.adjacent_to if p in own),
@@ -192,10 +222,11 @@ class UnifiedReranker:
                 "length": min(1.0, c.tokens / w.length_tokens) if c.tokens else 0.5,
                 "fusion": rrf[c.id] / top_rrf,
                 "named": 1.0 if label and label <= q_terms else 0.0,
+                "voice": 1.0 if role is not None and c.role == role else 0.0,
             }
             c.score = (w.vector * c.signals["vector"] + w.overlap * overlap
                        + w.length * c.signals["length"] + fusion * c.signals["fusion"]
-                       + w.named * c.signals["named"])
+                       + w.named * c.signals["named"] + w.voice * c.signals["voice"])
         ordered = sorted(cands, key=lambda c: (-c.score, c.id))
         seen: dict[str, int] = {}
         for c in ordered:  # origin diversity: first of each origin gets the full bonus
@@ -208,4 +239,4 @@ class UnifiedReranker:
 
 
 __all__ = ["Candidate", "RerankWeights", "UnifiedReranker", "diversity_origin", "label_terms",
-           "specificity"]
+           "specificity", "voice"]

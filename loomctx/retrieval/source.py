@@ -204,7 +204,7 @@ class UnifiedRetrievalSource(BaseSource):
         try:
             lexical_lists, kb = await asyncio.gather(lexical_recall(), knowledge_recall)
             qvec, dense = await dense_recall
-            dated = self._dated(query, request.now, limit, dense)
+            dated = self._dated(query, request.now, limit, qvec)
             matches = self._matches(lexical_lists[0], dense)
             near = self._adjacent(matches)
             bridged = self._bridge(query, matches, limit)
@@ -221,7 +221,7 @@ class UnifiedRetrievalSource(BaseSource):
                            ("time", dated), ("bridge", bridged)):
             self._add_hits(cands, kind, hits)
         for r, match in near:  # session scope: the record's id is its key
-            c = cands.setdefault(r.id, Candidate(id=r.id, content=r.content,
+            c = cands.setdefault(r.id, Candidate(id=r.id, content=r.content, role=r.role,
                                                  origin=f"memory:{r.level}", payload=r))
             c.adjacent_to = (*c.adjacent_to, match)
         for source_items in kb:
@@ -254,23 +254,35 @@ class UnifiedRetrievalSource(BaseSource):
         ranked = self.reranker.rerank(query, list(cands.values()))
         return [self._item(c) for c in ranked]
 
-    def _dated(self, query: str, now: float, limit: int, dense: list[Hit]) -> list[Hit]:
-        """A fourth recall list when the question names a time ("in June", "last week"): this
-        session's memories from then, lexical matches first, then dense ones."""
+    def _dated(self, query: str, now: float, limit: int, qvec: np.ndarray) -> list[Hit]:
+        """A fourth recall list when the question names a time ("in June", "two weeks ago"):
+        this session's memories from then, ranked by rank fusion of their lexical and dense
+        ranks among that period's memories. The period is searched on its own: a memory said
+        then is often worded apart from the question ("I planted tomato saplings" for "what
+        gardening did I do?") and ranks below the cut of the session-wide lists."""
         if not self.time_cues or self.scope != "session":
             return []
         window = time_window(query, now)
         if window is None:
             return []
         start, end = window
-        wide = self.memory.search_lexical(query, limit * 4)
-        seen: set[str] = set()
-        out: list[Hit] = []
-        for h in (*wide, *dense):
-            if start <= h.record.timestamp < end and h.record.id not in seen:
-                seen.add(h.record.id)
-                out.append(h)
-        return out[:limit]
+        then = [r for r in self.memory.records.values() if start <= r.timestamp < end]
+        if not then:
+            return []
+        ids = {r.id for r in then}
+        lexical = [h.record.id for h in self.memory.search_lexical(query, limit * 4)
+                   if h.record.id in ids]
+        with limited(1):
+            sims = (self.memory.vectors(then) @ qvec).tolist()
+        dense = sorted(range(len(then)), key=lambda i: (-sims[i], then[i].id))
+        credit = dict.fromkeys(ids, 0.0)
+        for rank, i in enumerate(dense):
+            credit[then[i].id] += self.reranker.fusion_credit({"dense": rank})
+        for rank, rid in enumerate(lexical):
+            credit[rid] += self.reranker.fusion_credit({"lexical": rank})
+        best = sorted(then, key=lambda r: (-credit[r.id], r.id))[:limit]
+        return [Hit(r, sims_by) for r, sims_by in
+                ((r, credit[r.id]) for r in best)]
 
     def _matches(self, lexical: list[Hit], dense: list[Hit]) -> list[MemoryRecord]:
         """This session's best memories by rank fusion of the lexical and dense lists, as many
@@ -366,7 +378,7 @@ class UnifiedRetrievalSource(BaseSource):
             key = r.id if (r.agent, r.session) == own else f"{r.agent}/{r.session}/{r.id}"
             c = cands.get(key)
             if c is None:
-                c = cands[key] = Candidate(id=key, content=r.content,
+                c = cands[key] = Candidate(id=key, content=r.content, role=r.role,
                                            origin=f"memory:{r.level}", payload=r)
             c.ranks[kind] = rank
             if kind == "dense":

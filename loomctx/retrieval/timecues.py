@@ -1,4 +1,5 @@
-"""Date cues in a question: "in June", "on 13 October, 2023", "last week", "上个月" → a time span.
+"""Date cues in a question ("in June", "on 13 October, 2023", "last week", "上个月", "two weeks
+ago") → a time span.
 
 Messages carry timestamps; a question that names when something happened should prefer what was
 said then. :func:`time_window` reads the span a question names, relative to the build's ``now``
@@ -35,6 +36,14 @@ _RELATIVE: tuple[tuple[re.Pattern[str], float, float], ...] = (
     (re.compile(r"\blast weekend\b|上个周末", re.IGNORECASE), 9, 0),
     (re.compile(r"\blast month\b|上个月", re.IGNORECASE), 62, 20),
 )
+
+_NUMBERS = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6,
+            "seven": 7, "eight": 8, "nine": 9, "ten": 10, "eleven": 11, "twelve": 12}
+_UNIT_DAYS = {"day": 1.0, "week": 7.0, "month": 30.44}
+# "two weeks ago", "3 days ago", "a month ago". Years are left out: what a history says happened
+# years ago it says in messages of any date, so a span of message dates would miss it.
+_AGO = re.compile(rf"\b({'|'.join(_NUMBERS)}|\d{{1,3}})\s+(day|week|month)s?\s+ago\b",
+                  re.IGNORECASE)
 
 
 def _month_name(text: str) -> int:
@@ -95,6 +104,11 @@ def time_window(question: str, now: float, *, slack_days: float = SLACK_DAYS,
     span = _named_span(question, now)
     if span is not None:
         return span[0], span[1] + slack_days * DAY
+    m = _AGO.search(question)
+    if m:  # one unit either side of the point named: "two weeks ago" is 7 to 21 days back
+        count = _NUMBERS.get(m.group(1).lower()) or int(m.group(1))
+        unit = _UNIT_DAYS[m.group(2).lower()]
+        return now - (count + 1) * unit * DAY, now - (count - 1) * unit * DAY
     for pattern, back, until in _RELATIVE:
         if pattern.search(question):
             return now - back * DAY, now - until * DAY

@@ -13,6 +13,7 @@ from loomctx.retrieval.reranker import (
     UnifiedReranker,
     label_terms,
     specificity,
+    voice,
 )
 
 
@@ -25,7 +26,7 @@ def cand(id: str, content: str = "", *, origin: str = "memory:L4", vector: float
 def only(**weights: float) -> RerankWeights:
     """Every signal off except the ones given."""
     base = {"vector": 0.0, "overlap": 0.0, "diversity": 0.0, "length": 0.0, "fusion": 0.0,
-            "named": 0.0, "lexical_trust": 0.0}
+            "named": 0.0, "voice": 0.0, "lexical_trust": 0.0}
     return RerankWeights(**{**base, **weights})  # type: ignore[arg-type]
 
 
@@ -51,11 +52,11 @@ def test_scores_combine_the_signals_with_their_weights() -> None:
     fusion_a = (1 / 10) / (1 / 10 + 1 / 11)  # rrf_k = 10
     assert first.signals == pytest.approx(
         {"vector": 1.0, "overlap": 1.0, "length": 0.5, "fusion": fusion_a, "named": 0.0,
-         "diversity": 1.0})
+         "voice": 0.0, "diversity": 1.0})
     assert first.score == pytest.approx(0.40 + 0.35 + 0.10 * 0.5 + 0.60 * fusion_a + 0.15)
     assert second.signals == pytest.approx(
         {"vector": 0.5, "overlap": 0.0, "length": 1.0, "fusion": 1.0, "named": 0.0,
-         "diversity": 1.0})
+         "voice": 0.0, "diversity": 1.0})
     assert second.score == pytest.approx(0.40 * 0.5 + 0.10 + 0.60 + 0.15)
 
 
@@ -269,3 +270,46 @@ def test_duplicates_keep_every_match_they_neighbour() -> None:
                   adjacent_to=("y", "x"))
     (kept,) = UnifiedReranker().dedup([a, b])
     assert kept.id == "a" and kept.adjacent_to == ("x", "y")
+
+
+@pytest.mark.parametrize(
+    ("question", "role"),
+    [
+        ("How long have I been living in my current apartment?", "user"),
+        ("My sister's name?", "user"),
+        ("我住在哪里？", "user"),
+        ("What did you recommend for my trip?", None),  # it may ask the assistant's words
+        ("Can you suggest something I could cook?", None),
+        ("What did Caroline research?", None),  # third person: no role
+        ("你推荐了什么？", None),
+    ],
+)
+def test_voice_reads_whose_account_a_question_asks(question: str, role: str | None) -> None:
+    assert voice(question) == role
+
+
+def test_a_question_about_oneself_prefers_the_users_own_messages() -> None:
+    def pool() -> list[Candidate]:
+        reply = cand("a", "A long reply about apartments in Harajuku", vector=0.9)
+        told = cand("u", "I moved into my Harajuku apartment in May", vector=0.8)
+        reply.role, told.role = "assistant", "user"
+        return [reply, told]
+
+    reranker = UnifiedReranker(only(vector=0.4, voice=0.5))
+    mine = reranker.rerank("How long have I lived in my apartment?", pool())
+    asked = reranker.rerank("How long has Ann lived in Harajuku?", pool())
+    assert [c.id for c in mine] == ["u", "a"] and mine[0].signals["voice"] == 1.0
+    assert [c.id for c in asked] == ["a", "u"]  # no role named: similarity decides
+
+
+def test_voice_orders_nothing_where_every_candidate_has_one_role() -> None:
+    def pool() -> list[Candidate]:
+        out = [cand("p1", "Make Mine Music", vector=0.9), cand("p2", "Melody Time", vector=0.5)]
+        for c in out:
+            c.role = "user"  # passages of a document set
+        return out
+
+    ranked = UnifiedReranker(only(vector=0.4, voice=0.5)).rerank(
+        "Which film was released more recently, Make Mine Music or Melody Time?", pool())
+    assert all(c.signals["voice"] == 0.0 for c in ranked)
+    assert [round(c.score, 6) for c in ranked] == [0.4, round(0.4 * 0.5 / 0.9, 6)]

@@ -233,6 +233,27 @@ def test_a_question_naming_a_month_prefers_what_was_said_then(
     assert plain[0].id != "h3"  # the lexical tie goes elsewhere without the date cue
 
 
+def test_a_period_the_question_names_is_searched_on_its_own(
+        make_memory: Callable[..., TieredMemory], collect: Collect) -> None:
+    memory = make_memory()
+    day = 86_400.0
+    now = T0 + 100 * day
+    # Sixty messages long before the period fill both session-wide lists; the one message of
+    # the period shares no word with the question.
+    msgs = [{"id": f"o{i}", "role": "user", "timestamp": T0 + i * 3600,
+             "content": f"Gardening activity note {i}: I watered the garden beds."}
+            for i in range(60)]
+    msgs.append({"id": "then", "role": "user", "timestamp": now - 14 * day,
+                 "content": "Planted twelve tomato saplings this morning."})
+    memory.add(msgs, now=now)
+    question = "What gardening activity did I do two weeks ago?"
+    dated = collect(UnifiedRetrievalSource(memory), question, now=now, total=512)
+    plain = collect(UnifiedRetrievalSource(memory, time_cues=False), question, now=now,
+                    total=512)
+    assert "then" in [it.id for it in dated]
+    assert "then" not in [it.id for it in plain]
+
+
 @pytest.mark.parametrize("failing", ["search_vector", "search_lexical"])
 def test_a_store_that_fails_mid_recall_fails_the_source_with_one_error(
         make_memory: Callable[..., TieredMemory], store: InMemoryStore, collect: Collect,

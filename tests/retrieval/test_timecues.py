@@ -40,8 +40,21 @@ def test_relative_cues_count_back_from_now() -> None:
 
 
 @pytest.mark.parametrize(
+    ("question", "days_back"),
+    [("What gardening did I do two weeks ago?", (21, 7)), ("I met her 3 days ago.", (4, 2)),
+     ("Which book did I finish a week ago?", (14, 0)), ("Where was I a month ago?", (60.88, 0))],
+)
+def test_a_count_of_units_ago_spans_one_unit_either_side(
+        question: str, days_back: tuple[float, float]) -> None:
+    start, end = time_window(question, NOW) or (0.0, 0.0)
+    assert (round((NOW - start) / DAY, 2), round((NOW - end) / DAY, 2)) == days_back
+
+
+@pytest.mark.parametrize(
     "question",
-    ["What may happen next?", "When did she start running?", "Which book did he like?",
+    ["How many days ago did I go rafting?",  # asks for the count: names no time
+     "Where did Caroline move from 4 years ago?",  # years are told in messages of any date
+     "What may happen next?", "When did she start running?", "Which book did he like?",
      "What happened on February 30, 2023?"],
 )
 def test_no_cue_no_span(question: str) -> None:
