@@ -36,7 +36,6 @@ from loomctx.service.proxy import Proxy
 from loomctx.service.slowbody import BodyTimeout
 from loomctx.service.stream import EventHub
 from loomctx.service.tenants import Unauthorized, tenant_of
-from loomctx.service.upstream import UpstreamClient, needs_httpx
 from loomctx.service.urls import SecretFilter
 from loomctx.service.web import ServiceError, error_response, status_of
 from loomctx.tokens.registry import counter_for_model
@@ -101,17 +100,6 @@ def _proxy_route(fmt: str, label: str, tenant: Callable[..., Any]
     return route
 
 
-def _upstream_client(options: ServiceOptions) -> UpstreamClient | httpx.AsyncClient:
-    """The client the proxy forwards with: the lean one (:mod:`.upstream`), or httpx for an
-    upstream reached through an HTTP proxy in the environment."""
-    connect = min(30.0, options.timeout)
-    if not needs_httpx(options.upstream):
-        return UpstreamClient(timeout=options.timeout, connect=connect)
-    return httpx.AsyncClient(timeout=httpx.Timeout(options.timeout, connect=connect),
-                             limits=httpx.Limits(max_connections=256,
-                                                 max_keepalive_connections=64))
-
-
 def create_app(options: ServiceOptions, *, pages: Pages | None = None,
                service: Service | None = None) -> FastAPI:
     """The service's app; ``pages`` renders the HTML pages (default: :func:`default_pages`)."""
@@ -122,7 +110,9 @@ def create_app(options: ServiceOptions, *, pages: Pages | None = None,
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         hide = SecretFilter(options.upstream)
         logging.getLogger("httpx").addFilter(hide)
-        async with _upstream_client(options) as client:
+        timeout = httpx.Timeout(options.timeout, connect=min(30.0, options.timeout))
+        async with httpx.AsyncClient(timeout=timeout, limits=httpx.Limits(
+                max_connections=256, max_keepalive_connections=64)) as client:
             app.state.proxy = Proxy(service, client)
             await service.start()
             await hub.attach(service.bus)

@@ -27,7 +27,7 @@ import httpx
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 
-from loomctx import __version__, providers
+from loomctx import providers
 from loomctx.agent.loop import STEP_DOWN
 from loomctx.errors import InputError
 from loomctx.events import ModelCalled
@@ -37,7 +37,6 @@ from loomctx.service.checks import check_session_id, read_upstream
 from loomctx.service.conversations import BuildRecord, Conversation, Usage
 from loomctx.service.core import MIN_BUDGET, Service
 from loomctx.service.replies import Format, ReplyReader, read_body
-from loomctx.service.upstream import UpstreamClient, UpstreamResponse
 from loomctx.service.urls import redact, redact_in
 from loomctx.service.web import ClientGone, ServiceError, json_body, log, one_line
 
@@ -46,12 +45,6 @@ PATHS: Mapping[Format, str] = {p.name: p.path for p in providers.registered()}
 _DROP = frozenset({"content-length", "content-encoding", "transfer-encoding", "connection",
                    "keep-alive", "date", "server"})
 _ROUTE_TRIES = 3
-_AGENT = f"loomctx/{__version__}".encode()
-
-Upstream = UpstreamClient | httpx.AsyncClient
-"""The client forwarding to the upstream (see ``app._upstream_client``)."""
-Answer = UpstreamResponse | httpx.Response
-"""An upstream's response, its body still to read."""
 
 
 def _int_header(request: Request, name: str, query: str) -> int | None:
@@ -95,7 +88,7 @@ def _session_id(request: Request) -> str | None:
     return None if value is None else check_session_id(value)
 
 
-async def _read(resp: Answer) -> bytes:
+async def _read(resp: httpx.Response) -> bytes:
     """An upstream response's whole body (the response closed after it, or on failure)."""
     try:
         return await resp.aread()
@@ -135,7 +128,7 @@ MAX_UNDERCOUNT = 4.0
 class Proxy:
     """Forwards built requests to the upstream for a :class:`Service`."""
 
-    def __init__(self, service: Service, client: Upstream) -> None:
+    def __init__(self, service: Service, client: httpx.AsyncClient) -> None:
         self.service = service
         self.client = client
         self._finishing: set[asyncio.Task[None]] = set()
@@ -159,9 +152,7 @@ class Proxy:
             for name in ("authorization", "x-api-key"):
                 if name in request.headers:
                     out[name] = request.headers[name]
-        sent = {k.encode(): v.encode("latin-1", "replace") for k, v in out.items()}
-        sent.setdefault(b"user-agent", _AGENT)
-        return sent
+        return {k.encode(): v.encode("latin-1", "replace") for k, v in out.items()}
 
     async def handle(self, fmt: Format, request: Request, tenant: str) -> Response:
         opts = self.service.options
@@ -247,7 +238,7 @@ class Proxy:
         return self.service.options.upstream_url(providers.get(fmt).path)
 
     async def _send(self, fmt: Format, request: Request, body: Mapping[str, Any],
-                    record: BuildRecord) -> tuple[Answer, float]:
+                    record: BuildRecord) -> tuple[httpx.Response, float]:
         """The upstream's response (its body not read yet), and the loop time by which a
         JSON answer must have come whole."""
         payload = dict(record.payload)
@@ -256,17 +247,13 @@ class Proxy:
         if usage is not None:  # ask for the usage; _relay hides it again
             payload.update(usage)
         url = self._url(fmt)
-        headers = self._headers(fmt, request)
-        content = json.dumps({**body, **payload}, allow_nan=False).encode()
-        call: Awaitable[Answer]
-        if isinstance(self.client, UpstreamClient):
-            call = self.client.send(url, headers, content)
-        else:
-            call = self.client.send(httpx.Request("POST", url, headers=headers,
-                                                  content=content), stream=True)
+        upstream = httpx.Request("POST", url, headers=self._headers(fmt, request),
+                                 content=json.dumps({**body, **payload},
+                                                    allow_nan=False).encode())
         deadline = asyncio.get_running_loop().time() + self.service.options.timeout
         try:
-            resp: Answer = await self._upstream(request, call, deadline)
+            resp = await self._upstream(request, self.client.send(upstream, stream=True),
+                                        deadline)
         except httpx.TimeoutException as exc:
             raise ServiceError(504, f"the upstream {redact(url)!r} did not answer in time "
                                     f"({type(exc).__name__}; serve --upstream-timeout)") from exc
@@ -298,7 +285,7 @@ class Proxy:
         late: object = None
         with contextlib.suppress(asyncio.CancelledError, httpx.HTTPError):
             late = await task
-        if isinstance(late, (httpx.Response, UpstreamResponse)):  # came as the wait ended
+        if isinstance(late, httpx.Response):  # it came as the wait ended: not to be leaked
             await late.aclose()
         if gone in done:
             raise ClientGone(f"the client hung up while {self.service.options.upstream_base!r} "
@@ -306,7 +293,7 @@ class Proxy:
         raise ServiceError(504, f"the upstream {self.service.options.upstream_base!r} did not "
                                 f"answer within {timeout:g} s (serve --upstream-timeout)")
 
-    async def _refusal(self, request: Request, resp: Answer,
+    async def _refusal(self, request: Request, resp: httpx.Response,
                        deadline: float) -> tuple[int | None, int | None] | None:
         """The upstream's (limit, requested) when it refused the request as too long."""
         if resp.status_code != 400:
@@ -343,7 +330,7 @@ class Proxy:
         return smaller
 
     async def _relay(self, fmt: Format, tenant: str, conv: Conversation, record: BuildRecord,
-                     resp: Answer, body: Mapping[str, Any], *, strip_usage: bool,
+                     resp: httpx.Response, body: Mapping[str, Any], *, strip_usage: bool,
                      ) -> AsyncIterator[bytes]:
         """The upstream's events as they come (with ``strip_usage``, less the usage chunk the
         client did not ask for); the last one once the reply is stored; an error event when
@@ -404,7 +391,7 @@ class Proxy:
             task.add_done_callback(self._finishing.discard)
 
     @staticmethod
-    async def _finish(conv: Conversation, record: BuildRecord, resp: Answer,
+    async def _finish(conv: Conversation, record: BuildRecord, resp: httpx.Response,
                       stored: asyncio.Task[None] | None) -> None:
         """After a stream: close the upstream, wait for the reply's storing, unlock."""
         try:
