@@ -12,14 +12,20 @@ all on loopback.
   difference of the two wall times, p50 / p95 over the requests, and, beside it, the build's own
   time (its report's ``timings_ms.total``) and what remains besides the build.
 - ``throughput``: 16 client threads, each on its own session, sending requests back to back;
-  requests per second over all of them (the fake answers at once).
+  requests per second over all of them (the fake answers at once), through the proxy, through
+  the gateway floor (``_relay.py``: the proxy's server and HTTP client forwarding the bytes, no
+  loomctx) and straight to the fake, one after the other in the same run. Beside each, the CPU
+  milliseconds per request of the clients, the fake upstream (both in this process), the
+  server in between (proxy or relay), and of other processes on the machine in that time:
+  throughput is bounded by the CPU all of them spend per request.
 - ``replay``: the seeded 50-turn tool-using agent of ``_replays.py``; before each assistant step
   the client sends the whole conversation so far, either through the proxy (whole-conversation
   mode, window configured) or straight to the fake. The fake has an 8,192-token window and
   refuses what exceeds it, as real APIs do; it reports as cached the tokens of the request's
   leading part that repeat the previous accepted request.
 
-    python3 benchmarks/bench_proxy.py [--quick] [--json PATH]
+    python3 benchmarks/bench_proxy.py [--quick] [--only PART ...] [--json PATH]
+    python3 benchmarks/bench_proxy.py --only throughput --json /tmp/tput.json
 """
 
 from __future__ import annotations
@@ -53,33 +59,63 @@ def _port() -> int:
         return int(s.getsockname()[1])
 
 
-class Proxy:
-    """``loomctx serve`` in a child process, stopped on exit."""
+class _Child:
+    """A server in a child process on a free port, stopped on exit; :meth:`cpu` is the CPU
+    seconds it has used (user + system, every thread; Linux ``/proc``)."""
 
-    def __init__(self, upstream: str, *extra: str) -> None:
+    def __init__(self, args: list[str], health: str) -> None:
         self.port = _port()
         env = {**os.environ, "PYTHONPATH": str(ROOT)}
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "loomctx.cli.main", "serve", "--upstream", upstream,
-             "--port", str(self.port), "--embedder", "hashing", *extra],
-            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.proc = subprocess.Popen([sys.executable, *args, "--port", str(self.port)],
+                                     env=env, stdout=subprocess.DEVNULL,
+                                     stderr=subprocess.DEVNULL)
         self.url = f"http://127.0.0.1:{self.port}"
         deadline = time.monotonic() + 60
         while True:
             try:
-                httpx.get(self.url + "/health", timeout=1)
+                httpx.get(self.url + health, timeout=1)
                 return
             except httpx.TransportError:
                 if self.proc.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError("the proxy did not start") from None
+                    raise RuntimeError(f"{args[:2]} did not start") from None
                 time.sleep(0.2)
 
-    def __enter__(self) -> Proxy:
+    def cpu(self) -> float:
+        fields = Path(f"/proc/{self.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / _TICK  # utime + stime
+
+    def __enter__(self) -> _Child:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.proc.terminate()
         self.proc.wait(timeout=30)
+
+
+class Proxy(_Child):
+    """``loomctx serve`` in a child process (hashing embedder)."""
+
+    def __init__(self, upstream: str, *extra: str) -> None:
+        super().__init__(["-m", "loomctx.cli.main", "serve", "--upstream", upstream,
+                          "--embedder", "hashing", *extra], "/health")
+
+
+class Relay(_Child):
+    """The gateway floor (``_relay.py``): the proxy's server and client, forwarding bytes."""
+
+    def __init__(self, upstream: str) -> None:
+        super().__init__([str(Path(__file__).parent / "_relay.py"), "--upstream", upstream],
+                         "/health")
+
+
+_TICK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+
+
+def _busy() -> float:
+    """CPU seconds every core has spent busy since boot (Linux ``/proc/stat``)."""
+    user, nice, system, _idle, _iowait, irq, softirq = Path("/proc/stat").read_text().split(
+        "\n", 1)[0].split()[1:8]
+    return sum(int(v) for v in (user, nice, system, irq, softirq)) / _TICK
 
 
 def _pct(values: list[float], q: float) -> float:
@@ -156,8 +192,12 @@ def overhead(sizes: list[int], requests: int) -> list[dict[str, Any]]:
 
 
 def throughput(clients: int, per_client: int) -> dict[str, Any]:
-    with WindowedFakeServer(window=10**9, default="ok") as up, Proxy(up.url + "/v1") as proxy:
-        def run(n: int, base: str, header: bool, out: list[float]) -> None:
+    """Requests per second through the proxy, through the bare relay and straight to the
+    fake, one after the other in one run; and the CPU each process spent per request."""
+    with WindowedFakeServer(window=10**9, default="ok") as up, \
+            Proxy(up.url + "/v1") as proxy, Relay(up.url) as relay:
+        def run(n: int, base: str, header: bool, out: list[float], cpu: list[float]) -> None:
+            t0 = time.thread_time()
             with httpx.Client(timeout=120) as c:
                 for k in range(per_client):
                     body = {"model": "gpt-4o", "max_tokens": 100, "messages": [
@@ -167,22 +207,44 @@ def throughput(clients: int, per_client: int) -> dict[str, Any]:
                     c.post(base + "/v1/chat/completions", json=body,
                            headers=h).raise_for_status()
                     out.append(time.perf_counter() - t)
+            cpu.append(time.thread_time() - t0)
 
         result: dict[str, Any] = {"clients": clients, "requests_per_client": per_client}
-        for name, base, header in (("proxy", proxy.url, True), ("direct", up.url, False)):
+        for name, base, header, child in (("proxy", proxy.url, True, proxy),
+                                          ("relay", relay.url, False, relay),
+                                          ("direct", up.url, False, None)):
             latencies: list[float] = []
-            threads = [threading.Thread(target=run, args=(n, base, header, latencies))
+            client_cpu: list[float] = []
+            threads = [threading.Thread(target=run, args=(n, base, header, latencies,
+                                                          client_cpu))
                        for n in range(clients)]
+            machine0, own0 = _busy(), time.process_time()
+            child0 = child.cpu() if child is not None else 0.0
             t0 = time.perf_counter()
             for t in threads:
                 t.start()
             for t in threads:
                 t.join()
             wall = time.perf_counter() - t0
-            result[name] = {"requests_per_s": round(clients * per_client / wall, 1),
-                            "latency_ms_p50": round(_pct(latencies, .5) * 1000, 2),
-                            "latency_ms_p95": round(_pct(latencies, .95) * 1000, 2)}
-        print(result, flush=True)
+            machine1, own1 = _busy(), time.process_time()
+            child1 = child.cpu() if child is not None else 0.0
+            n = clients * per_client
+            per = 1000 / n  # seconds in all -> ms per request
+            busy = machine1 - machine0
+            mine = own1 - own0 + child1 - child0
+            result[name] = {
+                "requests_per_s": round(n / wall, 1),
+                "latency_ms_p50": round(_pct(latencies, .5) * 1000, 2),
+                "latency_ms_p95": round(_pct(latencies, .95) * 1000, 2),
+                "latency_ms_max": round(max(latencies) * 1000, 2),
+                "latency_ms_mean": round(statistics.fmean(latencies) * 1000, 2),
+                "cpu_ms_per_request": {
+                    "clients": round(sum(client_cpu) * per, 2),
+                    "upstream": round((own1 - own0 - sum(client_cpu)) * per, 2),
+                    "server": round((child1 - child0) * per, 2),
+                    "total": round(mine * per, 2),
+                    "other_processes": round(max(0.0, busy - mine) * per, 2)}}
+            print(name, result[name], flush=True)
         return result
 
 
@@ -240,16 +302,29 @@ def _machine() -> dict[str, Any]:
             "cpus": os.cpu_count(), "load_avg": os.getloadavg()}
 
 
+PARTS = ("overhead", "throughput", "replay")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true", help="1k history, fewer requests")
+    ap.add_argument("--only", choices=PARTS, action="append",
+                    help="run only this part (repeatable; default: all three)")
+    ap.add_argument("--per-client", type=int, default=None,
+                    help="throughput: requests per client (default 25, 10 with --quick)")
     ap.add_argument("--json", type=Path, default=_OUT)
     args = ap.parse_args()
+    parts = args.only or list(PARTS)
     sizes, requests = ([1000], 20) if args.quick else ([1000, 10_000], 40)
-    result = {"benchmark": "proxy", "machine": _machine(),
-              "overhead": overhead(sizes, requests),
-              "throughput": throughput(16, 10 if args.quick else 25),
-              "replay": replay(50, 8192)}
+    per_client = args.per_client or (10 if args.quick else 25)
+    result: dict[str, Any] = {"benchmark": "proxy", "machine": _machine()}
+    if "overhead" in parts:
+        result["overhead"] = overhead(sizes, requests)
+    if "throughput" in parts:
+        result["throughput"] = throughput(16, per_client)
+    if "replay" in parts:
+        result["replay"] = replay(50, 8192)
+    result["load_avg_after"] = os.getloadavg()
     args.json.parent.mkdir(parents=True, exist_ok=True)
     args.json.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
     print(f"wrote {args.json}")

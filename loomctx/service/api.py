@@ -22,8 +22,10 @@ from loomctx.service.web import ServiceError
 PREFIX = "/v1/loomctx"
 
 
-def tenant(request: Request) -> str:
-    """The tenant of the request's key (a dependency of every route but ``/health``)."""
+async def tenant(request: Request) -> str:
+    """The tenant of the request's key (a dependency of every route but ``/health``). A
+    coroutine though it never waits: FastAPI runs a plain function dependency in a worker
+    thread, a thread hop on every request for a dictionary lookup."""
     service: Service = request.app.state.service
     return tenant_of(service.options.keys, request.headers)
 

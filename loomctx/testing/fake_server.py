@@ -72,7 +72,7 @@ class FakeModelServer:
         """Every request received, in order."""
         self.template_refusals: list[list[str]] = []
         """The template problems of each request refused under ``strict_template``."""
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", port), _handler(self))
+        self._httpd = _Server(("127.0.0.1", port), _handler(self))
         self._httpd.daemon_threads = True
         self._thread: threading.Thread | None = None
 
@@ -126,6 +126,12 @@ class FakeModelServer:
             step = self._script[self._served]
             self._served += 1
             return step
+
+
+class _Server(ThreadingHTTPServer):
+    request_queue_size = 128
+    """The listen backlog (socketserver's default is 5): many clients connecting at once
+    wait for their turn, as on a real API, instead of a dropped SYN's 1 s retry."""
 
 
 def _handler(server: FakeModelServer) -> type[BaseHTTPRequestHandler]:

@@ -61,3 +61,21 @@ def test_steps_can_be_added_while_it_runs() -> None:
         server.add(Reply("late addition"))
         reply = httpx.post(server.url + "/v1/messages", json={}).json()
     assert reply["content"] == [{"type": "text", "text": "late addition"}]
+
+
+def test_many_clients_connecting_at_once_all_get_in() -> None:
+    """The listen backlog holds a burst of connections (socketserver's default of 5 drops
+    the rest's SYNs: a 1 s stall each, which the proxy's throughput benchmark measured)."""
+    import socket
+
+    server = FakeModelServer()  # listening, not accepting yet: the backlog holds them all
+    socks = []
+    try:
+        for _ in range(24):
+            s = socket.create_connection(("127.0.0.1", server.port), timeout=3)
+            socks.append(s)
+        assert len(socks) == 24
+    finally:
+        for s in socks:
+            s.close()
+        server.close()

@@ -210,3 +210,13 @@ def test_another_tenants_key_never_reaches_acme(world: World, method: str, path:
     assert world.a_session("a-api")["state"] == "active"  # A's session was not ended by B
     if method == "GET" and "{" in path:  # and A itself can read it
         assert httpx.get(world.url(path), headers=A).status_code == 200
+
+
+def test_the_tenant_dependency_runs_on_the_event_loop() -> None:
+    """FastAPI runs a plain-function dependency in a worker thread: a thread hop on every
+    request for a dictionary lookup. As a coroutine it runs in place."""
+    import inspect
+
+    from loomctx.service.api import tenant
+
+    assert inspect.iscoroutinefunction(tenant)
