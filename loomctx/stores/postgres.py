@@ -30,6 +30,7 @@ import psycopg
 from psycopg_pool import ConnectionPool
 
 from loomctx.errors import ConfigError, StoreError
+from loomctx.stores import _pg_lexical as lex
 from loomctx.stores import _pg_vector as vec
 from loomctx.stores import _records as rec
 from loomctx.stores._pg_bulk import (
@@ -55,7 +56,6 @@ from loomctx.stores._pg_rows import (
     to_record,
     to_row,
     tsquery_of,
-    vector_literal,
     where_sql,
 )
 from loomctx.stores._pg_schema import ensure_schema
@@ -293,7 +293,9 @@ class PostgresStore:
         """``ts_rank`` (length-normalised) of the query's tokens, ORed, inside the scope.
 
         When the terms match many rows, the rows holding a rare term or two common ones are
-        ranked first; all matches only when those are fewer than ``limit``.
+        ranked first; when those do not fill ``limit``, the rest is the best of at most
+        ``max(lexical_budget, limit)`` other matches (see :mod:`loomctx.stores._pg_lexical`),
+        never every match of a large tenant.
         """
         rec.check_scope(scope)
         rec.check_limit(limit)
@@ -303,17 +305,22 @@ class PostgresStore:
         if full is None or not limit:
             return []
         where, args = scope_filter(scope, level)
-        sql = (f"SELECT {COLUMNS}, ts_rank(r.terms, q, 1) AS score "
-               f"FROM {TABLE} r, CAST(%s AS tsquery) q, CAST(%s AS tsquery) m "
-               f"{where_sql([*where, 'r.terms @@ m'])} ORDER BY score DESC LIMIT %s")
-        rows = None
-        if self._lexical_budget is not None:
-            estimates = self._term_stats.estimates(terms)
-            narrow = estimates and narrow_query(terms, estimates, self._lexical_budget)
-            if narrow:
-                rows = self._db.select(sql, [full, narrow, *args, limit])
-        if rows is None or len(rows) < limit:
-            rows = self._db.select(sql, [full, full, *args, limit])
+        budget = self._lexical_budget
+        rows: list[tuple[Any, ...]] = []
+        if budget is None:
+            rows = self._db.select(lex.ranked_sql(where), [full, full, *args, limit])
+            return rec.top(((to_record(row), float(row[-1])) for row in rows), limit)
+        estimates = self._term_stats.estimates(terms)
+        # The first stage (rare terms and pairs of common ones) may fill the list alone; the
+        # rare terms alone (nothing to pair) never do: a common word's rows may rank higher.
+        narrow = narrow_query(terms, estimates, budget) if estimates else None
+        first = narrow or (lex.rare_query(terms, estimates, budget) if estimates else None)
+        if first:
+            rows = self._db.select(lex.ranked_sql(where), [full, first, *args, limit])
+            if narrow and len(rows) >= limit:
+                return rec.top(((to_record(row), float(row[-1])) for row in rows), limit)
+        rows = lex.merge(rows, self._db.select(lex.bounded_sql(where),
+                                               [full, *args, max(budget, limit), limit]))
         return rec.top(((to_record(row), float(row[-1])) for row in rows), limit)
 
     def search_vector(
@@ -333,13 +340,13 @@ class PostgresStore:
         sql = (f"SELECT {COLUMNS}, 1 - {distance} FROM {TABLE} r "
                f"{where_sql([*where, 'r.embedding IS NOT NULL'])} "
                f"ORDER BY {vec.order_sql(dims)} LIMIT %s")
-        literal = vector_literal(query)
+        qv = vec.QueryVector(query)
         if self._db.own:  # its connections are configured once with the search settings
-            rows = self._db.select(sql, [literal, *args, literal, limit])
+            rows = self._db.select(sql, [qv, *args, qv, limit])
         else:
             with self._db.tx() as conn:
                 conn.execute(vec.search_settings(self._probes, local=True).encode())
-                rows = conn.execute(sql, [literal, *args, literal, limit]).fetchall()
+                rows = conn.execute(sql, [qv, *args, qv, limit]).fetchall()
         return rec.top(((to_record(row), float(row[-1])) for row in rows), limit)
 
     # -- embedding cache ------------------------------------------------------------------------

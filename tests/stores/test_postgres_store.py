@@ -491,27 +491,70 @@ def _lexical_corpus() -> list[MemoryRecord]:
     return out
 
 
-@pytest.mark.parametrize("query", ["alpha beta zeta", "上下文 模型 alpha", "beta zeta"])
-@pytest.mark.parametrize("limit", [20, 150, 400])
+@pytest.mark.parametrize(("query", "limit"), [("alpha beta zeta", 20), ("上下文 模型 alpha", 20),
+                                              ("上下文 模型 alpha", 150)])
 def test_bounded_lexical_search_ranks_as_the_full_one(pg_url: str, query: str,
                                                       limit: int) -> None:
-    """With a tiny budget the first stage runs (or falls back when it cannot fill ``limit``);
-    either way the scores are those of ranking every match, and so are the ids above the
-    lowest score (rows tied at the cut may differ)."""
+    """With a tiny budget the first stage runs and fills ``limit``: the scores are those of
+    ranking every match, and so are the ids above the lowest score (rows tied at the cut may
+    differ)."""
     with PostgresStore(pg_url, lexical_budget=10) as fast, \
             PostgresStore(pg_url, lexical_budget=None) as exact:
         fast.bulk_load(_lexical_corpus())  # analyses the table: the statistics exist
         terms = pg_module.query_terms(query)
         estimates = fast._term_stats.estimates(terms)
         assert estimates is not None and max(estimates) > 10
+        narrow = narrow_query(terms, estimates, 10)
+        assert narrow is not None
+        with psycopg.connect(pg_url) as conn:
+            [(matched,)] = conn.execute("SELECT COUNT(*) FROM loomctx_records "
+                                        "WHERE terms @@ %s::tsquery", (narrow,)).fetchall()
+        assert matched >= limit  # the first stage fills the list
         narrowed = fast.search_lexical(query, scope=Scope(), limit=limit)
         full = exact.search_lexical(query, scope=Scope(), limit=limit)
         assert [round(h.score, 6) for h in narrowed] == [round(h.score, 6) for h in full]
         cut = full[-1].score
         assert {h.record.id for h in narrowed if h.score > cut + 1e-9} == {
             h.record.id for h in full if h.score > cut + 1e-9}
-        # two common words: a first stage exists; one common word: every match is ranked
-        assert (narrow_query(terms, estimates, 10) is not None) == (query != "beta zeta")
+
+
+@pytest.mark.parametrize(("query", "limit"), [("beta zeta", 20), ("beta zeta", 150),
+                                              ("alpha beta zeta", 150),
+                                              ("alpha beta zeta", 400),
+                                              ("上下文 模型 alpha", 300)])
+def test_lexical_fallback_ranks_a_bounded_set(pg_url: str, query: str, limit: int) -> None:
+    """When the first stage cannot fill ``limit`` (too few rows, or one common word and
+    nothing to pair with it), the list is the best of the first stage's rows (every one of
+    them ranked) and of the first ``max(budget, limit)`` matches in table order: at most that
+    many rows are ranked, never every match, and each keeps its exact score."""
+    budget = 10
+    with PostgresStore(pg_url, lexical_budget=budget) as fast, \
+            PostgresStore(pg_url, lexical_budget=None) as exact:
+        fast.bulk_load(_lexical_corpus())
+        terms = pg_module.query_terms(query)
+        estimates = fast._term_stats.estimates(terms)
+        assert estimates is not None
+        first = narrow_query(terms, estimates, budget) or \
+            pg_module.lex.rare_query(terms, estimates, budget)
+        assert first is not None
+        every = {h.record.id: h.score for h in exact.search_lexical(query, scope=Scope(),
+                                                                    limit=600)}
+        with psycopg.connect(pg_url) as conn:
+            kept = [i for (i,) in conn.execute("SELECT id FROM loomctx_records WHERE terms @@ "
+                                               "%s::tsquery", (first,)).fetchall()]
+            in_order = [i for (i,) in conn.execute(
+                "SELECT id FROM loomctx_records WHERE terms @@ %s::tsquery ORDER BY ctid "
+                "LIMIT %s", (pg_module.tsquery_of(terms), max(budget, limit))).fetchall()]
+        assert len(kept) < limit < len(every)  # the fallback runs, and a bound can bite
+        ranked = set(kept) | set(in_order)
+        want = sorted(ranked, key=lambda i: (-every[i], i))[:limit]
+        got = fast.search_lexical(query, scope=Scope(), limit=limit)
+        assert len(got) <= limit
+        assert [h.record.id for h in got] == want
+        assert all(abs(h.score - every[h.record.id]) < 1e-6 for h in got)
+        if len(every) > len(ranked):  # some matches were never ranked: the list differs
+            best = sorted(every, key=lambda i: (-every[i], i))[:limit]
+            assert [h.record.id for h in got] != best
 
 
 def test_narrow_query_pairs_common_words_and_keeps_rare_ones() -> None:
@@ -522,6 +565,9 @@ def test_narrow_query_pairs_common_words_and_keeps_rare_ones() -> None:
     assert "'上下'" not in q  # part of 上下文: pairing it would match every row of the word
     assert "'模型' & '上下文'" in q and "'检索' & '模型'" in q
     assert narrow_query(["上下文", "上下", "zz"], [900, 900, 3], budget=100) is None
+    # nothing to pair: the rare terms are still ranked before the bounded rest
+    assert pg_module.lex.rare_query(["上下文", "上下", "zz"], [900, 900, 3], budget=100) == "'zz'"
+    assert pg_module.lex.rare_query(["a", "b"], [5.0, 5.0], budget=100) is None  # cheap
 
 
 @pytest.mark.parametrize("bad", [-1, 1.5, True, "10"])
