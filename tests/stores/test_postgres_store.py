@@ -208,6 +208,63 @@ def test_vector_index_is_rebuilt_when_the_table_outgrows_it(
         assert len(store.search_vector(probe, scope=Scope(), limit=200)) == len(held)
 
 
+def test_large_tenants_get_their_own_vector_index(
+        pg_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A build gives each tenant over TENANT_MIN_ROWS (and under TENANT_MAX_SHARE of the rows)
+    a partial index of its own rows, which the planner takes for that tenant's searches; the
+    others, and a tenant name that needs quoting, are searched as before; a drop removes
+    every one."""
+    from loomctx.stores import _pg_vector
+
+    monkeypatch.setattr(_pg_vector, "TENANT_MIN_ROWS", 50)
+    rng = np.random.default_rng(9)
+    sizes = {"it's big": 120, "other": 100, "small": 20}
+    records = [rec(f"{t[0]}{i}", tenant=t) for t, n in sizes.items() for i in range(n)]
+    vectors = rng.normal(size=(len(records), DIM)).astype(np.float32)
+    with PostgresStore(pg_url) as store:
+        store.bulk_load(records, vectors)
+        with psycopg.connect(pg_url) as conn:
+            names = _pg_vector.tenant_indexes(conn)
+            assert names == sorted(_pg_vector.tenant_index(t) for t in ("it's big", "other"))
+            conn.execute("SET enable_seqscan = off")
+            conn.execute(_pg_vector.search_settings())
+            plans = {}
+            for tenant in sizes:
+                qv = _pg_vector.QueryVector(vectors[0])
+                plan = conn.execute(
+                    f"EXPLAIN SELECT id FROM loomctx_records r WHERE r.tenant = %s "
+                    f"ORDER BY {_pg_vector.order_sql(DIM)} LIMIT 5", (tenant, qv)).fetchall()
+                plans[tenant] = " ".join(line for (line,) in plan)
+            assert _pg_vector.tenant_index("it's big") in plans["it's big"]
+            assert _pg_vector.tenant_index("other") in plans["other"]
+            assert not any(name in plans["small"] for name in names)
+        for tenant, n in sizes.items():  # one list per tenant index: exact order
+            mine = [i for i, r in enumerate(records) if r.tenant == tenant]
+            probe = rng.normal(size=DIM).astype(np.float32)
+            unit_rows = vectors[mine] / np.linalg.norm(vectors[mine], axis=1, keepdims=True)
+            exact = [records[mine[k]].id for k in
+                     np.argsort(-(unit_rows @ (probe / np.linalg.norm(probe))))[:10]]
+            got = store.search_vector(probe, scope=Scope(tenant=tenant), limit=10)
+            assert [h.record.id for h in got] == exact
+            assert len(store.search_vector(probe, scope=Scope(tenant=tenant), limit=n + 5)) == n
+        with psycopg.connect(pg_url) as conn:
+            _pg_vector.drop(conn)
+            assert _pg_vector.tenant_indexes(conn) == []
+
+
+def test_one_tenant_holding_most_rows_keeps_the_shared_index(
+        pg_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    from loomctx.stores import _pg_vector
+
+    monkeypatch.setattr(_pg_vector, "TENANT_MIN_ROWS", 10)
+    rng = np.random.default_rng(3)
+    records = [rec(f"a{i}") for i in range(60)] + [rec(f"b{i}", tenant="b") for i in range(20)]
+    with PostgresStore(pg_url) as store:
+        store.bulk_load(records, rng.normal(size=(len(records), DIM)))
+    with psycopg.connect(pg_url) as conn:
+        assert _pg_vector.tenant_indexes(conn) == [_pg_vector.tenant_index("b")]
+
+
 def test_probes_must_be_a_positive_int(pg_url: str) -> None:
     for bad in (0, -1, True, "3", 2.5):
         with pytest.raises(ConfigError, match="probes must be an int >= 1"):
