@@ -14,12 +14,14 @@ When the terms' estimated matches exceed :data:`ROW_BUDGET`, the search runs in 
    matching one common term: when the narrow query fills ``limit``, its top rows are (up to
    length normalisation) those of the full query.
 2. only when it returns fewer than ``limit`` rows: the full OR query over a *bounded* set, the
-   first ``max(budget, limit)`` matches the index yields (:func:`bounded_sql`), ranked and
-   merged with the first stage's rows. The first stage's rows are the best ones and are all
-   kept; the rest of the list is the best of that set, which is every match when the tenant
-   has no more than the bound. Without the bound, a query whose common terms cannot be paired
-   (one Chinese word and its bigrams) or whose pairs are too rare to fill ``limit`` ranked
-   every match of the tenant: ~80 ms at a million memories.
+   first :func:`fallback_rows` matches the index yields (:func:`bounded_sql`), ranked together
+   with the first stage's rows (or, when no pair of common terms exists, the rare terms'
+   rows). That is every match while the scope holds no more than the bound; past it, the
+   rest of the list is the best of the matches read, not of all of them, so the work stops
+   growing with the tenant. The bound is :data:`FALLBACK_FACTOR` budgets: at a million
+   memories in ten tenants, a Chinese question whose two words never meet matched ~8,000 of
+   its tenant's rows; ranking the first 2,000 kept 73% of the exact top 10, 4,000 kept 92%,
+   8,000 kept 98% (``benchmarks/bench_pg_scale.py``).
 
 Pairs skip a common term that is part of a longer common term of the query (a CJK bigram
 ``上下`` of the word ``上下文``): the pair would match every row holding the word. Frequencies
@@ -39,6 +41,8 @@ from loomctx.stores._pg_rows import COLUMNS, TABLE, tsquery_of, where_sql
 
 ROW_BUDGET = 2000
 """Estimated matching rows up to which the full OR query runs directly (~20 ms of ranking)."""
+FALLBACK_FACTOR = 4
+"""Budgets of rows the second stage ranks at most (see :func:`fallback_rows`)."""
 STATS_TTL = 300.0
 """Seconds a store keeps the term frequencies before reading ``pg_stats`` again."""
 MAX_PAIRED = 8
@@ -125,6 +129,11 @@ def _rare(terms: Sequence[str], estimates: Sequence[float], budget: int) -> list
     return rare
 
 
+def fallback_rows(budget: int, limit: int) -> int:
+    """Matches the second stage reads and ranks at most: enough to fill ``limit``."""
+    return max(FALLBACK_FACTOR * budget, limit)
+
+
 def ranked_sql(where: list[str]) -> str:
     """Every row of the scope matching the tsquery ``m``, ranked by the full query ``q``
     (arguments: q, m, the scope's, limit)."""
@@ -150,5 +159,5 @@ def merge(first: list[tuple[Any, ...]], more: list[tuple[Any, ...]]) -> list[tup
     return first + [row for row in more if row[:4] not in seen]
 
 
-__all__ = ["MAX_PAIRED", "ROW_BUDGET", "STATS_TTL", "TermStats", "bounded_sql", "merge",
-           "narrow_query", "ranked_sql", "rare_query"]
+__all__ = ["FALLBACK_FACTOR", "MAX_PAIRED", "ROW_BUDGET", "STATS_TTL", "TermStats",
+           "bounded_sql", "fallback_rows", "merge", "narrow_query", "ranked_sql", "rare_query"]

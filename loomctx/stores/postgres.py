@@ -81,7 +81,8 @@ class PostgresStore:
     such failure, operations wait at most 0.25 s until a connection works again.
     ``connect_timeout`` bounds one connection attempt. ``lexical_budget`` is how many matching
     rows (estimated from the table's statistics) a lexical search ranks before it first tries
-    a narrower query (see :mod:`loomctx.stores._pg_lexical`); None ranks every match.
+    a narrower query, and a quarter of the matches it ranks at most when that narrower query
+    cannot fill the limit (see :mod:`loomctx.stores._pg_lexical`); None ranks every match.
     ``probes`` is how many lists of the vector index a search reads first (more: better recall,
     slower; see :mod:`loomctx.stores._pg_vector`). The
     database needs the ``vector`` extension (created when the user may) and is migrated when it
@@ -293,9 +294,9 @@ class PostgresStore:
         """``ts_rank`` (length-normalised) of the query's tokens, ORed, inside the scope.
 
         When the terms match many rows, the rows holding a rare term or two common ones are
-        ranked first; when those do not fill ``limit``, the rest is the best of at most
-        ``max(lexical_budget, limit)`` other matches (see :mod:`loomctx.stores._pg_lexical`),
-        never every match of a large tenant.
+        ranked first; when those do not fill ``limit``, the rest is the best of at most four
+        budgets of other matches (see :mod:`loomctx.stores._pg_lexical`), never every match of
+        a large tenant.
         """
         rec.check_scope(scope)
         rec.check_limit(limit)
@@ -319,8 +320,9 @@ class PostgresStore:
             rows = self._db.select(lex.ranked_sql(where), [full, first, *args, limit])
             if narrow and len(rows) >= limit:
                 return rec.top(((to_record(row), float(row[-1])) for row in rows), limit)
+        cap = lex.fallback_rows(budget, limit)
         rows = lex.merge(rows, self._db.select(lex.bounded_sql(where),
-                                               [full, *args, max(budget, limit), limit]))
+                                               [full, *args, cap, limit]))
         return rec.top(((to_record(row), float(row[-1])) for row in rows), limit)
 
     def search_vector(

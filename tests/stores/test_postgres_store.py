@@ -582,9 +582,9 @@ def test_bounded_lexical_search_ranks_as_the_full_one(pg_url: str, query: str,
 def test_lexical_fallback_ranks_a_bounded_set(pg_url: str, query: str, limit: int) -> None:
     """When the first stage cannot fill ``limit`` (too few rows, or one common word and
     nothing to pair with it), the list is the best of the first stage's rows (every one of
-    them ranked) and of the first ``max(budget, limit)`` matches in table order: at most that
+    them ranked) and of the first ``fallback_rows`` matches in table order: at most that
     many rows are ranked, never every match, and each keeps its exact score."""
-    budget = 10
+    budget = 5
     with PostgresStore(pg_url, lexical_budget=budget) as fast, \
             PostgresStore(pg_url, lexical_budget=None) as exact:
         fast.bulk_load(_lexical_corpus())
@@ -601,7 +601,8 @@ def test_lexical_fallback_ranks_a_bounded_set(pg_url: str, query: str, limit: in
                                                "%s::tsquery", (first,)).fetchall()]
             in_order = [i for (i,) in conn.execute(
                 "SELECT id FROM loomctx_records WHERE terms @@ %s::tsquery ORDER BY ctid "
-                "LIMIT %s", (pg_module.tsquery_of(terms), max(budget, limit))).fetchall()]
+                "LIMIT %s", (pg_module.tsquery_of(terms),
+                              pg_module.lex.fallback_rows(budget, limit))).fetchall()]
         assert len(kept) < limit < len(every)  # the fallback runs, and a bound can bite
         ranked = set(kept) | set(in_order)
         want = sorted(ranked, key=lambda i: (-every[i], i))[:limit]
