@@ -238,6 +238,8 @@ def test_large_tenants_get_their_own_vector_index(
             assert _pg_vector.tenant_index("it's big") in plans["it's big"]
             assert _pg_vector.tenant_index("other") in plans["other"]
             assert not any(name in plans["small"] for name in names)
+        shared = _indexdef(pg_url, "loomctx_records_vec") or ""
+        assert "<> ALL" in shared and "it''s big" in shared and "small" not in shared
         for tenant, n in sizes.items():  # one list per tenant index: exact order
             mine = [i for i, r in enumerate(records) if r.tenant == tenant]
             probe = rng.normal(size=DIM).astype(np.float32)
