@@ -3,9 +3,10 @@
 Why PostgreSQL: several agents or service replicas need one memory with transactions, and
 pgvector keeps the vectors beside the rows, so a scope filter and a cosine ranking are one query.
 Every query names the tenant (and the agent, session and level when the scope does); the vector
-search uses an IVFFlat index of half-precision copies (:mod:`loomctx.stores._pg_vector`) with
-pgvector's iterative scan, so a narrow scope still fills its ``limit``, and its exact cosine
-scores are recomputed from the stored vectors.
+search uses IVFFlat indexes of half-precision copies (:mod:`loomctx.stores._pg_vector`: one of
+its own for each large tenant, a shared one for the rest) with pgvector's iterative scan, so a
+narrow scope still fills its ``limit``, and its exact cosine scores are recomputed from the
+stored vectors.
 
 Lexical search is a tsvector over the SQLite store's tokens (words, CJK characters and bigrams)
 with a GIN index, ranked by ``ts_rank`` with length normalisation. ``pg_trgm`` matches
