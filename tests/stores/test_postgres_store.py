@@ -551,7 +551,7 @@ def _lexical_corpus() -> list[MemoryRecord]:
 
 
 @pytest.mark.parametrize(("query", "limit"), [("alpha beta zeta", 20), ("上下文 模型 alpha", 20),
-                                              ("上下文 模型 alpha", 150)])
+                                              ("上下文 模型 alpha", 150), ("上下文 模型 beta", 90)])
 def test_bounded_lexical_search_ranks_as_the_full_one(pg_url: str, query: str,
                                                       limit: int) -> None:
     """With a tiny budget the first stage runs and fills ``limit``: the scores are those of
@@ -624,7 +624,10 @@ def test_narrow_query_pairs_common_words_and_keeps_rare_ones() -> None:
     assert "'zz'" in q.split(" | ")
     assert "'上下'" not in q  # part of 上下文: pairing it would match every row of the word
     assert "'模型' & '上下文'" in q and "'检索' & '模型'" in q
-    assert narrow_query(["上下文", "上下", "zz"], [900, 900, 3], budget=100) is None
+    assert "'上下文'" in q.split(" | ")  # its rows match three terms: it outranks a pair
+    # nothing to pair, but the word stands for three terms: its rows are the first stage
+    assert narrow_query(["上下文", "上下", "zz"], [900, 900, 3], budget=100) == "'zz' | '上下文'"
+    assert narrow_query(["模型", "zz"], [900, 3], budget=100) is None
     # nothing to pair: the rare terms are still ranked before the bounded rest
     assert pg_module.lex.rare_query(["上下文", "上下", "zz"], [900, 900, 3], budget=100) == "'zz'"
     assert pg_module.lex.rare_query(["a", "b"], [5.0, 5.0], budget=100) is None  # cheap
