@@ -14,15 +14,16 @@ When the terms' estimated matches exceed :data:`ROW_BUDGET`, the search runs in 
    share more), so a row matching two terms, or a rare one, outranks a row of the same length
    matching one common term: when the narrow query fills ``limit``, its top rows are (up to
    length normalisation) those of the full query.
-2. only when it returns fewer than ``limit`` rows: the full OR query over a *bounded* set, the
-   first :func:`fallback_rows` matches the index yields (:func:`bounded_sql`), ranked together
-   with the first stage's rows (or, when no pair of common terms exists, the rare terms'
-   rows). That is every match while the scope holds no more than the bound; past it, the
-   rest of the list is the best of the matches read, not of all of them, so the work stops
-   growing with the tenant. The bound is :data:`FALLBACK_FACTOR` budgets: at a million
-   memories in ten tenants, a Chinese question whose two words never meet matched ~8,000 of
-   its tenant's rows; ranking the first 2,000 kept 73% of the exact top 10, 4,000 kept 92%,
-   8,000 kept 98% (``benchmarks/bench_pg_scale.py``).
+2. only when it returns fewer than ``limit`` rows: the full OR query, ranked together with the
+   first stage's rows (or, when the first stage cannot run, the rare terms' rows).
+
+Each stage reads and ranks a *bounded* set: the first :func:`fallback_rows` rows the index
+yields for its query (:func:`bounded_sql`). That is every match while the scope holds no more
+than the bound; past it, a stage's list is the best of the rows read, not of all of them, so
+the work stops growing with the tenant. The bound is :data:`FALLBACK_FACTOR` budgets: at a
+million memories in ten tenants, a Chinese question whose two words never meet matched
+~8,000 of its tenant's rows; ranking the first 2,000 kept 73% of the exact top 10, 4,000 kept
+92%, 8,000 kept 98% (``benchmarks/bench_pg_scale.py``).
 
 Pairs skip a common term that is part of a longer common term of the query (a CJK bigram
 ``上下`` of the word ``上下文``): the pair would match every row holding the word. The longer
@@ -47,7 +48,7 @@ from loomctx.stores._pg_rows import COLUMNS, TABLE, tsquery_of, where_sql
 ROW_BUDGET = 2000
 """Estimated matching rows up to which the full OR query runs directly (~20 ms of ranking)."""
 FALLBACK_FACTOR = 4
-"""Budgets of rows the second stage ranks at most (see :func:`fallback_rows`)."""
+"""Budgets of rows a stage ranks at most (see :func:`fallback_rows`)."""
 STATS_TTL = 300.0
 """Seconds a store keeps the term frequencies before reading ``pg_stats`` again."""
 MAX_PAIRED = 8
@@ -136,7 +137,7 @@ def _rare(terms: Sequence[str], estimates: Sequence[float], budget: int) -> list
 
 
 def fallback_rows(budget: int, limit: int) -> int:
-    """Matches the second stage reads and ranks at most: enough to fill ``limit``."""
+    """Matches a stage reads and ranks at most: enough to fill ``limit``."""
     return max(FALLBACK_FACTOR * budget, limit)
 
 
@@ -149,12 +150,12 @@ def ranked_sql(where: list[str]) -> str:
 
 
 def bounded_sql(where: list[str]) -> str:
-    """The best of the first ``cap`` rows of the scope matching the full query ``q``
-    (arguments: q, the scope's, cap, limit): the LIMIT comes before the ranking, so the
-    server fetches and scores at most ``cap`` rows."""
+    """The best of the first ``cap`` rows of the scope matching the tsquery ``m``, ranked by
+    the full query ``q`` (arguments: q, m, the scope's, cap, limit): the LIMIT comes before the
+    ranking, so the server fetches and scores at most ``cap`` rows."""
     return (f"SELECT {COLUMNS}, ts_rank(c.terms, q, 1) AS score "
-            f"FROM CAST(%s AS tsquery) q CROSS JOIN LATERAL ("
-            f"SELECT {COLUMNS}, r.terms FROM {TABLE} r {where_sql([*where, 'r.terms @@ q'])} "
+            f"FROM CAST(%s AS tsquery) q, CAST(%s AS tsquery) m CROSS JOIN LATERAL ("
+            f"SELECT {COLUMNS}, r.terms FROM {TABLE} r {where_sql([*where, 'r.terms @@ m'])} "
             f"LIMIT %s) c ORDER BY score DESC LIMIT %s")
 
 

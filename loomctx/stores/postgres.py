@@ -295,8 +295,8 @@ class PostgresStore:
         """``ts_rank`` (length-normalised) of the query's tokens, ORed, inside the scope.
 
         When the terms match many rows, the rows holding a rare term or two common ones are
-        ranked first; when those do not fill ``limit``, the rest is the best of at most four
-        budgets of other matches (see :mod:`loomctx.stores._pg_lexical`), never every match of
+        ranked first, then (when those do not fill ``limit``) every match; each stage ranks at
+        most four budgets of rows (see :mod:`loomctx.stores._pg_lexical`), never every match of
         a large tenant.
         """
         rec.check_scope(scope)
@@ -317,13 +317,13 @@ class PostgresStore:
         # rare terms alone (nothing to pair) never do: a common word's rows may rank higher.
         narrow = narrow_query(terms, estimates, budget) if estimates else None
         first = narrow or (lex.rare_query(terms, estimates, budget) if estimates else None)
+        cap = lex.fallback_rows(budget, limit)
         if first:
-            rows = self._db.select(lex.ranked_sql(where), [full, first, *args, limit])
+            rows = self._db.select(lex.bounded_sql(where), [full, first, *args, cap, limit])
             if narrow and len(rows) >= limit:
                 return rec.top(((to_record(row), float(row[-1])) for row in rows), limit)
-        cap = lex.fallback_rows(budget, limit)
         rows = lex.merge(rows, self._db.select(lex.bounded_sql(where),
-                                               [full, *args, cap, limit]))
+                                               [full, full, *args, cap, limit]))
         return rec.top(((to_record(row), float(row[-1])) for row in rows), limit)
 
     def search_vector(

@@ -554,21 +554,22 @@ def _lexical_corpus() -> list[MemoryRecord]:
                                               ("上下文 模型 alpha", 150), ("上下文 模型 beta", 90)])
 def test_bounded_lexical_search_ranks_as_the_full_one(pg_url: str, query: str,
                                                       limit: int) -> None:
-    """With a tiny budget the first stage runs and fills ``limit``: the scores are those of
-    ranking every match, and so are the ids above the lowest score (rows tied at the cut may
-    differ)."""
-    with PostgresStore(pg_url, lexical_budget=10) as fast, \
+    """With a small budget the first stage runs and fills ``limit`` (from fewer rows than its
+    bound): the scores are those of ranking every match, and so are the ids above the lowest
+    score (rows tied at the cut may differ)."""
+    budget = 100
+    with PostgresStore(pg_url, lexical_budget=budget) as fast, \
             PostgresStore(pg_url, lexical_budget=None) as exact:
         fast.bulk_load(_lexical_corpus())  # analyses the table: the statistics exist
         terms = pg_module.query_terms(query)
         estimates = fast._term_stats.estimates(terms)
-        assert estimates is not None and max(estimates) > 10
-        narrow = narrow_query(terms, estimates, 10)
+        assert estimates is not None and sum(estimates) > budget
+        narrow = narrow_query(terms, estimates, budget)
         assert narrow is not None
         with psycopg.connect(pg_url) as conn:
             [(matched,)] = conn.execute("SELECT COUNT(*) FROM loomctx_records "
                                         "WHERE terms @@ %s::tsquery", (narrow,)).fetchall()
-        assert matched >= limit  # the first stage fills the list
+        assert limit <= matched <= pg_module.lex.fallback_rows(budget, limit)
         narrowed = fast.search_lexical(query, scope=Scope(), limit=limit)
         full = exact.search_lexical(query, scope=Scope(), limit=limit)
         assert [round(h.score, 6) for h in narrowed] == [round(h.score, 6) for h in full]
@@ -615,6 +616,33 @@ def test_lexical_fallback_ranks_a_bounded_set(pg_url: str, query: str, limit: in
         if len(every) > len(ranked):  # some matches were never ranked: the list differs
             best = sorted(every, key=lambda i: (-every[i], i))[:limit]
             assert [h.record.id for h in got] != best
+
+
+def test_lexical_first_stage_ranks_a_bounded_set(pg_url: str) -> None:
+    """A first stage matching more rows than its bound ranks only the first ``fallback_rows``
+    of them (in table order) and returns the best of those when they fill ``limit``."""
+    budget, limit, query = 10, 20, "上下文 模型 alpha"
+    with PostgresStore(pg_url, lexical_budget=budget) as fast, \
+            PostgresStore(pg_url, lexical_budget=None) as exact:
+        fast.bulk_load(_lexical_corpus())
+        terms = pg_module.query_terms(query)
+        estimates = fast._term_stats.estimates(terms)
+        assert estimates is not None
+        narrow = narrow_query(terms, estimates, budget)
+        assert narrow is not None
+        cap = pg_module.lex.fallback_rows(budget, limit)
+        every = {h.record.id: h.score for h in exact.search_lexical(query, scope=Scope(),
+                                                                    limit=600)}
+        with psycopg.connect(pg_url) as conn:
+            [(matched,)] = conn.execute("SELECT COUNT(*) FROM loomctx_records WHERE terms @@ "
+                                        "%s::tsquery", (narrow,)).fetchall()
+            read = [i for (i,) in conn.execute(
+                "SELECT id FROM loomctx_records WHERE terms @@ %s::tsquery ORDER BY ctid "
+                "LIMIT %s", (narrow, cap)).fetchall()]
+        assert matched > cap >= limit  # the bound bites
+        got = fast.search_lexical(query, scope=Scope(), limit=limit)
+        assert [h.record.id for h in got] == sorted(read, key=lambda i: (-every[i], i))[:limit]
+        assert all(abs(h.score - every[h.record.id]) < 1e-6 for h in got)
 
 
 def test_narrow_query_pairs_common_words_and_keeps_rare_ones() -> None:
