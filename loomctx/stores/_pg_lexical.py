@@ -17,13 +17,13 @@ When the terms' estimated matches exceed :data:`ROW_BUDGET`, the search runs in 
 2. only when it returns fewer than ``limit`` rows: the full OR query, ranked together with the
    first stage's rows (or, when the first stage cannot run, the rare terms' rows).
 
-Each stage reads and ranks a *bounded* set: the first :func:`fallback_rows` rows the index
+Each stage reads and ranks a *bounded* set: the first :func:`stage_rows` rows the index
 yields for its query (:func:`bounded_sql`). That is every match while the scope holds no more
 than the bound; past it, a stage's list is the best of the rows read, not of all of them, so
-the work stops growing with the tenant. The bound is :data:`FALLBACK_FACTOR` budgets: at a
-million memories in ten tenants, a Chinese question whose two words never meet matched
-~8,000 of its tenant's rows; ranking the first 2,000 kept 73% of the exact top 10, 4,000 kept
-92%, 8,000 kept 98% (``benchmarks/bench_pg_scale.py``).
+the work stops growing with the tenant. The bound is :data:`STAGE_FACTOR` budgets: at a
+million memories in ten tenants (~4,500 rows of a common word per tenant), 8,000 rows kept 100%
+of the exact top 10 and 99% of the exact 256; 4,000 (a budget of 1,000) kept 91% and 86%;
+ranking every match (before the bound) cost up to ~160 ms a list (``benchmarks/bench_pg_scale.py``).
 
 Pairs skip a common term that is part of a longer common term of the query (a CJK bigram
 ``上下`` of the word ``上下文``): the pair would match every row holding the word. The longer
@@ -47,8 +47,8 @@ from loomctx.stores._pg_rows import COLUMNS, TABLE, tsquery_of, where_sql
 
 ROW_BUDGET = 2000
 """Estimated matching rows up to which the full OR query runs directly (~20 ms of ranking)."""
-FALLBACK_FACTOR = 4
-"""Budgets of rows a stage ranks at most (see :func:`fallback_rows`)."""
+STAGE_FACTOR = 4
+"""Budgets of rows a stage ranks at most (see :func:`stage_rows`)."""
 STATS_TTL = 300.0
 """Seconds a store keeps the term frequencies before reading ``pg_stats`` again."""
 MAX_PAIRED = 8
@@ -136,9 +136,9 @@ def _rare(terms: Sequence[str], estimates: Sequence[float], budget: int) -> list
     return rare
 
 
-def fallback_rows(budget: int, limit: int) -> int:
+def stage_rows(budget: int, limit: int) -> int:
     """Matches a stage reads and ranks at most: enough to fill ``limit``."""
-    return max(FALLBACK_FACTOR * budget, limit)
+    return max(STAGE_FACTOR * budget, limit)
 
 
 def ranked_sql(where: list[str]) -> str:
@@ -166,5 +166,5 @@ def merge(first: list[tuple[Any, ...]], more: list[tuple[Any, ...]]) -> list[tup
     return first + [row for row in more if row[:4] not in seen]
 
 
-__all__ = ["FALLBACK_FACTOR", "MAX_PAIRED", "ROW_BUDGET", "STATS_TTL", "TermStats",
-           "bounded_sql", "fallback_rows", "merge", "narrow_query", "ranked_sql", "rare_query"]
+__all__ = ["STAGE_FACTOR", "MAX_PAIRED", "ROW_BUDGET", "STATS_TTL", "TermStats",
+           "bounded_sql", "stage_rows", "merge", "narrow_query", "ranked_sql", "rare_query"]

@@ -82,8 +82,8 @@ class PostgresStore:
     such failure, operations wait at most 0.25 s until a connection works again.
     ``connect_timeout`` bounds one connection attempt. ``lexical_budget`` is how many matching
     rows (estimated from the table's statistics) a lexical search ranks before it first tries
-    a narrower query, and a quarter of the matches it ranks at most when that narrower query
-    cannot fill the limit (see :mod:`loomctx.stores._pg_lexical`); None ranks every match.
+    a narrower query; each stage of the search ranks at most four budgets of rows (see
+    :mod:`loomctx.stores._pg_lexical`); None ranks every match.
     ``probes`` is how many lists of the vector index a search reads first (more: better recall,
     slower; see :mod:`loomctx.stores._pg_vector`). The
     database needs the ``vector`` extension (created when the user may) and is migrated when it
@@ -317,7 +317,7 @@ class PostgresStore:
         # rare terms alone (nothing to pair) never do: a common word's rows may rank higher.
         narrow = narrow_query(terms, estimates, budget) if estimates else None
         first = narrow or (lex.rare_query(terms, estimates, budget) if estimates else None)
-        cap = lex.fallback_rows(budget, limit)
+        cap = lex.stage_rows(budget, limit)
         if first:
             rows = self._db.select(lex.bounded_sql(where), [full, first, *args, cap, limit])
             if narrow and len(rows) >= limit:

@@ -569,7 +569,7 @@ def test_bounded_lexical_search_ranks_as_the_full_one(pg_url: str, query: str,
         with psycopg.connect(pg_url) as conn:
             [(matched,)] = conn.execute("SELECT COUNT(*) FROM loomctx_records "
                                         "WHERE terms @@ %s::tsquery", (narrow,)).fetchall()
-        assert limit <= matched <= pg_module.lex.fallback_rows(budget, limit)
+        assert limit <= matched <= pg_module.lex.stage_rows(budget, limit)
         narrowed = fast.search_lexical(query, scope=Scope(), limit=limit)
         full = exact.search_lexical(query, scope=Scope(), limit=limit)
         assert [round(h.score, 6) for h in narrowed] == [round(h.score, 6) for h in full]
@@ -585,7 +585,7 @@ def test_bounded_lexical_search_ranks_as_the_full_one(pg_url: str, query: str,
 def test_lexical_fallback_ranks_a_bounded_set(pg_url: str, query: str, limit: int) -> None:
     """When the first stage cannot fill ``limit`` (too few rows, or one common word and
     nothing to pair with it), the list is the best of the first stage's rows (every one of
-    them ranked) and of the first ``fallback_rows`` matches in table order: at most that
+    them ranked) and of the first ``stage_rows`` matches in table order: at most that
     many rows are ranked, never every match, and each keeps its exact score."""
     budget = 5
     with PostgresStore(pg_url, lexical_budget=budget) as fast, \
@@ -605,7 +605,7 @@ def test_lexical_fallback_ranks_a_bounded_set(pg_url: str, query: str, limit: in
             in_order = [i for (i,) in conn.execute(
                 "SELECT id FROM loomctx_records WHERE terms @@ %s::tsquery ORDER BY ctid "
                 "LIMIT %s", (pg_module.tsquery_of(terms),
-                              pg_module.lex.fallback_rows(budget, limit))).fetchall()]
+                              pg_module.lex.stage_rows(budget, limit))).fetchall()]
         assert len(kept) < limit < len(every)  # the fallback runs, and a bound can bite
         ranked = set(kept) | set(in_order)
         want = sorted(ranked, key=lambda i: (-every[i], i))[:limit]
@@ -619,7 +619,7 @@ def test_lexical_fallback_ranks_a_bounded_set(pg_url: str, query: str, limit: in
 
 
 def test_lexical_first_stage_ranks_a_bounded_set(pg_url: str) -> None:
-    """A first stage matching more rows than its bound ranks only the first ``fallback_rows``
+    """A first stage matching more rows than its bound ranks only the first ``stage_rows``
     of them (in table order) and returns the best of those when they fill ``limit``."""
     budget, limit, query = 10, 20, "上下文 模型 alpha"
     with PostgresStore(pg_url, lexical_budget=budget) as fast, \
@@ -630,7 +630,7 @@ def test_lexical_first_stage_ranks_a_bounded_set(pg_url: str) -> None:
         assert estimates is not None
         narrow = narrow_query(terms, estimates, budget)
         assert narrow is not None
-        cap = pg_module.lex.fallback_rows(budget, limit)
+        cap = pg_module.lex.stage_rows(budget, limit)
         every = {h.record.id: h.score for h in exact.search_lexical(query, scope=Scope(),
                                                                     limit=600)}
         with psycopg.connect(pg_url) as conn:
