@@ -18,8 +18,9 @@ the indexes built once after, by the store's own build step.
 
 Measured in the same run, on the same database:
 
-- ``indexed``: the store as it ships (its vector index, iterative scan and re-ranking, the
-  tenant-keyed GIN index, the bounded lexical search).
+- ``indexed``: the store as it ships (its vector indexes: one per tenant of 10k rows or more
+  and a shared one for the rest, iterative scan and re-ranking; the tenant-keyed GIN index;
+  the bounded lexical search).
 - ``probes_N``: the same store opened with ``probes=N`` instead of the default
   (``--probes``), to show what recall each step of latency buys.
 - ``exact``: the same store with PostgreSQL's index scans off for the dense list (an exact,

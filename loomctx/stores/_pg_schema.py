@@ -17,7 +17,8 @@ database with the application):
   (PostgreSQL text never does): a record whose text has one keeps its exact text in
   ``content_nul`` (UTF-8 bytes) and ``content`` without the NULs. ``embedding`` is an untyped
   pgvector column; the vector index (:mod:`loomctx.stores._pg_vector`) is an expression index on
-  ``embedding::halfvec(dims)``, created once the store knows its dimension (``loomctx_meta``
+  ``embedding::halfvec(dims)`` (with a partial one per large tenant, named by a digest of the
+  tenant), created once the store knows its dimension (``loomctx_meta``
   key ``dims``; ``vector_index_rows``: the rows it was last built from).
 - ``terms``: a tsvector of the tokens of :func:`loomctx.stores._text.tokenize` (words, CJK
   characters and bigrams), written as a literal by Python, never parsed by a text search

@@ -3,9 +3,10 @@
 Why PostgreSQL: several agents or service replicas need one memory with transactions, and
 pgvector keeps the vectors beside the rows, so a scope filter and a cosine ranking are one query.
 Every query names the tenant (and the agent, session and level when the scope does); the vector
-search uses an IVFFlat index of half-precision copies (:mod:`loomctx.stores._pg_vector`) with
-pgvector's iterative scan, so a narrow scope still fills its ``limit``, and its exact cosine
-scores are recomputed from the stored vectors.
+search uses IVFFlat indexes of half-precision copies (:mod:`loomctx.stores._pg_vector`: one of
+its own for each large tenant, a shared one for the rest) with pgvector's iterative scan, so a
+narrow scope still fills its ``limit``, and its exact cosine scores are recomputed from the
+stored vectors.
 
 Lexical search is a tsvector over the SQLite store's tokens (words, CJK characters and bigrams)
 with a GIN index, ranked by ``ts_rank`` with length normalisation. ``pg_trgm`` matches
@@ -30,6 +31,7 @@ import psycopg
 from psycopg_pool import ConnectionPool
 
 from loomctx.errors import ConfigError, StoreError
+from loomctx.stores import _pg_lexical as lex
 from loomctx.stores import _pg_vector as vec
 from loomctx.stores import _records as rec
 from loomctx.stores._pg_bulk import (
@@ -55,7 +57,6 @@ from loomctx.stores._pg_rows import (
     to_record,
     to_row,
     tsquery_of,
-    vector_literal,
     where_sql,
 )
 from loomctx.stores._pg_schema import ensure_schema
@@ -81,7 +82,8 @@ class PostgresStore:
     such failure, operations wait at most 0.25 s until a connection works again.
     ``connect_timeout`` bounds one connection attempt. ``lexical_budget`` is how many matching
     rows (estimated from the table's statistics) a lexical search ranks before it first tries
-    a narrower query (see :mod:`loomctx.stores._pg_lexical`); None ranks every match.
+    a narrower query; each stage of the search ranks at most four budgets of rows (see
+    :mod:`loomctx.stores._pg_lexical`); None ranks every match.
     ``probes`` is how many lists of the vector index a search reads first (more: better recall,
     slower; see :mod:`loomctx.stores._pg_vector`). The
     database needs the ``vector`` extension (created when the user may) and is migrated when it
@@ -293,7 +295,9 @@ class PostgresStore:
         """``ts_rank`` (length-normalised) of the query's tokens, ORed, inside the scope.
 
         When the terms match many rows, the rows holding a rare term or two common ones are
-        ranked first; all matches only when those are fewer than ``limit``.
+        ranked first, then (when those do not fill ``limit``) every match; each stage ranks at
+        most four budgets of rows (see :mod:`loomctx.stores._pg_lexical`), never every match of
+        a large tenant.
         """
         rec.check_scope(scope)
         rec.check_limit(limit)
@@ -303,17 +307,23 @@ class PostgresStore:
         if full is None or not limit:
             return []
         where, args = scope_filter(scope, level)
-        sql = (f"SELECT {COLUMNS}, ts_rank(r.terms, q, 1) AS score "
-               f"FROM {TABLE} r, CAST(%s AS tsquery) q, CAST(%s AS tsquery) m "
-               f"{where_sql([*where, 'r.terms @@ m'])} ORDER BY score DESC LIMIT %s")
-        rows = None
-        if self._lexical_budget is not None:
-            estimates = self._term_stats.estimates(terms)
-            narrow = estimates and narrow_query(terms, estimates, self._lexical_budget)
-            if narrow:
-                rows = self._db.select(sql, [full, narrow, *args, limit])
-        if rows is None or len(rows) < limit:
-            rows = self._db.select(sql, [full, full, *args, limit])
+        budget = self._lexical_budget
+        rows: list[tuple[Any, ...]] = []
+        if budget is None:
+            rows = self._db.select(lex.ranked_sql(where), [full, full, *args, limit])
+            return rec.top(((to_record(row), float(row[-1])) for row in rows), limit)
+        estimates = self._term_stats.estimates(terms)
+        # The first stage (rare terms and pairs of common ones) may fill the list alone; the
+        # rare terms alone (nothing to pair) never do: a common word's rows may rank higher.
+        narrow = narrow_query(terms, estimates, budget) if estimates else None
+        first = narrow or (lex.rare_query(terms, estimates, budget) if estimates else None)
+        cap = lex.stage_rows(budget, limit)
+        if first:
+            rows = self._db.select(lex.bounded_sql(where), [full, first, *args, cap, limit])
+            if narrow and len(rows) >= limit:
+                return rec.top(((to_record(row), float(row[-1])) for row in rows), limit)
+        rows = lex.merge(rows, self._db.select(lex.bounded_sql(where),
+                                               [full, full, *args, cap, limit]))
         return rec.top(((to_record(row), float(row[-1])) for row in rows), limit)
 
     def search_vector(
@@ -333,13 +343,13 @@ class PostgresStore:
         sql = (f"SELECT {COLUMNS}, 1 - {distance} FROM {TABLE} r "
                f"{where_sql([*where, 'r.embedding IS NOT NULL'])} "
                f"ORDER BY {vec.order_sql(dims)} LIMIT %s")
-        literal = vector_literal(query)
+        qv = vec.QueryVector(query)
         if self._db.own:  # its connections are configured once with the search settings
-            rows = self._db.select(sql, [literal, *args, literal, limit])
+            rows = self._db.select(sql, [qv, *args, qv, limit])
         else:
             with self._db.tx() as conn:
                 conn.execute(vec.search_settings(self._probes, local=True).encode())
-                rows = conn.execute(sql, [literal, *args, literal, limit]).fetchall()
+                rows = conn.execute(sql, [qv, *args, qv, limit]).fetchall()
         return rec.top(((to_record(row), float(row[-1])) for row in rows), limit)
 
     # -- embedding cache ------------------------------------------------------------------------

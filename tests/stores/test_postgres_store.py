@@ -208,6 +208,65 @@ def test_vector_index_is_rebuilt_when_the_table_outgrows_it(
         assert len(store.search_vector(probe, scope=Scope(), limit=200)) == len(held)
 
 
+def test_large_tenants_get_their_own_vector_index(
+        pg_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A build gives each tenant over TENANT_MIN_ROWS (and under TENANT_MAX_SHARE of the rows)
+    a partial index of its own rows, which the planner takes for that tenant's searches; the
+    others, and a tenant name that needs quoting, are searched as before; a drop removes
+    every one."""
+    from loomctx.stores import _pg_vector
+
+    monkeypatch.setattr(_pg_vector, "TENANT_MIN_ROWS", 50)
+    rng = np.random.default_rng(9)
+    sizes = {"it's big": 120, "other": 100, "small": 20}
+    records = [rec(f"{t[0]}{i}", tenant=t) for t, n in sizes.items() for i in range(n)]
+    vectors = rng.normal(size=(len(records), DIM)).astype(np.float32)
+    with PostgresStore(pg_url) as store:
+        store.bulk_load(records, vectors)
+        with psycopg.connect(pg_url) as conn:
+            names = _pg_vector.tenant_indexes(conn)
+            assert names == sorted(_pg_vector.tenant_index(t) for t in ("it's big", "other"))
+            conn.execute("SET enable_seqscan = off")
+            conn.execute(_pg_vector.search_settings())
+            plans = {}
+            for tenant in sizes:
+                qv = _pg_vector.QueryVector(vectors[0])
+                plan = conn.execute(
+                    f"EXPLAIN SELECT id FROM loomctx_records r WHERE r.tenant = %s "
+                    f"ORDER BY {_pg_vector.order_sql(DIM)} LIMIT 5", (tenant, qv)).fetchall()
+                plans[tenant] = " ".join(line for (line,) in plan)
+            assert _pg_vector.tenant_index("it's big") in plans["it's big"]
+            assert _pg_vector.tenant_index("other") in plans["other"]
+            assert not any(name in plans["small"] for name in names)
+        shared = _indexdef(pg_url, "loomctx_records_vec") or ""
+        assert "<> ALL" in shared and "it''s big" in shared and "small" not in shared
+        for tenant, n in sizes.items():  # one list per tenant index: exact order
+            mine = [i for i, r in enumerate(records) if r.tenant == tenant]
+            probe = rng.normal(size=DIM).astype(np.float32)
+            unit_rows = vectors[mine] / np.linalg.norm(vectors[mine], axis=1, keepdims=True)
+            exact = [records[mine[k]].id for k in
+                     np.argsort(-(unit_rows @ (probe / np.linalg.norm(probe))))[:10]]
+            got = store.search_vector(probe, scope=Scope(tenant=tenant), limit=10)
+            assert [h.record.id for h in got] == exact
+            assert len(store.search_vector(probe, scope=Scope(tenant=tenant), limit=n + 5)) == n
+        with psycopg.connect(pg_url) as conn:
+            _pg_vector.drop(conn)
+            assert _pg_vector.tenant_indexes(conn) == []
+
+
+def test_one_tenant_holding_most_rows_keeps_the_shared_index(
+        pg_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    from loomctx.stores import _pg_vector
+
+    monkeypatch.setattr(_pg_vector, "TENANT_MIN_ROWS", 10)
+    rng = np.random.default_rng(3)
+    records = [rec(f"a{i}") for i in range(60)] + [rec(f"b{i}", tenant="b") for i in range(20)]
+    with PostgresStore(pg_url) as store:
+        store.bulk_load(records, rng.normal(size=(len(records), DIM)))
+    with psycopg.connect(pg_url) as conn:
+        assert _pg_vector.tenant_indexes(conn) == [_pg_vector.tenant_index("b")]
+
+
 def test_probes_must_be_a_positive_int(pg_url: str) -> None:
     for bad in (0, -1, True, "3", 2.5):
         with pytest.raises(ConfigError, match="probes must be an int >= 1"):
@@ -491,27 +550,99 @@ def _lexical_corpus() -> list[MemoryRecord]:
     return out
 
 
-@pytest.mark.parametrize("query", ["alpha beta zeta", "上下文 模型 alpha", "beta zeta"])
-@pytest.mark.parametrize("limit", [20, 150, 400])
+@pytest.mark.parametrize(("query", "limit"), [("alpha beta zeta", 20), ("上下文 模型 alpha", 20),
+                                              ("上下文 模型 alpha", 150), ("上下文 模型 beta", 90)])
 def test_bounded_lexical_search_ranks_as_the_full_one(pg_url: str, query: str,
                                                       limit: int) -> None:
-    """With a tiny budget the first stage runs (or falls back when it cannot fill ``limit``);
-    either way the scores are those of ranking every match, and so are the ids above the
-    lowest score (rows tied at the cut may differ)."""
-    with PostgresStore(pg_url, lexical_budget=10) as fast, \
+    """With a small budget the first stage runs and fills ``limit`` (from fewer rows than its
+    bound): the scores are those of ranking every match, and so are the ids above the lowest
+    score (rows tied at the cut may differ)."""
+    budget = 100
+    with PostgresStore(pg_url, lexical_budget=budget) as fast, \
             PostgresStore(pg_url, lexical_budget=None) as exact:
         fast.bulk_load(_lexical_corpus())  # analyses the table: the statistics exist
         terms = pg_module.query_terms(query)
         estimates = fast._term_stats.estimates(terms)
-        assert estimates is not None and max(estimates) > 10
+        assert estimates is not None and sum(estimates) > budget
+        narrow = narrow_query(terms, estimates, budget)
+        assert narrow is not None
+        with psycopg.connect(pg_url) as conn:
+            [(matched,)] = conn.execute("SELECT COUNT(*) FROM loomctx_records "
+                                        "WHERE terms @@ %s::tsquery", (narrow,)).fetchall()
+        assert limit <= matched <= pg_module.lex.stage_rows(budget, limit)
         narrowed = fast.search_lexical(query, scope=Scope(), limit=limit)
         full = exact.search_lexical(query, scope=Scope(), limit=limit)
         assert [round(h.score, 6) for h in narrowed] == [round(h.score, 6) for h in full]
         cut = full[-1].score
         assert {h.record.id for h in narrowed if h.score > cut + 1e-9} == {
             h.record.id for h in full if h.score > cut + 1e-9}
-        # two common words: a first stage exists; one common word: every match is ranked
-        assert (narrow_query(terms, estimates, 10) is not None) == (query != "beta zeta")
+
+
+@pytest.mark.parametrize(("query", "limit"), [("beta zeta", 20), ("beta zeta", 150),
+                                              ("alpha beta zeta", 150),
+                                              ("alpha beta zeta", 400),
+                                              ("上下文 模型 alpha", 300)])
+def test_lexical_fallback_ranks_a_bounded_set(pg_url: str, query: str, limit: int) -> None:
+    """When the first stage cannot fill ``limit`` (too few rows, or one common word and
+    nothing to pair with it), the list is the best of the first stage's rows (every one of
+    them ranked) and of the first ``stage_rows`` matches in table order: at most that
+    many rows are ranked, never every match, and each keeps its exact score."""
+    budget = 5
+    with PostgresStore(pg_url, lexical_budget=budget) as fast, \
+            PostgresStore(pg_url, lexical_budget=None) as exact:
+        fast.bulk_load(_lexical_corpus())
+        terms = pg_module.query_terms(query)
+        estimates = fast._term_stats.estimates(terms)
+        assert estimates is not None
+        first = narrow_query(terms, estimates, budget) or \
+            pg_module.lex.rare_query(terms, estimates, budget)
+        assert first is not None
+        every = {h.record.id: h.score for h in exact.search_lexical(query, scope=Scope(),
+                                                                    limit=600)}
+        with psycopg.connect(pg_url) as conn:
+            kept = [i for (i,) in conn.execute("SELECT id FROM loomctx_records WHERE terms @@ "
+                                               "%s::tsquery", (first,)).fetchall()]
+            in_order = [i for (i,) in conn.execute(
+                "SELECT id FROM loomctx_records WHERE terms @@ %s::tsquery ORDER BY ctid "
+                "LIMIT %s", (pg_module.tsquery_of(terms),
+                              pg_module.lex.stage_rows(budget, limit))).fetchall()]
+        assert len(kept) < limit < len(every)  # the fallback runs, and a bound can bite
+        ranked = set(kept) | set(in_order)
+        want = sorted(ranked, key=lambda i: (-every[i], i))[:limit]
+        got = fast.search_lexical(query, scope=Scope(), limit=limit)
+        assert len(got) <= limit
+        assert [h.record.id for h in got] == want
+        assert all(abs(h.score - every[h.record.id]) < 1e-6 for h in got)
+        if len(every) > len(ranked):  # some matches were never ranked: the list differs
+            best = sorted(every, key=lambda i: (-every[i], i))[:limit]
+            assert [h.record.id for h in got] != best
+
+
+def test_lexical_first_stage_ranks_a_bounded_set(pg_url: str) -> None:
+    """A first stage matching more rows than its bound ranks only the first ``stage_rows``
+    of them (in table order) and returns the best of those when they fill ``limit``."""
+    budget, limit, query = 10, 20, "上下文 模型 alpha"
+    with PostgresStore(pg_url, lexical_budget=budget) as fast, \
+            PostgresStore(pg_url, lexical_budget=None) as exact:
+        fast.bulk_load(_lexical_corpus())
+        terms = pg_module.query_terms(query)
+        estimates = fast._term_stats.estimates(terms)
+        assert estimates is not None
+        narrow = narrow_query(terms, estimates, budget)
+        assert narrow is not None
+        cap = pg_module.lex.stage_rows(budget, limit)
+        every = {h.record.id: h.score for h in exact.search_lexical(query, scope=Scope(),
+                                                                    limit=600)}
+        with psycopg.connect(pg_url) as conn:
+            [(matched,)] = conn.execute("SELECT COUNT(*) FROM loomctx_records WHERE terms @@ "
+                                        "%s::tsquery", (narrow,)).fetchall()
+            read = [i for (i,) in conn.execute(
+                "SELECT id FROM loomctx_records WHERE terms @@ %s::tsquery ORDER BY ctid "
+                "LIMIT %s", (narrow, cap)).fetchall()]
+        assert matched > cap >= limit  # the bound bites
+        got = fast.search_lexical(query, scope=Scope(), limit=limit)
+        assert [h.record.id for h in got] == sorted(read, key=lambda i: (-every[i], i))[:limit]
+        assert all(abs(h.score - every[h.record.id]) < 1e-6 for h in got)
 
 
 def test_narrow_query_pairs_common_words_and_keeps_rare_ones() -> None:
@@ -521,7 +652,13 @@ def test_narrow_query_pairs_common_words_and_keeps_rare_ones() -> None:
     assert "'zz'" in q.split(" | ")
     assert "'上下'" not in q  # part of 上下文: pairing it would match every row of the word
     assert "'模型' & '上下文'" in q and "'检索' & '模型'" in q
-    assert narrow_query(["上下文", "上下", "zz"], [900, 900, 3], budget=100) is None
+    assert "'上下文'" in q.split(" | ")  # its rows match three terms: it outranks a pair
+    # nothing to pair, but the word stands for three terms: its rows are the first stage
+    assert narrow_query(["上下文", "上下", "zz"], [900, 900, 3], budget=100) == "'zz' | '上下文'"
+    assert narrow_query(["模型", "zz"], [900, 3], budget=100) is None
+    # nothing to pair: the rare terms are still ranked before the bounded rest
+    assert pg_module.lex.rare_query(["上下文", "上下", "zz"], [900, 900, 3], budget=100) == "'zz'"
+    assert pg_module.lex.rare_query(["a", "b"], [5.0, 5.0], budget=100) is None  # cheap
 
 
 @pytest.mark.parametrize("bad", [-1, 1.5, True, "10"])
