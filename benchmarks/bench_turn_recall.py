@@ -12,8 +12,13 @@ request's messages (cl100k, over budget scores 0: :func:`loomctx.eval.metric.sco
 Each turn build's prefix reuse against the previous turn build is reported too (the share of the
 request that repeats the previous one from the start, as a provider's prompt cache reuses it).
 
+With ``--generic PATH`` (the LongMemEval_S development sample, generic JSONL) each question has
+a history of its own (~500 messages): it is asked both ways after that history, and the results
+are pooled over the questions.
+
 Run: python benchmarks/bench_turn_recall.py --data PATH/locomo10.json [--conversations 1,6]
-         [--budgets 4096,16384] [--limit N] [--json PATH]
+         [--budgets 4096,16384] [--limit N] [--json PATH] [--embed-cache PATH]
+     python benchmarks/bench_turn_recall.py --generic PATH/longmemeval_s_dev60.jsonl.gz [...]
 """
 
 from __future__ import annotations
@@ -84,6 +89,8 @@ def run_conversation(number: int, questions: list[Any], budget: int, embedder: A
     history = questions[0].history
     by_id = {t.id: t.content for t in history}
     now = max((t.timestamp for t in history if t.timestamp is not None), default=0.0)
+    if questions[0].question_time is not None:  # a question asked after its history ends
+        now = questions[0].question_time
     session = _session(history, embedder)
     scores: dict[str, list[float]] = {"turn": [], "question": [], "naive": []}
     reuse: list[float] = []
@@ -118,9 +125,43 @@ def run_conversation(number: int, questions: list[Any], budget: int, embedder: A
             "turn_build_ms_p50": statistics.median(turn_ms)}
 
 
+def _pooled(data: Path, budgets: list[int], embedder: Any, limit: int | None,
+            out: str) -> int:
+    """Each question of a generic file after its own history; recall pooled per budget."""
+    from itertools import islice
+
+    from loomctx.eval.datasets import iter_dataset
+
+    questions = list(islice(iter_dataset("generic", data), limit))
+    pooled = []
+    for budget in budgets:
+        runs = [run_conversation(i + 1, [q], budget, embedder, None)
+                for i, q in enumerate(questions)]
+        rec = {k: statistics.fmean(r["recall"][k] for r in runs)
+               for k in ("turn", "question", "naive")}
+        over = {k: sum(r["over_budget"][k] for r in runs) for k in ("turn", "question")}
+        pooled.append({"budget": budget, "questions": len(runs), "recall": rec,
+                       "over_budget": over,
+                       "turn_build_ms_p50": statistics.median(r["turn_build_ms_p50"]
+                                                              for r in runs)})
+        print(f"{data.name} budget {budget:6d} n={len(runs):3d}  turn {rec['turn']:.3f}  "
+              f"question {rec['question']:.3f}  naive {rec['naive']:.3f}  over {over}",
+              flush=True)
+    doc = {"model": MODEL, "data": data.name, "pooled": pooled}
+    if out == "-":
+        print(json.dumps(doc, indent=1))
+    else:
+        Path(out).write_text(json.dumps(doc, indent=1) + "\n")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--data", required=True, help="locomo10.json")
+    source = ap.add_mutually_exclusive_group(required=True)
+    source.add_argument("--data", help="locomo10.json")
+    source.add_argument("--generic", metavar="PATH",
+                        help="a generic JSONL file (LongMemEval_S): each question after its own "
+                             "history, pooled")
     ap.add_argument("--conversations", default="1,6",
                     help="conversation numbers, 1-10 (default 1,6: one per split)")
     ap.add_argument("--budgets", default="4096,16384")
@@ -137,9 +178,10 @@ def main(argv: list[str] | None = None) -> int:
         print("bench_turn_recall: --conversations and --budgets are comma-separated integers",
               file=sys.stderr)
         return 2
-    data = Path(args.data)
+    data = Path(args.data or args.generic)
     if not data.is_file():
-        print(f"bench_turn_recall: --data {str(data)!r} is not a file", file=sys.stderr)
+        flag = "--data" if args.data else "--generic"
+        print(f"bench_turn_recall: {flag} {str(data)!r} is not a file", file=sys.stderr)
         return 2
     from loomctx.embed.cache import CachedEmbedder
     from loomctx.embed.default import default_embedder
@@ -154,6 +196,8 @@ def main(argv: list[str] | None = None) -> int:
             return 2
         store = SQLiteStore(Path(args.embed_cache))
     embedder = CachedEmbedder(default_embedder(), store=store)
+    if args.generic:
+        return _pooled(data, budgets, embedder, args.limit, args.json)
     runs = []
     for number, questions in conversations(data, wanted):
         for budget in budgets:
