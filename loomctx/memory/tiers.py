@@ -130,6 +130,9 @@ class TieredMemory:
         # neighbours per build, and hashing each text again for the embedder's cache cost more
         # than the blend itself.
         self._vectors: dict[str, tuple[str, np.ndarray]] = {}
+        # Record id → its neighbours (:meth:`adjacent`), asked for hundreds of candidates per
+        # build; dropped whenever a record is added or changes level.
+        self._near: dict[str, tuple[MemoryRecord, ...]] = {}
         self._resume()
 
     def _resume(self) -> None:
@@ -150,10 +153,12 @@ class TieredMemory:
                 imp = max(r.importance, self.options.promote_threshold)
                 self._l2[r.id] = (imp, r.timestamp)
                 self.records[r.id] = replace(r, importance=imp)
+        self._near.clear()
 
     def _index(self, records: Sequence[MemoryRecord]) -> None:
         self._lex.add([index_text(r.content) for r in records])
         self._lex_ids.extend(r.id for r in records)
+        self._near.clear()
         for r in records:
             self.records[r.id] = r
             if r.level != "L3":  # summaries are not messages of the conversation
@@ -166,6 +171,7 @@ class TieredMemory:
                    importance: Mapping[str, float] | None = None) -> None:
         """Move records in the store and in this view (with their importance, when given)."""
         self.store.set_level(ids, level, scope=self.scope)
+        self._near.clear()
         for i in ids:
             r = self.records.get(i)
             if r is not None:
@@ -180,27 +186,28 @@ class TieredMemory:
     def vectors(self, records: Sequence[MemoryRecord]) -> np.ndarray:
         """The embeddings of ``records``' texts, one row each: what the embedder gives for their
         :func:`index_text` (as when they were stored), kept by record id from the first call."""
-        out = np.empty((len(records), self.embedder.dim), dtype=np.float32)
         kept = self._vectors
-        todo = []
-        for row, r in enumerate(records):
-            hit = kept.get(r.id)
-            if hit is not None and hit[0] == r.content:
-                out[row] = hit[1]
-            else:
-                todo.append(row)
+        rows: list[np.ndarray | None] = [
+            hit[1] if (hit := kept.get(r.id)) is not None and hit[0] == r.content else None
+            for r in records]
+        todo = [row for row, vec in enumerate(rows) if vec is None]
         if todo:
             fresh = self.embedder.embed([index_text(records[row].content) for row in todo])
             if len(kept) + len(todo) > VECTORS_MAX:
                 kept.clear()
             for row, vec in zip(todo, fresh, strict=True):
                 kept[records[row].id] = (records[row].content, vec)
-                out[row] = vec
-        return out
+                rows[row] = vec
+        if not rows:
+            return np.empty((0, self.embedder.dim), dtype=np.float32)
+        return np.array(rows, dtype=np.float32)  # one copy in C, not a row at a time
 
     def adjacent(self, record_id: str) -> list[MemoryRecord]:
         """The messages right after and right before one (in that order) that have another role:
         the reply to it and what it replied to. Unknown ids have none."""
+        known = self._near.get(record_id)
+        if known is not None:
+            return list(known)
         r = self.records.get(record_id)
         if r is None or r.level == "L3":
             return []
@@ -209,6 +216,7 @@ class TieredMemory:
             other = self.records.get(self._by_seq.get(seq, ""))
             if other is not None and other.role != r.role:
                 out.append(other)
+        self._near[record_id] = tuple(out)
         return out
 
     def speakers(self, min_share: float = SPEAKER_SHARE) -> frozenset[str]:

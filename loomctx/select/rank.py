@@ -62,7 +62,9 @@ def tail_units(items: Sequence[ContextItem], available: int, query: str, now: fl
     units = make_units(list(reversed(measured)), cost)
     units.reverse()
     if i >= 0:  # the rest cannot fit: one unmeasured unit stands for them in the queue
-        rest = list(items[: i + 1])
+        rest = items[: i + 1]  # a list's slice is a new list: one copy of a long history
+        if not isinstance(rest, list):
+            rest = list(rest)
         units.append(Unit(rest, items[0].source, available + 1, 0.0, int(items[0].tier)))
     return units, i + 1
 
