@@ -44,3 +44,17 @@ def test_kept_vectors_are_the_embedders_whatever_the_order():
     np.testing.assert_array_equal(first, expected.astype(np.float32))
     np.testing.assert_array_equal(again, first[::-1])
     assert m.vectors([]).shape == (0, m.embedder.dim)
+
+
+def test_kept_vectors_stay_right_when_the_memo_starts_over(monkeypatch):
+    import loomctx.memory.tiers as tiers
+
+    monkeypatch.setattr(tiers, "VECTORS_MAX", 5)
+    s = _session(l1=10**6)
+    _say(s, 0, 12)
+    m = s.memory
+    records = [m.records[f"m{i}"] for i in range(12)]
+    expected = m.embedder.embed([r.content for r in records]).astype(np.float32)
+    for window in ([0, 1, 2], [2, 3, 4, 5], [0, 6, 7, 8, 9, 10, 11], [11, 0, 5], [1, 1]):
+        got = m.vectors([records[i] for i in window])
+        np.testing.assert_array_equal(got, expected[window])
