@@ -332,7 +332,8 @@ class ContextBuilder:
             rest, {s.name: self._request(st, s, ctx, phase) for s in rest}, timeout))
         for s in self.sources:
             if s.name not in st.candidates:
-                st.candidates[s.name] = list(st.gathered[s.name].items or [])
+                # gather's own list (no build writes into it): no second copy of a history
+                st.candidates[s.name] = st.gathered[s.name].items or []
 
     def _in_view(self, source: str, items: Sequence[ContextItem], st: BuildState) -> bool:
         """Whether this turn's window will show the whole history, uncut: it has never started

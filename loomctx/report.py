@@ -178,7 +178,7 @@ def build_report(st: BuildState, sources: Sequence[ContextSource], rendered: Ren
     for it in st.included:
         used[it.source] += it.tokens or 0
         counts[it.source] += 1
-    lists = {name: list(items) for name, items in st.candidates.items()}
+    lists = dict(st.candidates)  # a build replaces these lists, never changes them
     summary = st.summary
     summarized = set(summary.metadata["summarizes"]) if summary is not None else set()
     reasons = dict(st.reasons)

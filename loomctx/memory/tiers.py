@@ -41,8 +41,8 @@ SPEAKER_SHARE = 0.05
 """Share of a session's messages a label must carry to count as a speaker's
 (:meth:`TieredMemory.speakers`)."""
 VECTORS_MAX = 50_000
-"""Record vectors a session keeps for recall (:meth:`TieredMemory.vectors`); past this many the
-memo starts over (~100 MB at 512 dimensions)."""
+"""Record vectors a session keeps for recall (:meth:`TieredMemory.vectors`), as rows of one
+matrix; past this many the memo starts over (~100 MB at 512 dimensions)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -129,7 +129,12 @@ class TieredMemory:
         # Record id → (its text, its vector): recall blends the vectors of a thousand
         # neighbours per build, and hashing each text again for the embedder's cache cost more
         # than the blend itself.
-        self._vectors: dict[str, tuple[str, np.ndarray]] = {}
+        self._vectors: dict[str, tuple[str, int]] = {}  # id → (its text, its row below)
+        self._vector_rows = np.empty((0, embedder.dim), dtype=np.float32)
+        self._vector_count = 0  # rows of it in use (a changed text takes a new one)
+        # Record id → its neighbours (:meth:`adjacent`), asked for hundreds of candidates per
+        # build; dropped whenever a record is added or changes level.
+        self._near: dict[str, tuple[MemoryRecord, ...]] = {}
         self._resume()
 
     def _resume(self) -> None:
@@ -150,10 +155,12 @@ class TieredMemory:
                 imp = max(r.importance, self.options.promote_threshold)
                 self._l2[r.id] = (imp, r.timestamp)
                 self.records[r.id] = replace(r, importance=imp)
+        self._near.clear()
 
     def _index(self, records: Sequence[MemoryRecord]) -> None:
         self._lex.add([index_text(r.content) for r in records])
         self._lex_ids.extend(r.id for r in records)
+        self._near.clear()
         for r in records:
             self.records[r.id] = r
             if r.level != "L3":  # summaries are not messages of the conversation
@@ -166,6 +173,7 @@ class TieredMemory:
                    importance: Mapping[str, float] | None = None) -> None:
         """Move records in the store and in this view (with their importance, when given)."""
         self.store.set_level(ids, level, scope=self.scope)
+        self._near.clear()
         for i in ids:
             r = self.records.get(i)
             if r is not None:
@@ -180,27 +188,38 @@ class TieredMemory:
     def vectors(self, records: Sequence[MemoryRecord]) -> np.ndarray:
         """The embeddings of ``records``' texts, one row each: what the embedder gives for their
         :func:`index_text` (as when they were stored), kept by record id from the first call."""
-        out = np.empty((len(records), self.embedder.dim), dtype=np.float32)
         kept = self._vectors
-        todo = []
-        for row, r in enumerate(records):
-            hit = kept.get(r.id)
-            if hit is not None and hit[0] == r.content:
-                out[row] = hit[1]
-            else:
-                todo.append(row)
-        if todo:
-            fresh = self.embedder.embed([index_text(records[row].content) for row in todo])
-            if len(kept) + len(todo) > VECTORS_MAX:
-                kept.clear()
-            for row, vec in zip(todo, fresh, strict=True):
-                kept[records[row].id] = (records[row].content, vec)
-                out[row] = vec
+        rows = [hit[1] if (hit := kept.get(r.id)) is not None and hit[0] == r.content else -1
+                for r in records]
+        todo = [n for n, row in enumerate(rows) if row < 0]
+        if not todo:  # the warm case: one gather of kept rows, in C
+            return self._vector_rows[np.asarray(rows, dtype=np.intp)]
+        out = np.empty((len(records), self.embedder.dim), dtype=np.float32)
+        known = [n for n, row in enumerate(rows) if row >= 0]
+        if known:
+            out[known] = self._vector_rows[[rows[n] for n in known]]
+        out[todo] = self.embedder.embed([index_text(records[n].content) for n in todo])
+        start = self._vector_count
+        if start + len(todo) > VECTORS_MAX:
+            kept.clear()
+            start = 0
+        self._vector_count = start + len(todo)
+        if start + len(todo) > len(self._vector_rows):  # grow by doubling, keeping the rows
+            grown = np.empty((max(1024, 2 * (start + len(todo))), out.shape[1]),
+                             dtype=np.float32)
+            grown[:start] = self._vector_rows[:start]
+            self._vector_rows = grown
+        self._vector_rows[start:start + len(todo)] = out[todo]
+        for k, n in enumerate(todo):
+            kept[records[n].id] = (records[n].content, start + k)
         return out
 
     def adjacent(self, record_id: str) -> list[MemoryRecord]:
         """The messages right after and right before one (in that order) that have another role:
         the reply to it and what it replied to. Unknown ids have none."""
+        known = self._near.get(record_id)
+        if known is not None:
+            return list(known)
         r = self.records.get(record_id)
         if r is None or r.level == "L3":
             return []
@@ -209,6 +228,7 @@ class TieredMemory:
             other = self.records.get(self._by_seq.get(seq, ""))
             if other is not None and other.role != r.role:
                 out.append(other)
+        self._near[record_id] = tuple(out)
         return out
 
     def speakers(self, min_share: float = SPEAKER_SHARE) -> frozenset[str]:

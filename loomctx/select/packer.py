@@ -28,7 +28,8 @@ from loomctx.items import ContextItem, Tier
 class Unit:
     """Items that go in or out together."""
 
-    items: list[ContextItem]
+    items: Sequence[ContextItem]
+    """In order; read-only (a history's unmeasured rest is a view of its list, not a copy)."""
     source: str
     cost: int
     score: float
@@ -54,20 +55,23 @@ class PackResult:
 def make_units(items: Sequence[ContextItem], cost: Callable[[ContextItem], int]) -> list[Unit]:
     """Group items by ``group`` (keeping first-seen order); ungrouped items are units alone."""
     units: list[Unit] = []
-    by_group: dict[tuple[str, str], Unit] = {}
+    by_group: dict[tuple[str, str], tuple[Unit, list[ContextItem]]] = {}
     for it in items:
         c = cost(it)
         s = it.scores.get("composite", it.priority)
         if it.group is not None:
             key = (it.source, it.group)
-            u = by_group.get(key)
-            if u is not None:
-                u.items.append(it)
+            known = by_group.get(key)
+            if known is not None:
+                u, members = known
+                members.append(it)
                 u.cost += c
                 u.score = max(u.score, s)
                 u.tier = min(u.tier, int(it.tier))
                 continue
-            u = by_group[key] = Unit([it], it.source, c, s, int(it.tier))
+            members = [it]
+            u = Unit(members, it.source, c, s, int(it.tier))
+            by_group[key] = (u, members)
             units.append(u)
         else:
             units.append(Unit([it], it.source, c, s, int(it.tier)))

@@ -7,7 +7,9 @@ session can run at the same time without one seeing the other's tokens or scores
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from itertools import islice
+from typing import overload
 
 from loomctx.items import ContextItem
 from loomctx.select.packer import Unit, make_units
@@ -62,9 +64,39 @@ def tail_units(items: Sequence[ContextItem], available: int, query: str, now: fl
     units = make_units(list(reversed(measured)), cost)
     units.reverse()
     if i >= 0:  # the rest cannot fit: one unmeasured unit stands for them in the queue
-        rest = list(items[: i + 1])
+        rest = _Oldest(items, i + 1)
         units.append(Unit(rest, items[0].source, available + 1, 0.0, int(items[0].tier)))
     return units, i + 1
+
+
+class _Oldest(Sequence[ContextItem]):
+    """The first ``n`` items of a history, read in place: the unmeasured rest of a 100k history
+    is seldom read (it never fits), and a copy per build is a 100k list the garbage collector
+    walks twice."""
+
+    __slots__ = ("_items", "_n")
+
+    def __init__(self, items: Sequence[ContextItem], n: int) -> None:
+        self._items = items
+        self._n = n
+
+    def __len__(self) -> int:
+        return self._n
+
+    @overload
+    def __getitem__(self, k: int) -> ContextItem: ...
+    @overload
+    def __getitem__(self, k: slice) -> Sequence[ContextItem]: ...
+
+    def __getitem__(self, k: int | slice) -> ContextItem | Sequence[ContextItem]:
+        if isinstance(k, slice):
+            return list(self._items[: self._n])[k]
+        if not -self._n <= k < self._n:
+            raise IndexError(k)
+        return self._items[k % self._n]
+
+    def __iter__(self) -> Iterator[ContextItem]:
+        return islice(self._items, self._n)
 
 
 def window_units(items: Sequence[ContextItem], cost: Cost) -> list[Unit]:

@@ -16,6 +16,7 @@ from dataclasses import replace
 from loomctx._jsonl import clean_text
 from loomctx.buildstate import Gathered
 from loomctx.items import ContextItem
+from loomctx.sources.history import HistorySource
 from loomctx.sources.protocol import ContextSource, SourceRequest, is_history
 
 
@@ -31,7 +32,15 @@ async def gather(sources: Sequence[ContextSource], requests: Mapping[str, Source
             failures = request.failures  # parts that failed in this build
             partial = ("partial: " + "; ".join(f"{k} failed: {v}" for k, v in failures.items())
                        if failures else None)
-            kept = list(items) if is_history(src) else _clean(items)  # history: checked on add
+            if not is_history(src):
+                kept = _clean(items)
+            elif isinstance(src, HistorySource) and isinstance(items, list):
+                # Its view is a new list whenever the history changes, never changed once
+                # handed out, and no build writes into it: shared, not copied (the garbage
+                # collector would walk a fresh copy of a 100k history twice per build).
+                kept = items
+            else:  # history is checked on add
+                kept = list(items)
             return Gathered(kept, partial, (time.perf_counter() - t) * 1000)
         except asyncio.TimeoutError:
             return Gathered(None, f"timed out after {timeout}s", (time.perf_counter() - t) * 1000)

@@ -153,7 +153,10 @@ class HistorySource(BaseSource):
         return len(self._items)
 
     async def collect(self, request: SourceRequest) -> Sequence[ContextItem]:
-        """The history with interrupted calls answered and the pending group marked."""
+        """The history with interrupted calls answered and the pending group marked.
+
+        The list is built anew whenever the history changes and never changed once handed out,
+        so builds share it (:func:`~loomctx.sources.gather.gather` does not copy it)."""
         # Keyed on the list too, for callers that trim ``items`` themselves.
         key = (len(self._items), id(self._items[-1]) if self._items else 0)
         if self._view is None or self._view[0] != key:

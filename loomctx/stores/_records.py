@@ -271,7 +271,7 @@ def top(scored: Iterable[tuple[MemoryRecord, float]], limit: int) -> list[Hit]:
     """The ``limit`` best hits, best first; ties ordered by (id, agent, session): deterministic."""
     best = heapq.nsmallest(
         limit,
-        scored,
+        list(scored),  # sized: when all are kept, nsmallest sorts once instead of a heap
         key=lambda pair: (-pair[1], pair[0].id, pair[0].agent or "", pair[0].session or ""),
     )
     return [Hit(record, score) for record, score in best]

@@ -180,6 +180,9 @@ class BM25Index:
         self._pending: dict[str, tuple[list[int], list[int]]] = {}
         self._arrays: dict[str, tuple[np.ndarray, np.ndarray]] = {}
         self._norm: np.ndarray | None = None
+        # Term → (doc ids, each one's BM25 weight), valid until the next add: a session's
+        # searches repeat terms, and the weights cost more than adding them up.
+        self._weights: dict[str, tuple[np.ndarray, np.ndarray]] = {}
 
     def __len__(self) -> int:
         return len(self._lengths)
@@ -205,6 +208,7 @@ class BM25Index:
                         slot[0].append(doc)
                         slot[1].append(tf)
             self._norm = None
+            self._weights.clear()
 
     def scores(self, query: str) -> np.ndarray:
         """BM25 score of every document for ``query`` (float32; 0 where no query term occurs)."""
@@ -217,17 +221,26 @@ class BM25Index:
             out = np.zeros(n, dtype=np.float32)
             if n == 0:
                 return out
-            norm = self._doc_norm()
-            k1p1 = np.float32(self.k1 + 1.0)
             for term in dict.fromkeys(terms):
-                posting = self._posting(term)
-                if posting is None:
-                    continue
-                ids, tf = posting
-                df = ids.size
-                idf = np.float32(bm25_idf(n, df))
-                out[ids] += bm25_weight(idf, tf, norm[ids], k1p1)
+                weighted = self._weighted(term, n)
+                if weighted is not None:
+                    ids, weights = weighted
+                    out[ids] += weights
             return out
+
+    def _weighted(self, term: str, n: int) -> tuple[np.ndarray, np.ndarray] | None:
+        """The documents of ``term`` and its BM25 weight in each (kept until the next add)."""
+        hit = self._weights.get(term)
+        if hit is not None:
+            return hit
+        posting = self._posting(term)
+        if posting is None:
+            return None
+        ids, tf = posting
+        idf = np.float32(bm25_idf(n, ids.size))
+        weights = bm25_weight(idf, tf, self._doc_norm()[ids], np.float32(self.k1 + 1.0))
+        self._weights[term] = (ids, weights)
+        return ids, weights
 
     def search(
         self, query: str, limit: int = 20, *, mask: np.ndarray | None = None

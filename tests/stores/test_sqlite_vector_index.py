@@ -98,3 +98,52 @@ def test_kept_records_follow_level_changes_and_other_writers(tmp_path):
     [hit] = store.search_vector(q, limit=1, scope=TENANT)
     assert (hit.record.content, hit.record.level) == ("rewritten", "L2")
     store.close()
+
+
+def _exact(store, q, scope, level=None, k=8):
+    """Brute force over a reopened store: the answer a fresh index gives."""
+    return [(h.record.id, round(h.score, 6)) for h in store.search_vector(
+        q, limit=k, scope=scope, level=level)]
+
+
+def test_scope_rows_follow_appends_and_level_changes(tmp_path):
+    """The rows of a scope are kept between searches: a row added to the scope, or moved in or
+    out of a level, is searched (or not) at once, as a reopened store would."""
+    from loomctx.stores import Scope
+
+    rng = np.random.default_rng(2)
+    path = tmp_path / "s.db"
+    store = SQLiteStore(path)
+    store.put(_recs(0, 30, session="s1") + _recs(100, 30, session="s2"), _unit(rng, 60))
+    q = _unit(rng, 1)[0]
+    s1 = Scope(agent="a", session="s1")
+    for scope, level in ((s1, None), (s1, "L4"), (TENANT, None), (TENANT, "L1")):
+        store.search_vector(q, limit=8, scope=scope, level=level)  # rows kept for each
+    store.put([MemoryRecord(id="new", content="new", agent="a", session="s1", level="L1")],
+              q[None, :])  # equals the query: must come first in s1 and tenant-wide
+    assert _exact(store, q, s1)[0][0] == "new"
+    assert _exact(store, q, TENANT, "L1")[0][0] == "new"
+    store.set_level([f"r{i}" for i in range(0, 30, 2)], "L4", scope=s1)
+    live = {(sc, lv): _exact(store, q, sc, lv)
+            for sc, lv in ((s1, None), (s1, "L4"), (TENANT, None), (TENANT, "L1"))}
+    assert live[(s1, None)][0][0] == "new" and live[(TENANT, None)][0][0] == "new"
+    assert live[(s1, "L4")] and all(int(i[1:]) % 2 == 0 for i, _ in live[(s1, "L4")])
+    store.close()
+    fresh = SQLiteStore(path)
+    assert live == {key: _exact(fresh, q, *key) for key in live}
+    fresh.close()
+
+
+def test_a_scope_of_every_row_gives_the_full_product_order(tmp_path):
+    """When every row is in scope the product is not indexed: the best rows and their scores
+    are those of the whole product, and a limit above the rows returns them all."""
+    rng = np.random.default_rng(3)
+    store = SQLiteStore(tmp_path / "a.db")
+    vecs = _unit(rng, 40)
+    store.put(_recs(0, 40), vecs)
+    q = _unit(rng, 1)[0]
+    hits = store.search_vector(q, limit=5, scope=TENANT)
+    order = np.argsort(-(vecs @ q), kind="stable")[:5]
+    assert [h.record.id for h in hits] == [f"r{i}" for i in order]
+    assert len(store.search_vector(q, limit=100, scope=TENANT)) == 40
+    store.close()

@@ -231,3 +231,17 @@ def test_one_bm25_formula_for_every_index(tf: int, dl: int, avgdl: float, n: int
     arr = bm25_weight(np.float32(idf), tfs, norm, np.float32(BM25_K1 + 1))
     assert arr.dtype == np.float32
     assert float(arr[0]) == pytest.approx(textbook, rel=1e-5)
+
+
+def test_kept_term_weights_follow_every_add():
+    """The weights kept per term change with each add (n, document frequency, lengths): a
+    search after an add scores as a new index over all the documents would."""
+    docs = ["red apple pie", "green apple", "red car", "blue sky over the sea"]
+    grown = BM25Index()
+    grown.add(docs[:2])
+    first = grown.search("red apple", 5)
+    grown.add(docs[2:])
+    fresh = BM25Index()
+    fresh.add(docs)
+    assert grown.search("red apple", 5) == fresh.search("red apple", 5) != first
+    np.testing.assert_array_equal(grown.scores("apple sky"), fresh.scores("apple sky"))
