@@ -137,6 +137,11 @@ class Service:
         self.tenants.add_session(tenant, conv)
         self.tenants.index(tenant, conv, None)
 
+    def forget(self, tenant: str, conv: Conversation) -> None:
+        """Undo :meth:`adopt` of a session whose first request failed before anything of it
+        was stored (on a shared store no row was written for it either)."""
+        self.tenants.drop(tenant, conv)
+
     def window(self, conv: Conversation) -> int:
         w = conv.session.context_window
         return w if w is not None else DEFAULT_WINDOW
