@@ -136,6 +136,8 @@ class Conversation:
     created: float = field(default_factory=time.time)
     size: int = 0
     """Text size of the messages stored through this session (:func:`text_size`)."""
+    saved_tools: list[Any] = field(default_factory=list)
+    """The tool definitions the shared store's row holds, as far as this copy knows."""
     version: int = -1
     """The session's version in the shared store when this copy was loaded or last locked
     (:mod:`loomctx.service.shared`); -1: not loaded under the lock yet."""

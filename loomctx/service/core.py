@@ -342,7 +342,7 @@ class Service:
                 "state": s.state.value, "model": s.model,
                 "system": s.system_prompt, "undercount": conv.undercount, "cap": conv.cap,
                 "created": conv.created, "messages": len(conv.chain) + adding,
-                "builds": len(conv.builds)}
+                "builds": len(conv.builds), "tools": conv.tools.given}
 
     async def _reload(self, tenant: str, conv: Conversation) -> None:
         """Replace ``conv``'s loaded state by the store's (another process changed it)."""
@@ -369,6 +369,8 @@ class Service:
         conv.undercount, conv.cap, conv.created = row["undercount"], row["cap"], row["created"]
         if row["state"] == SessionState.ENDED.value:
             conv.session.state = SessionState.ENDED
+        conv.tools.set(row["tools"])  # set by POST /v1/loomctx/sessions or the last request
+        conv.saved_tools = conv.tools.given
         items = conv.session.memory.history.items
         chained = await self.shared.chain(tenant, sid, held)
         if len(chained) > len(items):  # hashes of messages a dead process never stored
@@ -389,10 +391,14 @@ class Service:
         records = [r for b in conv.builds[since:] if (r := self.tenants.build(tenant, b))]
         await self.shared.settle_builds(records, held)
         s = conv.session
-        await self.shared.update(tenant, s.id, {
+        values: dict[str, Any] = {
             "head": conv.head, "messages": len(conv.chain), "builds": len(conv.builds),
             "state": s.state.value, "system": s.system_prompt, "undercount": conv.undercount,
-            "cap": conv.cap}, held)
+            "cap": conv.cap}
+        tools = conv.tools.given
+        if tools != conv.saved_tools:  # written when they changed, not on every turn
+            values["tools"] = conv.saved_tools = tools
+        await self.shared.update(tenant, s.id, values, held)
 
 
 def _held(conv: Conversation) -> Conn | None:
