@@ -192,8 +192,9 @@ class Service:
                ) -> list[Mapping[str, Any]]:
         """``new`` less a resend: when the session's stored messages already end with exactly
         ``new`` and no reply followed them (the last one is not the assistant's), the request
-        is a client's retry of a turn that failed (a 429, a 5xx, a timeout), not the user
-        saying it all again; nothing of it is stored twice."""
+        is a client's retry, not the user saying it all again; nothing of it is stored twice.
+        A turn the upstream failed stores nothing (see the proxy), so this is the retry of one
+        whose reply could not be stored (an empty reply), or of messages added by the API."""
         k = len(new)
         if not k or len(conv.chain) < k or new[-1].get("role") == "assistant":
             return list(new)
