@@ -94,6 +94,8 @@ class Session:
         opts = options or BuildOptions(model=model or "gpt-4o")
         # Memory counts with the builder's tokenizer (resolved and cached once per model).
         tokenizer = counter_for_model(opts.model, fallback=opts.fallback_encoding)
+        self._staged = False
+        """Whether the history ends with messages :meth:`stage` showed (not stored)."""
         self.memory = TieredMemory(self.store, self.embedder, tokenizer.counter,
                                    session=self.id, agent=agent, options=memory,
                                    importance=importance, events=self.events, tenant=tenant)
@@ -209,13 +211,47 @@ class Session:
         return self._add(messages)
 
     def _add(self, messages: Sequence[Mapping[str, Any]]) -> list[str]:
+        if self._staged:
+            raise ConfigError(f"session {self.id!r} has staged messages: unstage() them "
+                              "before adding messages")
+        return self.memory.add(self._with_ids(messages), now=self.clock())
+
+    def _with_ids(self, messages: Sequence[Mapping[str, Any]]) -> list[Any]:
+        """Copies of ``messages``, each with an id (the given one, else a new one)."""
         prepared = []
         for m in messages:
             m = dict(m) if isinstance(m, Mapping) else m
             if isinstance(m, dict) and not m.get("id"):
                 m["id"] = f"{self.id}:{uuid.uuid4().hex[:10]}"
             prepared.append(m)
-        return self.memory.add(prepared, now=self.clock())
+        return prepared
+
+    def stage(self, messages: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+        """Show ``messages`` to the next builds without storing them; returns them with their
+        ids, to be stored later with :meth:`add_messages` (after :meth:`unstage`).
+
+        For a turn that must be stored whole or not at all: a proxy builds the context with
+        the user's new messages, and stores them only together with the model's reply, so
+        an upstream that fails leaves the session exactly as it was (nothing to take back
+        from the store, the tiers or their indexes). Staged messages are in the history a
+        build renders (the input is the last staged user message) but in no store, tier or
+        retrieval index. One batch at a time; :class:`InputError` as :meth:`add_messages`
+        would raise it, changing nothing."""
+        self._check_active()
+        if self._staged:
+            raise ConfigError(f"session {self.id!r} has staged messages already: unstage() "
+                              "them first")
+        prepared = self._with_ids(messages)
+        if prepared:
+            self.memory.history.extend(prepared)
+            self._staged = True
+        return prepared
+
+    def unstage(self) -> None:
+        """Take back what :meth:`stage` showed (nothing when nothing is staged)."""
+        if self._staged:
+            self._staged = False
+            self.memory.history.undo_extend()
 
     # -- building --------------------------------------------------------------------------
     @strict_async

@@ -52,6 +52,11 @@ class RequestTools(BaseSource):
                        for i, t in enumerate(normalized)]
 
     @property
+    def given(self) -> list[Any]:
+        """The definitions as they were set (before normalizing)."""
+        return list(self._key)
+
+    @property
     def definitions(self) -> list[Mapping[str, Any]]:
         """The definitions in the OpenAI shape, as normalized."""
         return [it.metadata["schema"] for it in self._items]
@@ -131,6 +136,8 @@ class Conversation:
     created: float = field(default_factory=time.time)
     size: int = 0
     """Text size of the messages stored through this session (:func:`text_size`)."""
+    saved_tools: list[Any] = field(default_factory=list)
+    """The tool definitions the shared store's row holds, as far as this copy knows."""
     version: int = -1
     """The session's version in the shared store when this copy was loaded or last locked
     (:mod:`loomctx.service.shared`); -1: not loaded under the lock yet."""
@@ -220,6 +227,12 @@ class Tenants:
                 break
             if old is not keep and not old.lock.locked():
                 self._unload(tenant, sid, old)
+
+    def drop(self, tenant: str, conv: Conversation) -> None:
+        """Unload ``conv`` (a session a failed request created: it never held anything)."""
+        sid, loaded = conv.session.id, self._sessions.get(tenant)
+        if loaded is not None and loaded.get(sid) is conv:
+            self._unload(tenant, sid, conv)
 
     def _unload(self, tenant: str, sid: str, conv: Conversation) -> None:
         del self._sessions[tenant][sid]

@@ -137,6 +137,11 @@ class Service:
         self.tenants.add_session(tenant, conv)
         self.tenants.index(tenant, conv, None)
 
+    def forget(self, tenant: str, conv: Conversation) -> None:
+        """Undo :meth:`adopt` of a session whose first request failed before anything of it
+        was stored (on a shared store no row was written for it either)."""
+        self.tenants.drop(tenant, conv)
+
     def window(self, conv: Conversation) -> int:
         w = conv.session.context_window
         return w if w is not None else DEFAULT_WINDOW
@@ -187,8 +192,9 @@ class Service:
                ) -> list[Mapping[str, Any]]:
         """``new`` less a resend: when the session's stored messages already end with exactly
         ``new`` and no reply followed them (the last one is not the assistant's), the request
-        is a client's retry of a turn that failed (a 429, a 5xx, a timeout), not the user
-        saying it all again; nothing of it is stored twice."""
+        is a client's retry, not the user saying it all again; nothing of it is stored twice.
+        A turn the upstream failed stores nothing (see the proxy), so this is the retry of one
+        whose reply could not be stored (an empty reply), or of messages added by the API."""
         k = len(new)
         if not k or len(conv.chain) < k or new[-1].get("role") == "assistant":
             return list(new)
@@ -337,7 +343,7 @@ class Service:
                 "state": s.state.value, "model": s.model,
                 "system": s.system_prompt, "undercount": conv.undercount, "cap": conv.cap,
                 "created": conv.created, "messages": len(conv.chain) + adding,
-                "builds": len(conv.builds)}
+                "builds": len(conv.builds), "tools": conv.tools.given}
 
     async def _reload(self, tenant: str, conv: Conversation) -> None:
         """Replace ``conv``'s loaded state by the store's (another process changed it)."""
@@ -364,6 +370,8 @@ class Service:
         conv.undercount, conv.cap, conv.created = row["undercount"], row["cap"], row["created"]
         if row["state"] == SessionState.ENDED.value:
             conv.session.state = SessionState.ENDED
+        conv.tools.set(row["tools"])  # set by POST /v1/loomctx/sessions or the last request
+        conv.saved_tools = conv.tools.given
         items = conv.session.memory.history.items
         chained = await self.shared.chain(tenant, sid, held)
         if len(chained) > len(items):  # hashes of messages a dead process never stored
@@ -384,10 +392,14 @@ class Service:
         records = [r for b in conv.builds[since:] if (r := self.tenants.build(tenant, b))]
         await self.shared.settle_builds(records, held)
         s = conv.session
-        await self.shared.update(tenant, s.id, {
+        values: dict[str, Any] = {
             "head": conv.head, "messages": len(conv.chain), "builds": len(conv.builds),
             "state": s.state.value, "system": s.system_prompt, "undercount": conv.undercount,
-            "cap": conv.cap}, held)
+            "cap": conv.cap}
+        tools = conv.tools.given
+        if tools != conv.saved_tools:  # written when they changed, not on every turn
+            values["tools"] = conv.saved_tools = tools
+        await self.shared.update(tenant, s.id, values, held)
 
 
 def _held(conv: Conversation) -> Conn | None:

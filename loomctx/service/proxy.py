@@ -20,7 +20,7 @@ import asyncio
 import contextlib
 import json
 import math
-from collections.abc import AsyncIterator, Awaitable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
 import httpx
@@ -125,6 +125,38 @@ MAX_UNDERCOUNT = 4.0
 """The most a conversation's budgets shrink for an upstream that counts more than loomctx."""
 
 
+class _Before:
+    """What a turn may change before it is stored, to take back if it never is.
+
+    A turn is stored whole or not at all: the request's new messages are only *staged*
+    (:meth:`~loomctx.session.Session.stage`: the builds see them, no store, tier, index or
+    chain hash holds them) until the upstream's reply is read, then the messages and the reply
+    are stored together (one store write; on a shared store their hashes first, as every turn
+    is: :mod:`loomctx.service.shared`). An upstream that fails, times out, answers an error
+    or something unreadable, a client that hangs up and a stream cut before its end all leave
+    the session as it was: :meth:`restore` unstages the messages, puts back the system prompt
+    and tool definitions the request set, and forgets a session the request created. The
+    client's retry of the same request is then new, and is stored once. Only the build
+    records stay (each says what became of its request)."""
+
+    def __init__(self, conv: Conversation, fresh: bool) -> None:
+        self.conv, self.fresh = conv, fresh
+        self.messages = len(conv.chain)
+        self.system = conv.session.system_prompt
+        self.tools = conv.tools.given
+
+    def restore(self, service: Service, tenant: str) -> None:
+        """Take the turn back unless it was stored (its messages are in the chain)."""
+        conv = self.conv
+        conv.session.unstage()
+        if len(conv.chain) != self.messages:
+            return
+        conv.session.system_prompt = self.system
+        conv.tools.set(self.tools)
+        if self.fresh and not conv.chain:
+            service.forget(tenant, conv)
+
+
 class Proxy:
     """Forwards built requests to the upstream for a :class:`Service`."""
 
@@ -180,6 +212,7 @@ class Proxy:
             raise ServiceError(409, "the conversation changed while this request waited "
                                     f"{_ROUTE_TRIES} times; send it again")
         release = True
+        before = _Before(conv, fresh)
         try:
             conv.tools.set(tools)
             out = self.service.reserve(conv, asked_out)
@@ -198,7 +231,7 @@ class Proxy:
                 self.service.adopt(tenant, conv)
             elif system is not None and seen is None:
                 conv.session.system_prompt = system
-            await self.service.store_messages(tenant, conv, new)
+            staged = conv.session.stage(new)  # stored with the reply: see _Before
             record = await self.service.build(tenant, conv, budget)
             resp, deadline = await self._send(fmt, request, body, record)
             refusal = await self._refusal(request, resp, deadline)
@@ -213,7 +246,7 @@ class Proxy:
             headers.update({"x-loomctx-build": record.id, "x-loomctx-session": conv.session.id})
             if resp.status_code < 400 and body.get("stream"):
                 release = False
-                relay = self._relay(fmt, tenant, conv, record, resp, body,
+                relay = self._relay(fmt, tenant, conv, record, resp, body, staged, before,
                                     strip_usage=providers.get(fmt).usage_fields(body) is not None)
                 return StreamingResponse(relay, status_code=resp.status_code, headers=headers)
             content = await self._upstream(request, _read(resp), deadline)
@@ -227,10 +260,11 @@ class Proxy:
                 raise ServiceError(502, f"the upstream {redact(self._url(fmt))!r} answered "
                                         f"{resp.status_code} with a reply that cannot be read "
                                         f"({why}); nothing of it was stored")
-            await self._remember(fmt, tenant, conv, record, reply, body)
+            await self._remember(fmt, tenant, conv, record, reply, body, staged)
             return Response(content, status_code=resp.status_code, headers=headers)
         finally:
             if release:
+                before.restore(self.service, tenant)
                 conv.lock.release()
 
     def _url(self, fmt: Format) -> str:
@@ -330,8 +364,9 @@ class Proxy:
         return smaller
 
     async def _relay(self, fmt: Format, tenant: str, conv: Conversation, record: BuildRecord,
-                     resp: httpx.Response, body: Mapping[str, Any], *, strip_usage: bool,
-                     ) -> AsyncIterator[bytes]:
+                     resp: httpx.Response, body: Mapping[str, Any],
+                     staged: Sequence[Mapping[str, Any]], before: _Before, *,
+                     strip_usage: bool) -> AsyncIterator[bytes]:
         """The upstream's events as they come (with ``strip_usage``, less the usage chunk the
         client did not ask for); the last one once the reply is stored; an error event when
         the upstream breaks off.
@@ -380,20 +415,22 @@ class Proxy:
             # count on the session holding it. A task of its own, so a client that hangs up
             # now cannot cut the storing off halfway.
             stored = asyncio.create_task(self._remember(fmt, tenant, conv, record,
-                                                        reader.result(), body))
+                                                        reader.result(), body, staged))
             with contextlib.suppress(Exception):  # _finish logs it and notes it on the build
                 await asyncio.shield(stored)
             if held:
                 yield b"".join(held)
         finally:
-            task = asyncio.create_task(self._finish(conv, record, resp, stored))
+            task = asyncio.create_task(self._finish(conv, record, resp, stored,
+                                                    lambda: before.restore(self.service, tenant)))
             self._finishing.add(task)
             task.add_done_callback(self._finishing.discard)
 
     @staticmethod
     async def _finish(conv: Conversation, record: BuildRecord, resp: httpx.Response,
-                      stored: asyncio.Task[None] | None) -> None:
-        """After a stream: close the upstream, wait for the reply's storing, unlock."""
+                      stored: asyncio.Task[None] | None, restore: Callable[[], None]) -> None:
+        """After a stream: close the upstream, wait for the reply's storing, take back a turn
+        that was not stored (:class:`_Before`), unlock."""
         try:
             await resp.aclose()
             if stored is None:
@@ -409,11 +446,16 @@ class Proxy:
                                        f"{type(exc).__name__}: {exc}")
                 log.warning("session %s: %s", conv.session.id, record.note)
         finally:
-            conv.lock.release()
+            try:
+                restore()
+            finally:
+                conv.lock.release()
 
     async def _remember(self, fmt: Format, tenant: str, conv: Conversation,
-                        record: BuildRecord, reply: Any, body: Mapping[str, Any]) -> None:
-        """Store the reply in the session and its usage in the build's record."""
+                        record: BuildRecord, reply: Any, body: Mapping[str, Any],
+                        staged: Sequence[Mapping[str, Any]]) -> None:
+        """Store the turn (the request's new messages, ``staged`` until now, and the reply)
+        in the session, and the reply's usage in the build's record."""
         if reply is None:
             record.reply_stored = False
             record.note = record.note or "the reply could not be read: not stored"
@@ -422,12 +464,15 @@ class Proxy:
         record.usage = Usage(prompt_tokens=u.prompt_tokens, cached_tokens=u.cached_tokens,
                              completion_tokens=u.completion_tokens)
         self._measure(conv, record, u.prompt_tokens)
+        conv.session.unstage()
+        turn, kept = [*staged, reply.message], True
         try:
-            await self.service.store_messages(tenant, conv, [reply.message])
-            record.reply_stored = True
+            conv.session.memory.history.check(turn)
         except InputError as exc:  # e.g. an empty reply: passed on, not remembered
-            record.reply_stored = False
             record.note = one_line(str(exc))
+            turn, kept = list(staged), False  # the upstream answered: the user's turn stays
+        await self.service.store_messages(tenant, conv, turn)
+        record.reply_stored = kept
         s = conv.session
         s.events.emit(ModelCalled(
             tenant=tenant, session=s.id, turn=len(conv.builds) - 1, model=str(body.get("model")),

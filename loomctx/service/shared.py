@@ -7,7 +7,8 @@ agree on them. Over a ``postgresql://`` store the service keeps in the same data
   request takes the session until its reply is stored, so a session's turns are in order
   across processes; a process that dies loses its connection, and the server frees its locks;
   a request waits for a held session at most ``lock_wait`` seconds, then gets a 503;
-- a row per session (format, system prompt, chain seed and head, state, counts) and a
+- a row per session (format, system prompt, tool definitions, chain seed and head, state,
+  counts) and a
   **version** every lock holder increments when it takes the lock: a process whose loaded copy
   is older than the row reloads the session from the store before it touches it (what another
   process, or one that died halfway, wrote is never overwritten from a stale copy);
@@ -30,6 +31,7 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 import psycopg
+from psycopg.types.json import Jsonb
 from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
 from loomctx.report import BuildReport, ItemReport, SourceReport
@@ -55,8 +57,10 @@ CREATE TABLE IF NOT EXISTS loomctx_proxy_sessions (
     state text NOT NULL, model text NOT NULL, system text NOT NULL,
     undercount double precision NOT NULL DEFAULT 1, cap integer,
     created double precision NOT NULL, messages integer NOT NULL DEFAULT 0,
-    builds integer NOT NULL DEFAULT 0,
+    builds integer NOT NULL DEFAULT 0, tools jsonb NOT NULL DEFAULT '[]'::jsonb,
     PRIMARY KEY (tenant, id));
+ALTER TABLE loomctx_proxy_sessions ADD COLUMN IF NOT EXISTS tools jsonb NOT NULL
+    DEFAULT '[]'::jsonb;
 CREATE INDEX IF NOT EXISTS loomctx_proxy_sessions_head
     ON loomctx_proxy_sessions (tenant, head) WHERE anonymous;
 CREATE TABLE IF NOT EXISTS loomctx_proxy_chain (
@@ -71,7 +75,14 @@ CREATE INDEX IF NOT EXISTS loomctx_proxy_builds_session
 """
 _SCHEMA_LOCK = 0x6C6F6F6D  # one process creates the tables at a time
 _COLUMNS = ("id", "version", "format", "anonymous", "seed", "head", "state", "model", "system",
-            "undercount", "cap", "created", "messages", "builds")
+            "undercount", "cap", "created", "messages", "builds", "tools")
+_JSON = frozenset({"tools"})
+"""Columns of JSON values (sent wrapped as ``jsonb``; read back as Python values)."""
+
+
+def _param(column: str, value: Any) -> Any:
+    """A column's value as a statement parameter."""
+    return Jsonb(value) if column in _JSON else value
 
 
 def lock_key(tenant: str, session: str) -> int:
@@ -250,7 +261,7 @@ class SharedSessions:
         done = await self._run(
             f"INSERT INTO loomctx_proxy_sessions (tenant, {', '.join(names)}) VALUES "
             f"(%s, {', '.join(['%s'] * len(names))}) ON CONFLICT DO NOTHING RETURNING id",
-            [tenant, *(row[c] for c in names)])
+            [tenant, *(_param(c, row[c]) for c in names)])
         return bool(done)
 
     async def chain(self, tenant: str, session: str, held: Conn | None = None) -> list[str]:
@@ -286,7 +297,7 @@ class SharedSessions:
                     f"INSERT INTO loomctx_proxy_sessions (tenant, {', '.join(names)}) VALUES "
                     f"(%s, {', '.join(['%s'] * len(names))}) ON CONFLICT (tenant, id) DO "
                     "UPDATE SET head = EXCLUDED.head, messages = EXCLUDED.messages",
-                    [tenant, *(row[c] for c in names)])
+                    [tenant, *(_param(c, row[c]) for c in names)])
                 async with conn.cursor() as cur:
                     await cur.executemany(
                         "INSERT INTO loomctx_proxy_chain (tenant, session, n, hash) VALUES "
@@ -301,7 +312,8 @@ class SharedSessions:
         """Set some of a session's columns (what a lock holder changed)."""
         sets = ", ".join(f"{c} = %s" for c in values)
         await self._run(f"UPDATE loomctx_proxy_sessions SET {sets} WHERE tenant = %s AND "
-                        "id = %s", [*values.values(), tenant, session], held)
+                        "id = %s", [*(_param(c, v) for c, v in values.items()), tenant,
+                                    session], held)
 
     async def find(self, tenant: str, fmt: str, hashes: Sequence[str],
                    ) -> tuple[str, int] | None:

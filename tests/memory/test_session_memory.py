@@ -172,3 +172,27 @@ def test_a_turn_build_reuses_the_vector_its_message_was_stored_with():
     assert "dog" in {r.id for r in result.report.items if r.included}
     s.build_sync("What did we name the dog we adopted?", max_tokens=500)
     assert s.embedder.misses == misses
+
+
+def test_staged_messages_are_built_but_not_stored_and_unstage_takes_them_back():
+    s = _session()
+    _fill(s, 10)
+    stored, records = s.store.count(scope=s.memory.scope), dict(s.memory.records)
+    staged = s.stage([{"role": "user", "content": "what about the sea?"}])
+    assert staged[0]["id"]  # the id it will be stored with
+    built = s.build_sync(max_tokens=2000)
+    assert built.payload["messages"][-1]["content"] == "what about the sea?"
+    with pytest.raises(ConfigError, match="staged"):
+        s.add_message_sync("user", "another")
+    assert s.store.count(scope=s.memory.scope) == stored and s.memory.records == records
+    s.unstage()
+    s.unstage()  # nothing staged: nothing taken back
+    assert len(s.memory.history.items) == 10 and s.memory.records == records
+    assert s.stage([]) == [] and len(s.memory.history.items) == 10
+    s.unstage()
+    assert len(s.memory.history.items) == 10  # an empty stage took nothing back
+    s.stage(staged)
+    s.unstage()
+    s.add_messages_sync([*staged, {"role": "assistant", "content": "calm"}])
+    assert [it.id for it in s.memory.history.items[-2:-1]] == [staged[0]["id"]]
+    assert s.store.count(scope=s.memory.scope) == stored + 2

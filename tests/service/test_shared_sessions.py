@@ -24,7 +24,7 @@ from loomctx.service.conversations import hashes
 from loomctx.service.shared import SharedSessions, lock_key
 from loomctx.stores.postgres import PostgresStore
 from loomctx.stores.protocol import Scope
-from loomctx.testing import FakeModelServer, HashingEmbedder, HttpError, Reply
+from loomctx.testing import FakeModelServer, HashingEmbedder, HttpError, Raw, Reply
 from loomctx.testing.fake_server import RecordedRequest
 
 
@@ -266,3 +266,73 @@ def test_a_session_another_process_made_is_loaded_once_on_first_use(
         assert len(loads) == 1
         assert [m["content"] for m in up.requests[-1].body["messages"]] == \
             ["first", "re: first", "second"]
+
+
+WEATHER = {"type": "function", "function": {
+    "name": "get_weather", "description": "The weather in a city",
+    "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}}
+
+
+def test_tools_set_when_a_session_is_made_reach_every_process(
+        pg_url: str, redis_server: RedisServer) -> None:
+    """``POST /v1/loomctx/sessions`` with tools on one process: a build of the session on the
+    other has them, and so does the first after the other changed the session (it reloads
+    it from the shared store)."""
+    with FakeModelServer(respond=_echo) as up:
+        a, b = (serve_in_thread(ServiceOptions(
+            upstream=up.url + "/v1", store=pg_url, embedder=HashingEmbedder(),
+            events=open_bus(redis_server.url))) for _ in range(2))
+        with a, b:
+            made = httpx.post(a.url + "/v1/loomctx/sessions",
+                              json={"id": "tooled", "tools": [WEATHER]})
+            assert made.status_code == 201, made.text
+            added = httpx.post(b.url + "/v1/loomctx/sessions/tooled/messages",
+                               json={"messages": [{"role": "user", "content": "Oslo?"}]})
+            assert added.status_code == 200, added.text
+            for server in (b, a):
+                built = httpx.post(server.url + "/v1/loomctx/sessions/tooled/build", json={})
+                assert built.status_code == 200, built.text
+                tools = built.json()["payload"].get("tools") or []
+                assert [t["function"]["name"] for t in tools] == ["get_weather"]
+
+
+async def _chain_and_row(pg_url: str, session: str) -> tuple[list[str], int, str]:
+    shared = SharedSessions(pg_url, max_builds=10)
+    await shared.open()
+    try:
+        row = await shared.row("default", session)
+        assert row is not None
+        return await shared.chain("default", session), row["messages"], row["head"]
+    finally:
+        await shared.close()
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["upstream 500", "stream cut"])
+def test_a_failed_turn_leaves_the_shared_session_as_it_was(
+        pg_url: str, two: Callable[[FakeModelServer], RunningServer], stream: bool) -> None:
+    """The upstream fails a turn on one process: the store's messages, the session's chain of
+    hashes and its row are as before, and the retry on the other process is stored once."""
+    cut = Raw(chunks=['data: {"choices": [{"index": 0, "delta": {"content": "par"}}]}\n\n'],
+              cut=True)
+    with FakeModelServer(["fine", cut if stream else HttpError(500, "upstream bug")]) as up_a, \
+            FakeModelServer(respond=_echo) as up_b:
+        a, b = two(up_a), two(up_b)
+        assert _post(a, "failing", "first").status_code == 200
+        before, shared = _stored(pg_url), asyncio.run(_chain_and_row(pg_url, "failing"))
+        failed = httpx.post(a.url + "/v1/chat/completions", timeout=30,
+                            headers={"x-loomctx-session": "failing"},
+                            json={"model": "gpt-4o", "stream": stream,
+                                  "messages": [{"role": "user", "content": "second"}]})
+        assert (failed.status_code, '"error"' in failed.text) == ((200, True) if stream else
+                                                                  (502, True))
+        deadline = time.monotonic() + 10  # the stream's turn winds up after its last byte
+        while asyncio.run(_chain_and_row(pg_url, "failing")) != shared and \
+                time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert _stored(pg_url) == before == [("user", "first"), ("assistant", "fine")]
+        assert asyncio.run(_chain_and_row(pg_url, "failing")) == shared
+        assert _post(b, "failing", "second").status_code == 200
+    assert [m["content"] for m in up_b.requests[-1].body["messages"]] == \
+        ["first", "fine", "second"]
+    assert _stored(pg_url) == [("user", "first"), ("assistant", "fine"),
+                               ("user", "second"), ("assistant", "re: second")]
