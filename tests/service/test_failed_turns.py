@@ -18,6 +18,7 @@ from typing import Any
 
 import httpx
 import pytest
+from service_helpers import hang_up_during
 
 from loomctx.service import RunningServer, ServiceOptions, serve_in_thread
 from loomctx.stores.protocol import MemoryStore, Scope
@@ -81,16 +82,9 @@ def _send(server: RunningServer, messages: list[dict[str, Any]], *, header: bool
 def _hang_up(server: RunningServer, upstream: WindowedFakeServer,
              messages: list[dict[str, Any]], header: bool) -> None:
     """Send a request and close the connection unread once the upstream has it."""
-    data = json.dumps({"model": "gpt-4o", "max_tokens": 20, "messages": messages}).encode()
-    extra = "x-loomctx-session: turns\r\n" if header else ""
-    host, port = server.url.removeprefix("http://").split(":")
-    calls = len(upstream.requests)
-    with socket.create_connection((host, int(port))) as raw:
-        raw.sendall(f"POST {CHAT} HTTP/1.1\r\nHost: x\r\ncontent-type: application/json\r\n"
-                    f"{extra}content-length: {len(data)}\r\n\r\n".encode() + data)
-        deadline = time.monotonic() + 30
-        while len(upstream.requests) == calls and time.monotonic() < deadline:
-            time.sleep(0.02)
+    hang_up_during(server, upstream, CHAT,
+                   {"model": "gpt-4o", "max_tokens": 20, "messages": messages},
+                   {"x-loomctx-session": "turns"} if header else {})
 
 
 def _settled(server: RunningServer, session: str) -> None:

@@ -14,6 +14,7 @@ from typing import Any
 import httpx
 import numpy as np
 import pytest
+from service_helpers import hang_up_during
 
 from loomctx.service import RunningServer
 from loomctx.testing import Delay, HashingEmbedder, HttpError, Raw, Reply, ToolCall
@@ -255,21 +256,6 @@ def test_a_stream_that_stalls_ends_with_an_error_event(
     assert last["error"]["type"] == "timeout_error"
 
 
-def _hang_up_during(server: RunningServer, upstream: WindowedFakeServer, path: str,
-                    body: dict[str, Any], headers: dict[str, str]) -> None:
-    """Send a request and close the connection, unread, once the upstream has it."""
-    data = json.dumps(body).encode()
-    head = "".join(f"{k}: {v}\r\n" for k, v in headers.items())
-    host, port = server.url.removeprefix("http://").split(":")
-    calls = len(upstream.requests)
-    with socket.create_connection((host, int(port))) as raw:
-        raw.sendall(f"POST {path} HTTP/1.1\r\nHost: x\r\ncontent-type: application/json\r\n"
-                    f"{head}content-length: {len(data)}\r\n\r\n".encode() + data)
-        deadline = time.monotonic() + 30
-        while len(upstream.requests) == calls and time.monotonic() < deadline:
-            time.sleep(0.02)
-
-
 def test_a_client_that_hangs_up_cancels_the_upstream_call(
         upstream: WindowedFakeServer, proxy: RunningServer,
         caplog: pytest.LogCaptureFixture) -> None:
@@ -277,7 +263,7 @@ def test_a_client_that_hangs_up_cancels_the_upstream_call(
     next request of the session would time out waiting for it."""
     upstream.add(Delay(60.0, then=Reply(text="very late")), Reply(text="on time"))
     with caplog.at_level(logging.WARNING, logger="loomctx.service"):
-        _hang_up_during(proxy, upstream, CHAT, HI, {"x-loomctx-session": "left"})
+        hang_up_during(proxy, upstream, CHAT, HI, {"x-loomctx-session": "left"})
         nxt = _post(proxy, CHAT, {**HI, "messages": [{"role": "user", "content": "back"}]},
                     headers={"x-loomctx-session": "left"}, timeout=20)
     assert nxt.status_code == 200 and nxt.json()["choices"][0]["message"]["content"] == "on time"

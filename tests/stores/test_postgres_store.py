@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import TypeVar
 
 import numpy as np
@@ -550,6 +551,21 @@ def _lexical_corpus() -> list[MemoryRecord]:
     return out
 
 
+@contextmanager
+def _bounded_and_exact(pg_url: str, budget: int, query: str
+                       ) -> Iterator[tuple[PostgresStore, PostgresStore, list[str], list[float]]]:
+    """A store with ``lexical_budget=budget`` over the lexical corpus and one ranking every
+    match, with ``query``'s terms and their estimated row counts (loading analyses the table,
+    so the statistics exist)."""
+    with PostgresStore(pg_url, lexical_budget=budget) as fast, \
+            PostgresStore(pg_url, lexical_budget=None) as exact:
+        fast.bulk_load(_lexical_corpus())
+        terms = pg_module.query_terms(query)
+        estimates = fast._term_stats.estimates(terms)
+        assert estimates is not None
+        yield fast, exact, terms, estimates
+
+
 @pytest.mark.parametrize(("query", "limit"), [("alpha beta zeta", 20), ("上下文 模型 alpha", 20),
                                               ("上下文 模型 alpha", 150), ("上下文 模型 beta", 90)])
 def test_bounded_lexical_search_ranks_as_the_full_one(pg_url: str, query: str,
@@ -588,12 +604,7 @@ def test_lexical_fallback_ranks_a_bounded_set(pg_url: str, query: str, limit: in
     them ranked) and of the first ``stage_rows`` matches in table order: at most that
     many rows are ranked, never every match, and each keeps its exact score."""
     budget = 5
-    with PostgresStore(pg_url, lexical_budget=budget) as fast, \
-            PostgresStore(pg_url, lexical_budget=None) as exact:
-        fast.bulk_load(_lexical_corpus())
-        terms = pg_module.query_terms(query)
-        estimates = fast._term_stats.estimates(terms)
-        assert estimates is not None
+    with _bounded_and_exact(pg_url, budget, query) as (fast, exact, terms, estimates):
         first = narrow_query(terms, estimates, budget) or \
             pg_module.lex.rare_query(terms, estimates, budget)
         assert first is not None
@@ -622,12 +633,7 @@ def test_lexical_first_stage_ranks_a_bounded_set(pg_url: str) -> None:
     """A first stage matching more rows than its bound ranks only the first ``stage_rows``
     of them (in table order) and returns the best of those when they fill ``limit``."""
     budget, limit, query = 10, 20, "上下文 模型 alpha"
-    with PostgresStore(pg_url, lexical_budget=budget) as fast, \
-            PostgresStore(pg_url, lexical_budget=None) as exact:
-        fast.bulk_load(_lexical_corpus())
-        terms = pg_module.query_terms(query)
-        estimates = fast._term_stats.estimates(terms)
-        assert estimates is not None
+    with _bounded_and_exact(pg_url, budget, query) as (fast, exact, terms, estimates):
         narrow = narrow_query(terms, estimates, budget)
         assert narrow is not None
         cap = pg_module.lex.stage_rows(budget, limit)
