@@ -46,7 +46,9 @@ from typing import Any
 import httpx
 from _replays import tool_agent
 
+from loomctx.servers import ServerError
 from loomctx.testing import Reply, ToolCall
+from loomctx.testing.processes import wait_healthy
 from loomctx.testing.windowed import WindowedFakeServer
 
 _OUT = Path(__file__).parent / "results" / "proxy.json"
@@ -70,15 +72,10 @@ class _Child:
                                      env=env, stdout=subprocess.DEVNULL,
                                      stderr=subprocess.DEVNULL)
         self.url = f"http://127.0.0.1:{self.port}"
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                httpx.get(self.url + health, timeout=1)
-                return
-            except httpx.TransportError:
-                if self.proc.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError(f"{args[:2]} did not start") from None
-                time.sleep(0.2)
+        try:
+            wait_healthy(self.url + health, self.proc)
+        except ServerError:
+            raise RuntimeError(f"{args[:2]} did not start") from None
 
     def cpu(self) -> float:
         fields = Path(f"/proc/{self.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()

@@ -25,12 +25,13 @@ import string
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
 import httpx
 
+from loomctx.servers import ServerError
+from loomctx.testing.processes import wait_healthy
 from loomctx.testing.windowed import WindowedFakeServer
 
 _OUT = Path(__file__).parent / "results" / "proxy_memory.json"
@@ -63,15 +64,10 @@ def measure(upstream: str, store: str, sessions: int, words: int,
         cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     base = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 120
-        while True:
-            try:
-                httpx.get(base + "/health", timeout=1)
-                break
-            except httpx.TransportError:
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    raise SystemExit("the proxy did not start") from None
-                time.sleep(0.2)
+        try:
+            wait_healthy(base + "/health", proc, timeout=120)
+        except ServerError:
+            raise SystemExit("the proxy did not start") from None
         rnd = random.Random(7)
         client = httpx.Client(timeout=300)
 

@@ -29,3 +29,25 @@ def test_check_truncate_catches_a_broken_counter():
 
 def test_hashing_embedder_is_exported():
     assert HashingEmbedder().embed(["x"]).shape[0] == 1
+
+
+def test_wait_healthy_returns_once_a_child_server_answers_and_fails_when_it_dies() -> None:
+    import subprocess
+    import sys
+
+    from loomctx.servers import ServerError, free_port
+    from loomctx.testing.processes import wait_healthy
+
+    port = free_port()
+    serving = subprocess.Popen([sys.executable, "-m", "http.server", str(port), "--bind",
+                                "127.0.0.1"], stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL)
+    try:
+        wait_healthy(f"http://127.0.0.1:{port}/", serving, timeout=30)
+        assert serving.poll() is None
+    finally:
+        serving.terminate()
+        serving.wait(timeout=10)
+    dead = subprocess.Popen([sys.executable, "-c", "raise SystemExit(3)"])
+    with pytest.raises(ServerError, match="exited with 3"):
+        wait_healthy(f"http://127.0.0.1:{free_port()}/", dead, timeout=30)

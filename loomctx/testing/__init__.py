@@ -11,6 +11,8 @@
   :class:`HttpError`, :class:`ContextLength`, :class:`Malformed`, :class:`Raw`, :class:`Delay`)
   and records
   every request; with ``respond=ToolFollower()`` it answers by the tools each request offers.
+- ``loomctx.testing.processes.wait_healthy``: wait for a server started in a child process
+  (``loomctx serve``) to answer, failing at once if the process dies.
 - ``loomctx.testing.store_conformance``: the contract suite every ``MemoryStore`` passes (needs
   pytest and hypothesis, so it is not imported here).
 - ``loomctx.testing.bus_conformance``: the contract suite every ``EventBus`` passes (needs

@@ -7,7 +7,6 @@ import os
 import socket
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -20,6 +19,7 @@ from loomctx.cli.serve import check_open, is_loopback
 from loomctx.servers import RedisServer
 from loomctx.stores.postgres import PostgresStore
 from loomctx.stores.protocol import Scope
+from loomctx.testing.processes import wait_healthy
 from loomctx.testing.windowed import WindowedFakeServer
 
 
@@ -111,14 +111,7 @@ def _serve(upstream: WindowedFakeServer, *args: str, env: dict[str, str] | None 
         env={**os.environ, **(env or {})}, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     try:
         base = f"http://127.0.0.1:{port}"
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                httpx.get(base + "/health", timeout=1)
-                break
-            except httpx.TransportError:
-                assert proc.poll() is None and time.monotonic() < deadline
-                time.sleep(0.2)
+        wait_healthy(base + "/health", proc)
         yield base
     finally:
         proc.terminate()

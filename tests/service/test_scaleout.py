@@ -24,11 +24,12 @@ from typing import Any
 import httpx
 import pytest
 
-from loomctx.servers import RedisServer, free_port
+from loomctx.servers import RedisServer, ServerError, free_port
 from loomctx.stores.postgres import PostgresStore
 from loomctx.stores.protocol import Scope
 from loomctx.testing import FakeModelServer, Reply
 from loomctx.testing.fake_server import RecordedRequest
+from loomctx.testing.processes import wait_healthy
 
 CONVERSATIONS = 4
 TURNS = 6
@@ -75,18 +76,13 @@ def _proxies(upstreams: list[str], store: str, bus: str,
             env=dict(os.environ), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE),
             f"http://127.0.0.1:{port}"))
     try:
-        deadline = time.monotonic() + 60
         for proc, base in started:
-            while True:
-                try:
-                    httpx.get(base + "/health", timeout=1)
-                    break
-                except httpx.TransportError:
-                    if proc.poll() is not None or time.monotonic() > deadline:
-                        proc.kill()
-                        err = proc.stderr.read().decode() if proc.stderr else ""
-                        pytest.fail(f"loomctx serve did not start: {err[-2000:]}")
-                    time.sleep(0.1)
+            try:
+                wait_healthy(base + "/health", proc, interval=0.1)
+            except ServerError:
+                proc.kill()
+                err = proc.stderr.read().decode() if proc.stderr else ""
+                pytest.fail(f"loomctx serve did not start: {err[-2000:]}")
         yield started
     finally:
         for proc, _ in started:

@@ -75,6 +75,16 @@ def _string(value: Any, what: str) -> str:
     return value
 
 
+def _list(value: Any, what: str) -> list[Any]:
+    """``value`` as a list (absent or empty: none); anything else makes the reply unreadable.
+    ``what`` says where: "sent tool_calls", "streamed choices"."""
+    value = value or []
+    if not isinstance(value, list):
+        raise ModelResponseError(f"{_PROVIDER} {what} that are not a list: "
+                                 f"{preview(value, 120)!r}")
+    return value
+
+
 def _reason(value: Any) -> str | None:
     return value if isinstance(value, str) else None
 
@@ -103,10 +113,7 @@ def parse_completion(raw: Any) -> ModelResponse:
     if not isinstance(choice, Mapping) or not isinstance(msg, Mapping):
         raise ModelResponseError(f"{_PROVIDER} reply has no readable choices[0].message: "
                                  f"{preview(raw, 200)!r}")
-    calls = msg.get("tool_calls") or []
-    if not isinstance(calls, list):
-        raise ModelResponseError(f"{_PROVIDER} sent tool_calls that are not a list: "
-                                 f"{preview(calls, 120)!r}")
+    calls = _list(msg.get("tool_calls"), "sent tool_calls")
     return ModelResponse(message=_message(_text(msg.get("content"), "content"),
                                           [_tool_call(c) for c in calls]),
                          usage=_usage(raw.get("usage")),
@@ -146,11 +153,7 @@ class OpenAIStream:
         if chunk.get("usage"):
             self.usage = _usage(chunk["usage"])
         text, new_call = "", False
-        choices = chunk.get("choices") or []
-        if not isinstance(choices, list):
-            raise ModelResponseError(f"{_PROVIDER} streamed choices that are not a list: "
-                                     f"{preview(choices, 120)!r}")
-        for choice in choices:
+        for choice in _list(chunk.get("choices"), "streamed choices"):
             delta = choice.get("delta") if isinstance(choice, Mapping) else None
             if not isinstance(choice, Mapping) or not isinstance(delta, Mapping | None):
                 raise ModelResponseError(f"{_PROVIDER} streamed a choice without a delta "
@@ -159,11 +162,7 @@ class OpenAIStream:
             piece = _text(delta.get("content"), "a content delta")
             if piece:
                 text += piece
-            calls = delta.get("tool_calls") or []
-            if not isinstance(calls, list):
-                raise ModelResponseError(f"{_PROVIDER} streamed tool_calls that are not a "
-                                         f"list: {preview(calls, 120)!r}")
-            for tc in calls:
+            for tc in _list(delta.get("tool_calls"), "streamed tool_calls"):
                 fn = tc.get("function") if isinstance(tc, Mapping) else None
                 if not isinstance(tc, Mapping) or not isinstance(fn, Mapping | None):
                     raise ModelResponseError(f"{_PROVIDER} streamed an unreadable tool call "
