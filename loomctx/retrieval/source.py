@@ -34,6 +34,10 @@ from loomctx.text.labels import without_terms
 from loomctx.text.lexical import tokenize
 
 MAX_RECALL = 256
+PERIOD_RANKED = 1024
+"""The most memories a period a question names may hold and still be ranked on its own
+(:meth:`UnifiedRetrievalSource._dated`): their vectors may have to be embedded again (a reopened
+session keeps none in memory), so a larger period is read from the session-wide lists instead."""
 
 
 # A capitalised word not right after the end of a sentence (a name, a title, a place).
@@ -204,7 +208,7 @@ class UnifiedRetrievalSource(BaseSource):
         try:
             lexical_lists, kb = await asyncio.gather(lexical_recall(), knowledge_recall)
             qvec, dense = await dense_recall
-            dated = self._dated(query, request.now, limit, qvec)
+            dated = self._dated(query, request.now, limit, qvec, dense)
             matches = self._matches(lexical_lists[0], dense)
             near = self._adjacent(matches)
             bridged = self._bridge(query, matches, limit)
@@ -254,7 +258,8 @@ class UnifiedRetrievalSource(BaseSource):
         ranked = self.reranker.rerank(query, list(cands.values()))
         return [self._item(c) for c in ranked]
 
-    def _dated(self, query: str, now: float, limit: int, qvec: np.ndarray) -> list[Hit]:
+    def _dated(self, query: str, now: float, limit: int, qvec: np.ndarray,
+               dense_hits: list[Hit]) -> list[Hit]:
         """A fourth recall list when the question names a time ("in June", "two weeks ago"):
         this session's memories from then, ranked by rank fusion of their lexical and dense
         ranks among that period's memories. The period is searched on its own: a memory said
@@ -270,8 +275,16 @@ class UnifiedRetrievalSource(BaseSource):
         if not then:
             return []
         ids = {r.id for r in then}
-        lexical = [h.record.id for h in self.memory.search_lexical(query, limit * 4)
-                   if h.record.id in ids]
+        wide = self.memory.search_lexical(query, limit * 4)
+        if len(then) > PERIOD_RANKED:  # lexical matches first, then dense ones, of that period
+            seen: set[str] = set()
+            out = []
+            for h in (*wide, *dense_hits):
+                if h.record.id in ids and h.record.id not in seen:
+                    seen.add(h.record.id)
+                    out.append(h)
+            return out[:limit]
+        lexical = [h.record.id for h in wide if h.record.id in ids]
         with limited(1):
             sims = (self.memory.vectors(then) @ qvec).tolist()
         dense = sorted(range(len(then)), key=lambda i: (-sims[i], then[i].id))
@@ -281,8 +294,7 @@ class UnifiedRetrievalSource(BaseSource):
         for rank, rid in enumerate(lexical):
             credit[rid] += self.reranker.fusion_credit({"lexical": rank})
         best = sorted(then, key=lambda r: (-credit[r.id], r.id))[:limit]
-        return [Hit(r, sims_by) for r, sims_by in
-                ((r, credit[r.id]) for r in best)]
+        return [Hit(r, credit[r.id]) for r in best]
 
     def _matches(self, lexical: list[Hit], dense: list[Hit]) -> list[MemoryRecord]:
         """This session's best memories by rank fusion of the lexical and dense lists, as many

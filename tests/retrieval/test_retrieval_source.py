@@ -234,7 +234,8 @@ def test_a_question_naming_a_month_prefers_what_was_said_then(
 
 
 def test_a_period_the_question_names_is_searched_on_its_own(
-        make_memory: Callable[..., TieredMemory], collect: Collect) -> None:
+        make_memory: Callable[..., TieredMemory], collect: Collect,
+        monkeypatch: pytest.MonkeyPatch) -> None:
     memory = make_memory()
     day = 86_400.0
     now = T0 + 100 * day
@@ -252,6 +253,11 @@ def test_a_period_the_question_names_is_searched_on_its_own(
                     total=512)
     assert "then" in [it.id for it in dated]
     assert "then" not in [it.id for it in plain]
+    # A period too large to rank on its own (its vectors might need embedding again) is read
+    # from the session-wide lists, where this message is below the cut.
+    monkeypatch.setattr(source_module, "PERIOD_RANKED", 0)
+    large = collect(UnifiedRetrievalSource(memory), question, now=now, total=512)
+    assert "then" not in [it.id for it in large]
 
 
 @pytest.mark.parametrize("failing", ["search_vector", "search_lexical"])
