@@ -19,6 +19,7 @@ are pooled over the questions.
 Run: python benchmarks/bench_turn_recall.py --data PATH/locomo10.json [--conversations 1,6]
          [--budgets 4096,16384] [--limit N] [--json PATH] [--embed-cache PATH]
      python benchmarks/bench_turn_recall.py --generic PATH/longmemeval_s_dev60.jsonl.gz [...]
+     python benchmarks/bench_turn_recall.py --multilingual [...]
 """
 
 from __future__ import annotations
@@ -37,16 +38,18 @@ HERE = Path(__file__).resolve().parent
 MODEL = "cl100k_base"
 
 
-def conversations(data: Path, wanted: set[int]) -> list[tuple[int, list[Any]]]:
-    """LoCoMo's conversations numbered from 1 (those in ``wanted``), each with its questions."""
+def conversations(data: Path | None, wanted: set[int] | None,
+                  dataset: str = "locomo") -> list[tuple[int, list[Any]]]:
+    """A data set's conversations numbered from 1 (those in ``wanted``, every one when None),
+    each with its questions."""
     from loomctx.eval.datasets import iter_dataset
 
     out: list[tuple[int, list[Any]]] = []
-    for q in iter_dataset("locomo", data):
+    for q in iter_dataset(dataset, data):
         if not out or q.history is not out[-1][1][0].history:
             out.append((len(out) + 1, []))
         out[-1][1].append(q)
-    return [(n, qs) for n, qs in out if n in wanted]
+    return [(n, qs) for n, qs in out if wanted is None or n in wanted]
 
 
 def _session(history: Any, embedder: Any) -> Any:
@@ -159,6 +162,9 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     source = ap.add_mutually_exclusive_group(required=True)
     source.add_argument("--data", help="locomo10.json")
+    source.add_argument("--multilingual", action="store_true",
+                        help="the generated multilingual conversations (English, Chinese, "
+                             "code-switched), every one")
     source.add_argument("--generic", metavar="PATH",
                         help="a generic JSONL file (LongMemEval_S): each question after its own "
                              "history, pooled")
@@ -178,8 +184,8 @@ def main(argv: list[str] | None = None) -> int:
         print("bench_turn_recall: --conversations and --budgets are comma-separated integers",
               file=sys.stderr)
         return 2
-    data = Path(args.data or args.generic)
-    if not data.is_file():
+    data = Path(args.data or args.generic or ".")
+    if not args.multilingual and not data.is_file():
         flag = "--data" if args.data else "--generic"
         print(f"bench_turn_recall: {flag} {str(data)!r} is not a file", file=sys.stderr)
         return 2
@@ -199,7 +205,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.generic:
         return _pooled(data, budgets, embedder, args.limit, args.json)
     runs = []
-    for number, questions in conversations(data, wanted):
+    chosen = conversations(None, None, "multilingual") if args.multilingual \
+        else conversations(data, wanted)
+    for number, questions in chosen:
         for budget in budgets:
             run = run_conversation(number, questions, budget, embedder, args.limit)
             runs.append(run)
