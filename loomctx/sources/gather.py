@@ -4,20 +4,39 @@ A source that fails or is slow never fails the build: its error is kept for the 
 build goes on without it. A source that answered while part of it failed recorded the part on its
 request (:meth:`~loomctx.sources.protocol.SourceRequest.failed`): each build has its own requests,
 so the report of one build names only that build's failures.
+
+Every build gathers every source, most of which answer at once: the timeout is a timer on the
+task already collecting (``asyncio.timeout``, Python 3.11+) rather than ``asyncio.wait_for``'s
+task of its own per source, and one source alone is collected in the build's own task, not in a
+task of ``asyncio.gather``. Half the tasks of a proxied turn's build were these.
 """
 
 from __future__ import annotations
 
 import asyncio
+import sys
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Mapping, Sequence
 from dataclasses import replace
+from typing import TypeVar
 
 from loomctx._jsonl import clean_text
 from loomctx.buildstate import Gathered
 from loomctx.items import ContextItem
 from loomctx.sources.history import HistorySource
 from loomctx.sources.protocol import ContextSource, SourceRequest, is_history
+
+_T = TypeVar("_T")
+
+if sys.version_info >= (3, 11):
+    async def _within(call: Awaitable[_T], timeout: float) -> _T:
+        """``await call``, or :class:`TimeoutError` after ``timeout`` seconds."""
+        async with asyncio.timeout(timeout):
+            return await call
+else:  # pragma: no cover - Python 3.10
+    async def _within(call: Awaitable[_T], timeout: float) -> _T:
+        """``await call``, or :class:`asyncio.TimeoutError` after ``timeout`` seconds."""
+        return await asyncio.wait_for(call, timeout)
 
 
 async def gather(sources: Sequence[ContextSource], requests: Mapping[str, SourceRequest],
@@ -28,7 +47,7 @@ async def gather(sources: Sequence[ContextSource], requests: Mapping[str, Source
         t = time.perf_counter()
         try:
             request = requests[src.name]
-            items = await asyncio.wait_for(src.collect(request), timeout)
+            items = await _within(src.collect(request), timeout)
             failures = request.failures  # parts that failed in this build
             partial = ("partial: " + "; ".join(f"{k} failed: {v}" for k, v in failures.items())
                        if failures else None)
@@ -48,6 +67,8 @@ async def gather(sources: Sequence[ContextSource], requests: Mapping[str, Source
             return Gathered(None, f"{type(exc).__name__}: {exc}",
                             (time.perf_counter() - t) * 1000)
 
+    if len(sources) == 1:
+        return {sources[0].name: await one(sources[0])}
     results = await asyncio.gather(*(one(s) for s in sources))
     return {s.name: r for s, r in zip(sources, results, strict=True)}
 

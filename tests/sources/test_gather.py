@@ -1,0 +1,85 @@
+"""Gather: each source under its timeout, in one task per source (none for a source alone),
+a slow or failing source named and never failing the build or cancelling its caller."""
+
+from __future__ import annotations
+
+import asyncio
+
+from loomctx.items import ContextItem
+from loomctx.sources.gather import gather
+from loomctx.sources.protocol import SourceRequest
+from loomctx.tokens.registry import counter_for_model
+
+
+def _request() -> SourceRequest:
+    return SourceRequest(query="q", now=0.0, counter=counter_for_model("gpt-4o").counter,
+                         budget=100)
+
+
+class _Source:
+    """Answers after ``delay`` seconds (or raises ``error``), noting the task it ran in and
+    how many tasks were alive then."""
+
+    def __init__(self, name: str, delay: float = 0.0, error: Exception | None = None) -> None:
+        self.name, self.delay, self.error = name, delay, error
+        self.task: asyncio.Task[object] | None = None
+        self.alive = 0
+
+    async def collect(self, request: SourceRequest) -> list[ContextItem]:
+        self.task, self.alive = asyncio.current_task(), len(asyncio.all_tasks())
+        if self.delay:
+            await asyncio.sleep(self.delay)
+        if self.error is not None:
+            raise self.error
+        return [ContextItem(id=f"{self.name}-1", source=self.name, content="x",
+                            kind="evidence")]
+
+
+def _run(sources: list[_Source], timeout: float = 0.05) -> tuple[dict[str, object], bool]:
+    """Gather ``sources``; also whether the calling task was left cancelled."""
+
+    async def go() -> tuple[dict[str, object], bool]:
+        out = await gather(sources, {s.name: _request() for s in sources}, timeout)
+        task = asyncio.current_task()
+        assert task is not None
+        left_cancelled = task.cancelling() > 0
+        await asyncio.sleep(0)  # the caller goes on (a stray cancellation would land here)
+        return dict(out), left_cancelled
+
+    return asyncio.run(go())
+
+
+def test_a_source_alone_is_collected_in_the_callers_task() -> None:
+    caller: list[asyncio.Task[object] | None] = []
+    src = _Source("a")
+
+    async def go() -> None:
+        caller.append(asyncio.current_task())
+        await gather([src], {"a": _request()}, 1.0)
+
+    asyncio.run(go())
+    assert src.task is caller[0]
+
+
+def test_several_sources_take_one_task_each() -> None:
+    sources = [_Source(n) for n in "abc"]
+    out, _ = _run(sources)
+    assert {s.task for s in sources} and len({s.task for s in sources}) == 3
+    assert all(s.alive <= 1 + len(sources) for s in sources)  # the caller and one per source
+    assert all(out[s.name].items for s in sources)  # type: ignore[attr-defined]
+
+
+def test_a_slow_source_alone_times_out_and_the_caller_goes_on() -> None:
+    out, left_cancelled = _run([_Source("slow", delay=1.0)])
+    assert out["slow"].items is None  # type: ignore[attr-defined]
+    assert out["slow"].error == "timed out after 0.05s"  # type: ignore[attr-defined]
+    assert not left_cancelled
+
+
+def test_slow_and_failing_sources_are_named_beside_those_that_answered() -> None:
+    out, left_cancelled = _run([_Source("ok"), _Source("slow", delay=1.0),
+                                _Source("down", error=RuntimeError("backend down"))])
+    assert out["ok"].items and out["ok"].error is None  # type: ignore[attr-defined]
+    assert out["slow"].error == "timed out after 0.05s"  # type: ignore[attr-defined]
+    assert out["down"].error == "RuntimeError: backend down"  # type: ignore[attr-defined]
+    assert not left_cancelled
