@@ -38,7 +38,6 @@ import socket
 import statistics
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -193,42 +192,29 @@ def throughput(clients: int, per_client: int) -> dict[str, Any]:
     fake, one after the other in one run; and the CPU each process spent per request."""
     with WindowedFakeServer(window=10**9, default="ok") as up, \
             Proxy(up.url + "/v1") as proxy, Relay(up.url) as relay:
-        def run(n: int, base: str, header: bool, out: list[float], cpu: list[float]) -> None:
-            t0 = time.thread_time()
-            with httpx.Client(timeout=120) as c:
-                for k in range(per_client):
-                    body = {"model": "gpt-4o", "max_tokens": 100, "messages": [
-                        {"role": "user", "content": f"client {n} question {k}"}]}
-                    t = time.perf_counter()
-                    h = {"x-loomctx-session": f"c{n}"} if header else {}
-                    c.post(base + "/v1/chat/completions", json=body,
-                           headers=h).raise_for_status()
-                    out.append(time.perf_counter() - t)
-            cpu.append(time.thread_time() - t0)
-
-        result: dict[str, Any] = {"clients": clients, "requests_per_client": per_client}
+        result: dict[str, Any] = {"clients": clients, "requests_per_client": per_client,
+                                  "load_generator": "_load.py (asyncio, raw keep-alive "
+                                                    "HTTP/1.1, its own process)"}
         for name, base, header, child in (("proxy", proxy.url, True, proxy),
                                           ("relay", relay.url, False, relay),
                                           ("direct", up.url, False, None)):
-            latencies: list[float] = []
-            client_cpu: list[float] = []
-            threads = [threading.Thread(target=run, args=(n, base, header, latencies,
-                                                          client_cpu))
-                       for n in range(clients)]
             machine0, own0 = _busy(), time.process_time()
             child0 = child.cpu() if child is not None else 0.0
-            t0 = time.perf_counter()
-            for t in threads:
-                t.start()
-            for t in threads:
-                t.join()
-            wall = time.perf_counter() - t0
+            load = subprocess.run(
+                [sys.executable, str(Path(__file__).parent / "_load.py"), base,
+                 "--clients", str(clients), "--requests", str(per_client),
+                 *(["--session-header"] if header else [])],
+                capture_output=True, text=True, check=False)
             machine1, own1 = _busy(), time.process_time()
             child1 = child.cpu() if child is not None else 0.0
+            if load.returncode:
+                raise SystemExit(f"load generator failed on {name}: {load.stderr.strip()}")
+            run = json.loads(load.stdout)
+            latencies, wall = run["latencies_s"], run["wall_s"]
             n = clients * per_client
             per = 1000 / n  # seconds in all -> ms per request
             busy = machine1 - machine0
-            mine = own1 - own0 + child1 - child0
+            mine = own1 - own0 + child1 - child0 + run["cpu_s"]
             result[name] = {
                 "requests_per_s": round(n / wall, 1),
                 "latency_ms_p50": round(_pct(latencies, .5) * 1000, 2),
@@ -236,8 +222,8 @@ def throughput(clients: int, per_client: int) -> dict[str, Any]:
                 "latency_ms_max": round(max(latencies) * 1000, 2),
                 "latency_ms_mean": round(statistics.fmean(latencies) * 1000, 2),
                 "cpu_ms_per_request": {
-                    "clients": round(sum(client_cpu) * per, 2),
-                    "upstream": round((own1 - own0 - sum(client_cpu)) * per, 2),
+                    "clients": round(run["cpu_s"] * per, 2),
+                    "upstream": round((own1 - own0) * per, 2),
                     "server": round((child1 - child0) * per, 2),
                     "total": round(mine * per, 2),
                     "other_processes": round(max(0.0, busy - mine) * per, 2)}}
