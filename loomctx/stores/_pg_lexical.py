@@ -142,11 +142,13 @@ def stage_rows(budget: int, limit: int) -> int:
 
 
 def ranked_sql(where: list[str]) -> str:
-    """Every row of the scope matching the tsquery ``m``, ranked by the full query ``q``
-    (arguments: q, m, the scope's, limit)."""
+    """Every row of the scope matching the tsquery ``m``, ranked by the full query ``q``, ties
+    by (id, agent, session) as the store orders its hits, so which of the rows tied at the cut
+    are kept does not depend on the scan order (arguments: q, m, the scope's, limit)."""
     return (f"SELECT {COLUMNS}, ts_rank(r.terms, q, 1) AS score "
             f"FROM {TABLE} r, CAST(%s AS tsquery) q, CAST(%s AS tsquery) m "
-            f"{where_sql([*where, 'r.terms @@ m'])} ORDER BY score DESC LIMIT %s")
+            f"{where_sql([*where, 'r.terms @@ m'])} "
+            f"ORDER BY score DESC, r.id, r.agent, r.session LIMIT %s")
 
 
 def bounded_sql(where: list[str]) -> str:

@@ -19,8 +19,8 @@ text function runs per match), keeps the best rows, and fetches and ranks only t
 
 Bounded: each term gives at most ``cap`` postings, its highest impacts. While no term of the
 query holds more than ``cap`` rows of the tenant (every term at a million memories in ten
-tenants), the list is that of ranking every match, up to rows tied within float rounding at the
-cut (:func:`candidates` fetches a margin beyond ``limit`` and ``ts_rank`` decides). Past the cap,
+tenants), the list is that of ranking every match, ties at the cut included (every row within
+rounding of the cut is ranked by ``ts_rank``, see :func:`ranked_sql`). Past the cap,
 a row missing from a term's top ``cap`` is ranked without that term's impact when choosing the
 candidates (its returned score is still exact), so the work stops growing with the tenant.
 
@@ -112,28 +112,39 @@ WHERE NOT EXISTS (SELECT 1 FROM {POSTINGS});
 """Schema version 4: the postings table, its triggers, and the postings of the rows already
 stored (the index is built after them: several times faster than growing it row by row)."""
 
-MARGIN = 16
-"""Candidates fetched beyond ``limit`` at least (see :func:`candidates`)."""
-
-
-def candidates(limit: int) -> int:
-    """Rows to fetch and rank with ``ts_rank`` for a list of ``limit``: impacts are summed as
-    ``real``, ``ts_rank`` in its own order, so rows within rounding of each other at the cut may
-    swap; a margin of a quarter (at least :data:`MARGIN`) lets ``ts_rank`` decide them."""
-    return limit + max(MARGIN, limit // 4)
+ROUNDING = 1e-5
+"""Relative slack below the cut: impacts are summed as ``real``, ``ts_rank`` adds its shares in
+its own order, so two sums (or two ranks) may differ in the last bits (~1e-7 each)."""
+TIE_FACTOR = 4
+"""Rows fetched and ranked at most, in ``limit`` units, when many tie at the cut."""
 
 
 def ranked_sql() -> str:
-    """The tenant's best rows for the query terms by summed impact, each term's postings read
-    best first up to a cap, ranked by ``ts_rank`` (arguments: terms (text[]), tenant, cap,
-    candidates, the full tsquery). One round trip."""
-    return (f"SELECT {COLUMNS}, ts_rank(r.terms, q, 1) AS score FROM ("
-            f"SELECT p.pk, sum(p.impact) AS s FROM unnest(%s::text[]) t(term) "
-            f"CROSS JOIN LATERAL (SELECT x.pk, x.impact FROM {POSTINGS} x "
-            f"WHERE x.tenant = %s AND x.term = t.term ORDER BY x.impact DESC LIMIT %s) p "
-            f"GROUP BY p.pk ORDER BY s DESC, p.pk LIMIT %s) c "
+    """The tenant's rows for the query terms ranked by ``ts_rank`` (arguments: terms (text[]),
+    tenant, cap, limit - 1, the full tsquery, fetched at most).
+
+    Each term's postings are read best first, ``cap`` at most, and summed per row; every row
+    whose sum is within :data:`ROUNDING` of the ``limit``-th best sum or above is fetched and
+    ranked with ``ts_rank``, so the caller's cut (score, then id) is decided by the exact
+    scores, rows tied with the last one included, as when every match is ranked. At most
+    ``fetched`` rows (best sums first) are fetched. One round trip.
+    """
+    return (f"WITH s AS MATERIALIZED (SELECT p.pk, sum(p.impact) AS s "
+            f"FROM unnest(%s::text[]) t(term) CROSS JOIN LATERAL ("
+            f"SELECT x.pk, x.impact FROM {POSTINGS} x WHERE x.tenant = %s AND x.term = t.term "
+            f"ORDER BY x.impact DESC LIMIT %s) p GROUP BY p.pk), "
+            f"cut AS (SELECT s.s FROM s ORDER BY s.s DESC LIMIT 1 OFFSET %s) "
+            f"SELECT {COLUMNS}, ts_rank(r.terms, q, 1) AS score FROM ("
+            f"SELECT s.pk FROM s WHERE s.s >= COALESCE((SELECT cut.s FROM cut), 0) "
+            f"* {1 - ROUNDING!r} ORDER BY s.s DESC LIMIT %s) c "
             f"JOIN {TABLE} r ON r.pk = c.pk, CAST(%s AS tsquery) q")
 
 
-__all__ = ["IMPACTS_SQL", "MARGIN", "MIGRATION_SQL", "POSTINGS", "POSTINGS_INDEX_SQL",
-           "candidates", "ranked_sql"]
+def arguments(terms: list[str], tenant: str, cap: int, limit: int, tsquery: str
+              ) -> list[object]:
+    """The arguments of :func:`ranked_sql`."""
+    return [terms, tenant, cap, max(limit - 1, 0), TIE_FACTOR * limit, tsquery]
+
+
+__all__ = ["IMPACTS_SQL", "MIGRATION_SQL", "POSTINGS", "POSTINGS_INDEX_SQL", "ROUNDING",
+           "TIE_FACTOR", "arguments", "ranked_sql"]

@@ -321,9 +321,8 @@ class PostgresStore:
             rows = self._db.select(lex.ranked_sql(where), [full, full, *args, limit])
             return rec.top(((to_record(row), float(row[-1])) for row in rows), limit)
         if scope.agent is None and scope.session is None and level is None:
-            rows = self._db.select(postings.ranked_sql(), [
-                terms, scope.tenant, lex.stage_rows(budget, limit),
-                postings.candidates(limit), full])
+            rows = self._db.select(postings.ranked_sql(), postings.arguments(
+                terms, scope.tenant, lex.stage_rows(budget, limit), limit, full))
             return rec.top(((to_record(row), float(row[-1])) for row in rows), limit)
         estimates = self._term_stats.estimates(terms)
         # The first stage (rare terms and pairs of common ones) may fill the list alone; the
