@@ -120,30 +120,30 @@ TIE_FACTOR = 4
 
 
 def ranked_sql() -> str:
-    """The tenant's rows for the query terms ranked by ``ts_rank`` (arguments: terms (text[]),
-    tenant, cap, limit - 1, the full tsquery, fetched at most).
+    """The tenant's rows for the query terms ranked by ``ts_rank`` (arguments: limit, terms
+    (text[]), tenant, cap, fetched at most, the full tsquery).
 
-    Each term's postings are read best first, ``cap`` at most, and summed per row; every row
-    whose sum is within :data:`ROUNDING` of the ``limit``-th best sum or above is fetched and
-    ranked with ``ts_rank``, so the caller's cut (score, then id) is decided by the exact
-    scores, rows tied with the last one included, as when every match is ranked. At most
-    ``fetched`` rows (best sums first) are fetched. One round trip.
+    Each term's postings are read best first, ``cap`` at most, and summed per row; of the
+    ``fetched`` best sums, every row within :data:`ROUNDING` of the ``limit``-th or above is
+    fetched and ranked with ``ts_rank``, so the caller's cut (score, then id) is decided by the
+    exact scores, rows tied with the last one included, as when every match is ranked. One
+    round trip.
     """
-    return (f"WITH s AS MATERIALIZED (SELECT p.pk, sum(p.impact) AS s "
-            f"FROM unnest(%s::text[]) t(term) CROSS JOIN LATERAL ("
-            f"SELECT x.pk, x.impact FROM {POSTINGS} x WHERE x.tenant = %s AND x.term = t.term "
-            f"ORDER BY x.impact DESC LIMIT %s) p GROUP BY p.pk), "
-            f"cut AS (SELECT s.s FROM s ORDER BY s.s DESC LIMIT 1 OFFSET %s) "
-            f"SELECT {COLUMNS}, ts_rank(r.terms, q, 1) AS score FROM ("
-            f"SELECT s.pk FROM s WHERE s.s >= COALESCE((SELECT cut.s FROM cut), 0) "
-            f"* {1 - ROUNDING!r} ORDER BY s.s DESC LIMIT %s) c "
-            f"JOIN {TABLE} r ON r.pk = c.pk, CAST(%s AS tsquery) q")
+    return (f"SELECT {COLUMNS}, ts_rank(r.terms, q, 1) AS score FROM ("
+            f"SELECT b.pk, b.s, nth_value(b.s, %s) OVER (ORDER BY b.s DESC ROWS BETWEEN "
+            f"UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING) AS cut FROM ("
+            f"SELECT p.pk, sum(p.impact) AS s FROM unnest(%s::text[]) t(term) "
+            f"CROSS JOIN LATERAL (SELECT x.pk, x.impact FROM {POSTINGS} x "
+            f"WHERE x.tenant = %s AND x.term = t.term ORDER BY x.impact DESC LIMIT %s) p "
+            f"GROUP BY p.pk ORDER BY s DESC LIMIT %s) b) c "
+            f"JOIN {TABLE} r ON r.pk = c.pk, CAST(%s AS tsquery) q "
+            f"WHERE c.s >= COALESCE(c.cut, 0) * {1 - ROUNDING!r}")
 
 
 def arguments(terms: list[str], tenant: str, cap: int, limit: int, tsquery: str
               ) -> list[object]:
     """The arguments of :func:`ranked_sql`."""
-    return [terms, tenant, cap, max(limit - 1, 0), TIE_FACTOR * limit, tsquery]
+    return [max(limit, 1), terms, tenant, cap, TIE_FACTOR * limit, tsquery]
 
 
 __all__ = ["IMPACTS_SQL", "MIGRATION_SQL", "POSTINGS", "POSTINGS_INDEX_SQL", "ROUNDING",
