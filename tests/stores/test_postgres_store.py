@@ -796,3 +796,15 @@ def test_tenant_wide_search_reads_each_terms_best_postings_up_to_its_cap(pg_url:
         assert len(got) == limit and {h.record.id for h in got} <= read
         assert all(abs(h.score - every[h.record.id]) < 1e-6 for h in got)
         assert [h.score for h in got] == sorted((h.score for h in got), reverse=True)
+
+
+@pytest.mark.parametrize("budget", [None, 100])
+def test_rows_tied_at_the_cut_are_kept_by_id(pg_url: str, budget: int | None) -> None:
+    """Which of the rows tied at the cut a list keeps does not depend on the scan order: the
+    smallest ids, as the store orders its hits (ranking every match, and from the postings
+    while the tied rows number at most ``TIE_FACTOR`` lists)."""
+    with PostgresStore(pg_url, lexical_budget=budget) as store:
+        store.put([rec(f"t{i:03d}", "same words here") for i in reversed(range(30))])
+        store.put([rec("best", "words words")])
+        got = store.search_lexical("words", scope=Scope(), limit=10)
+    assert [h.record.id for h in got] == ["best", *(f"t{i:03d}" for i in range(9))]
