@@ -24,9 +24,10 @@ rounding of the cut is ranked by ``ts_rank``, see :func:`ranked_sql`). Past the 
 a row missing from a term's top ``cap`` is ranked without that term's impact when choosing the
 candidates (its returned score is still exact), so the work stops growing with the tenant.
 
-Kept consistent by triggers on ``loomctx_records`` (statement-level, with transition tables, so
-a COPY of 10,000 rows runs one INSERT of their postings): inserts add postings, deletes remove
-them, an update that changes ``terms`` (re-tokenizing) replaces them. Every write path of the
+Kept consistent by triggers on ``loomctx_records``: inserts add postings and deletes remove them
+(statement-level, with transition tables, so a COPY of 10,000 rows runs one INSERT of their
+postings); an update that changes ``terms`` (re-tokenizing) replaces the row's (row-level, and
+only for such updates: re-embedding or moving a level never runs it). Every write path of the
 store (``put``, COPY, ``delete``, re-tokenizing) and any SQL a user runs stays consistent. A
 delete finds a posting by its full index key, recomputing the impact with the same immutable
 function: a change of :data:`IMPACTS_SQL` needs a migration that rebuilds the table.
@@ -72,16 +73,10 @@ BEGIN
 END $$;
 CREATE OR REPLACE FUNCTION loomctx_postings_change() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-  DELETE FROM {POSTINGS} p
-  USING loomctx_dropped o JOIN loomctx_added n
-        ON n.pk = o.pk AND (n.terms <> o.terms OR n.tenant <> o.tenant),
-        loomctx_impacts(o.terms) i
-  WHERE p.tenant = o.tenant AND p.term = i.term AND p.impact = i.impact AND p.pk = o.pk;
+  DELETE FROM {POSTINGS} p USING loomctx_impacts(OLD.terms) i
+  WHERE p.tenant = OLD.tenant AND p.term = i.term AND p.impact = i.impact AND p.pk = OLD.pk;
   INSERT INTO {POSTINGS} (tenant, term, impact, pk)
-  SELECT n.tenant, i.term, i.impact, n.pk
-  FROM loomctx_added n JOIN loomctx_dropped o
-       ON o.pk = n.pk AND (n.terms <> o.terms OR n.tenant <> o.tenant),
-       loomctx_impacts(n.terms) i;
+  SELECT NEW.tenant, i.term, i.impact, NEW.pk FROM loomctx_impacts(NEW.terms) i;
   RETURN NULL;
 END $$;
 CREATE OR REPLACE TRIGGER loomctx_postings_add AFTER INSERT ON {TABLE}
@@ -90,9 +85,10 @@ CREATE OR REPLACE TRIGGER loomctx_postings_add AFTER INSERT ON {TABLE}
 CREATE OR REPLACE TRIGGER loomctx_postings_drop AFTER DELETE ON {TABLE}
   REFERENCING OLD TABLE AS loomctx_dropped
   FOR EACH STATEMENT EXECUTE FUNCTION loomctx_postings_drop();
-CREATE OR REPLACE TRIGGER loomctx_postings_change AFTER UPDATE ON {TABLE}
-  REFERENCING OLD TABLE AS loomctx_dropped NEW TABLE AS loomctx_added
-  FOR EACH STATEMENT EXECUTE FUNCTION loomctx_postings_change();
+CREATE OR REPLACE TRIGGER loomctx_postings_change AFTER UPDATE OF terms, tenant, pk ON {TABLE}
+  FOR EACH ROW WHEN (OLD.terms IS DISTINCT FROM NEW.terms OR OLD.tenant IS DISTINCT FROM NEW.tenant
+                     OR OLD.pk IS DISTINCT FROM NEW.pk)
+  EXECUTE FUNCTION loomctx_postings_change();
 """
 
 MIGRATION_SQL = f"""
