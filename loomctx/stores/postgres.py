@@ -23,6 +23,7 @@ operation reconnects). Every PostgreSQL failure reaches the caller as
 
 from __future__ import annotations
 
+import heapq
 import time
 from collections import defaultdict
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -323,7 +324,10 @@ class PostgresStore:
         if scope.agent is None and scope.session is None and level is None:
             rows = self._db.select(postings.ranked_sql(), postings.arguments(
                 terms, scope.tenant, lex.stage_rows(budget, limit), limit, full))
-            return rec.top(((to_record(row), float(row[-1])) for row in rows), limit)
+            # rows tied at the cut come too: order the rows as rec.top orders hits (agent and
+            # session None are stored as ''), and build records of the kept ones only
+            kept = heapq.nsmallest(limit, rows, key=lambda r: (-r[-1], r[3], r[1], r[2]))
+            return [Hit(to_record(row), float(row[-1])) for row in kept]
         estimates = self._term_stats.estimates(terms)
         # The first stage (rare terms and pairs of common ones) may fill the list alone; the
         # rare terms alone (nothing to pair) never do: a common word's rows may rank higher.
