@@ -1,4 +1,7 @@
-"""Lexical search of the PostgreSQL store, bounded: how many rows ``ts_rank`` must score.
+"""Lexical search of the PostgreSQL store inside an agent, session or level, bounded: how many
+rows ``ts_rank`` must score. (A tenant-wide search ranks from the impact-ordered postings of
+:mod:`loomctx.stores._pg_postings` instead; the exact ranking, ``lexical_budget=None``, is
+:func:`ranked_sql`.)
 
 Why: ``ts_rank`` has no index to rank from, so a query ORing its terms scores every row that
 holds any of them. Over a large tenant a query made of common words matches a good share of
