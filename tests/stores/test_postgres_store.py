@@ -351,8 +351,10 @@ def test_bulk_load_equals_put(postgres_server: PostgresServer,
             by_copy.bulk_load([rec("x")], np.ones((1, DIM + 1)))
     with psycopg.connect(urls[1]) as conn:
         indexes = {n for (n,) in conn.execute(
-            "SELECT indexname FROM pg_indexes WHERE tablename = 'loomctx_records'")}
-    assert {"loomctx_records_vec", "loomctx_records_terms"} <= indexes
+            "SELECT indexname FROM pg_indexes WHERE tablename IN "
+            "('loomctx_records', 'loomctx_postings')")}
+    assert {"loomctx_records_vec", "loomctx_records_terms", "loomctx_postings_key"} <= indexes
+    assert _postings_drift(urls[1]) == (0, 0)
 
 
 def test_reembed_rebuilds_the_index_for_the_new_dimension(pg_url: str) -> None:
