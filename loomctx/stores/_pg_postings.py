@@ -76,14 +76,20 @@ BEGIN
 END $$;
 CREATE OR REPLACE FUNCTION loomctx_postings_drop() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-  DELETE FROM {POSTINGS} p USING loomctx_dropped o, loomctx_impacts(o.terms) i
-  WHERE p.tenant = o.tenant AND p.term = i.term AND p.impact = i.impact AND p.pk = o.pk;
+  -- each posting found by its full key (LIMIT 1 keeps the planner from turning the lookups
+  -- into a skip scan of every term of the tenant per row: seconds for a few hundred rows)
+  DELETE FROM {POSTINGS} p WHERE p.ctid = ANY (ARRAY(
+    SELECT x.ctid FROM loomctx_dropped o, loomctx_impacts(o.terms) i,
+    LATERAL (SELECT y.ctid FROM {POSTINGS} y WHERE y.tenant = o.tenant AND y.term = i.term
+             AND y.impact = i.impact AND y.pk = o.pk LIMIT 1) x));
   RETURN NULL;
 END $$;
 CREATE OR REPLACE FUNCTION loomctx_postings_change() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-  DELETE FROM {POSTINGS} p USING loomctx_impacts(OLD.terms) i
-  WHERE p.tenant = OLD.tenant AND p.term = i.term AND p.impact = i.impact AND p.pk = OLD.pk;
+  DELETE FROM {POSTINGS} p WHERE p.ctid = ANY (ARRAY(
+    SELECT x.ctid FROM loomctx_impacts(OLD.terms) i,
+    LATERAL (SELECT y.ctid FROM {POSTINGS} y WHERE y.tenant = OLD.tenant AND y.term = i.term
+             AND y.impact = i.impact AND y.pk = OLD.pk LIMIT 1) x));
   INSERT INTO {POSTINGS} (tenant, term, impact, pk)
   SELECT NEW.tenant, i.term, i.impact, NEW.pk FROM loomctx_impacts(NEW.terms) i;
   RETURN NULL;
