@@ -13,20 +13,29 @@ Chinese words, as ``bench_postgres.py``) in sessions of 100, the sessions dealt 
 ``--tenants`` tenants. Vectors have the default embedder's dimension (896: USE 512 + MiniLM 384)
 and a topic structure: each session talks about three of 4,096 topics, each memory is its topic's
 centroid plus noise plus a component shared by all (real sentence embeddings are not centred),
-normalised. Rows are written with the store's own row format and binary COPY (``copy_rows``),
-the indexes built once after, by the store's own build step.
+normalised. Rows are written with the store's own row format and binary COPY (``copy_rows``;
+its trigger writes their postings), the indexes built once after, by the store's own build
+step, then the postings vacuumed (what autovacuum does after a large insert).
 
 Measured in the same run, on the same database:
 
 - ``indexed``: the store as it ships (its vector indexes: one per tenant of 10k rows or more
-  and a shared one for the rest, iterative scan and re-ranking; the tenant-keyed GIN index;
-  the bounded lexical search).
+  and a shared one for the rest, iterative scan and re-ranking; tenant-wide lexical lists from
+  the impact-ordered postings, each term's best 8,000 postings at most, the best rows ranked
+  by ``ts_rank``).
 - ``probes_N``: the same store opened with ``probes=N`` instead of the default
   (``--probes``), to show what recall each step of latency buys.
 - ``exact``: the same store with PostgreSQL's index scans off for the dense list (an exact,
-  sequential cosine ranking of the tenant's rows) and every lexical match ranked
-  (``lexical_budget=None``): the reference the ANN recall is computed against, and what the
-  store costs without its vector index.
+  sequential cosine ranking of the tenant's rows) and every lexical match ranked by
+  ``ts_rank`` through the GIN index, no postings read (``lexical_budget=None``): the
+  reference the ANN recall is computed against, and what the store costs without its vector
+  index.
+
+Each plan also records the CPU one recall costs, ``server_cpu_ms_per_recall`` (the server's
+processes, read from ``/proc`` when the server runs on this machine: any other work on that
+server counts too) and ``client_cpu_ms_per_recall`` (this process): on a shared machine the wall
+times depend on what else runs, these do not; on two idle cores a recall's wall time is at least
+half their sum.
 
 ANN recall@k: the share of the exact top-k dense ids the indexed search returns (k = 10 and the
 full 256), over ``--recall-queries`` queries; the lexical lists (bounded against every match
@@ -142,6 +151,12 @@ def load(url: str, rows: int, tenants: int, topics: Topics, seed: int) -> dict[s
         conn.commit()
         out.update(build_indexes(conn, DIMS))
         conn.commit()
+    with psycopg.connect(url, autocommit=True) as conn:
+        # What autovacuum does soon after a large insert: marks the postings' pages all-visible,
+        # so a search reads them from the index alone (an index-only scan).
+        start = time.perf_counter()
+        conn.execute("VACUUM (ANALYZE) loomctx_postings")
+        out["vacuum_postings_s"] = time.perf_counter() - start
     return {k: round(v, 1) for k, v in out.items()}
 
 
@@ -193,13 +208,46 @@ def recall_once(store: PostgresStore, pool: ThreadPoolExecutor, tenant: str, que
                   "chinese": any("\u4e00" <= ch <= "\u9fff" for ch in question)}
 
 
-def time_plan(store: PostgresStore, qs: list[tuple[str, str, str, np.ndarray]], warm: int
-              ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+class ServerCpu:
+    """CPU milliseconds the server's processes have used (the postmaster's and its children's,
+    from ``/proc``), when the server runs on this machine and its ``postmaster.pid`` is
+    readable; else :meth:`ms` is None. On a shared machine the wall times of a recall depend on
+    what else runs; the CPU it costs does not."""
+
+    def __init__(self, url: str) -> None:
+        self.master: int | None = None
+        with psycopg.connect(url) as conn:
+            row = conn.execute("SHOW data_directory").fetchone()
+        try:
+            pid_file = Path(str(row[0] if row else "")) / "postmaster.pid"
+            self.master = int(pid_file.read_text().split()[0])
+        except (OSError, ValueError, IndexError):
+            self.master = None
+
+    def ms(self) -> float | None:
+        if self.master is None:
+            return None
+        ticks = 0
+        for entry in Path("/proc").iterdir():
+            if not entry.name.isdigit():
+                continue
+            try:
+                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(entry.name) == self.master or int(fields[1]) == self.master:
+                ticks += int(fields[11]) + int(fields[12])  # utime, stime
+        return ticks * 1000 / os.sysconf("SC_CLK_TCK")
+
+
+def time_plan(store: PostgresStore, qs: list[tuple[str, str, str, np.ndarray]], warm: int,
+              cpu: ServerCpu | None = None) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     walls, dense, lexical, lists = [], [], [], []
     by_language: dict[str, list[float]] = {"en": [], "zh": []}
     with ThreadPoolExecutor(3) as pool:
         for q in qs[:warm]:
             recall_once(store, pool, *q)
+        server_before, client_before = (cpu.ms() if cpu else None), time.process_time()
         for q in qs:
             wall, got = recall_once(store, pool, *q)
             walls.append(wall)
@@ -207,7 +255,11 @@ def time_plan(store: PostgresStore, qs: list[tuple[str, str, str, np.ndarray]], 
             lexical += got["lexical_ms"]
             by_language["zh" if got["chinese"] else "en"] += got["lexical_ms"]
             lists.append(got)
-    return {"recall": summary(walls), "dense_call": summary(dense),
+        server_after, client_after = (cpu.ms() if cpu else None), time.process_time()
+    spent = {"client_cpu_ms_per_recall": round((client_after - client_before) * 1000 / len(qs), 1)}
+    if server_before is not None and server_after is not None:
+        spent["server_cpu_ms_per_recall"] = round((server_after - server_before) / len(qs), 1)
+    return {"recall": summary(walls), "dense_call": summary(dense), **spent,
             "lexical_call": summary(lexical),
             **{f"lexical_call_{lang}": summary(ms) for lang, ms in by_language.items() if ms},
             "returned_per_list": round(statistics.mean(len(g["dense"]) for g in lists), 1)}, lists
@@ -327,19 +379,20 @@ def main(argv: list[str] | None = None) -> int:
         doc["versions"] = versions(url)
         qs = queries(args.queries, args.tenants, topics, args.seed)
         store = stack.enter_context(PostgresStore(url, timeout=60.0))
-        doc["indexed"], lists = time_plan(store, qs, warm=8)
+        cpu = ServerCpu(url)
+        doc["indexed"], lists = time_plan(store, qs, warm=8, cpu=cpu)
         doc["indexed"]["probes"] = PROBES
         print(f"  indexed: {doc['indexed']}", flush=True)
         probes = [int(x) for x in args.probes.split(",") if x.strip()]
         other_lists = {}
         for n in probes:
             with PostgresStore(url, timeout=60.0, probes=n) as p_store:
-                doc[f"probes_{n}"], other_lists[n] = time_plan(p_store, qs, warm=4)
+                doc[f"probes_{n}"], other_lists[n] = time_plan(p_store, qs, warm=4, cpu=cpu)
             print(f"  probes {n}: {doc[f'probes_{n}']}", flush=True)
         pool = stack.enter_context(exact_pool(url))
         exact_store = stack.enter_context(PostgresStore(pool, lexical_budget=None))
         sample = qs[:args.recall_queries]
-        doc["exact"], exact_lists = time_plan(exact_store, sample, warm=1)
+        doc["exact"], exact_lists = time_plan(exact_store, sample, warm=1, cpu=cpu)
         print(f"  exact: {doc['exact']}", flush=True)
         got, want = lists[:len(sample)], exact_lists
         doc["ann_recall"] = {
@@ -367,13 +420,15 @@ def main(argv: list[str] | None = None) -> int:
     args.json.write_text(json.dumps(doc, indent=2) + "\n")
     print(f"\n{args.rows:,} memories, {args.tenants} tenants, limit {MAX_RECALL} per list "
           f"({doc['machine']['cpus']} cpus, {doc['machine']['ram_gib']} GiB)")
-    print("| plan | recall p50 / p90 (min–max) ms | dense call p50 | lexical call p50 |")
-    print("|---|---|---|---|")
+    print("| plan | recall p50 / p90 (min–max) ms | dense call p50 | lexical call p50 "
+          "| CPU ms per recall (server + client) |")
+    print("|---|---|---|---|---|")
     for plan in ("indexed", *(f"probes_{n}" for n in probes), "exact"):
         r = doc[plan]
         print(f"| {plan} | {r['recall']['p50_ms']} / {r['recall']['p90_ms']} "
               f"({r['recall']['min_ms']}–{r['recall']['max_ms']}) | "
-              f"{r['dense_call']['p50_ms']} | {r['lexical_call']['p50_ms']} |")
+              f"{r['dense_call']['p50_ms']} | {r['lexical_call']['p50_ms']} | "
+              f"{r.get('server_cpu_ms_per_recall', '?')} + {r['client_cpu_ms_per_recall']} |")
     print(f"ANN recall against exact: {doc['ann_recall']}")
     print(f"wrote {args.json}")
     return 0

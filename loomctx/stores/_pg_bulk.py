@@ -24,6 +24,7 @@ from psycopg.types import TypeInfo
 from loomctx.errors import ConfigError, StoreError
 from loomctx.stores import _pg_vector as vec
 from loomctx.stores import _records as rec
+from loomctx.stores._pg_postings import POSTINGS, POSTINGS_INDEX_SQL
 from loomctx.stores._pg_rows import (
     COPY_TYPES,
     INSERT_COLUMNS,
@@ -103,10 +104,11 @@ def bulk_load(conn: psycopg.Connection, records: list[MemoryRecord], rows: np.nd
 
 
 def drop_indexes(conn: psycopg.Connection) -> None:
-    """Drop the search indexes (vector and lexical) before a large load, in the caller's
-    transaction; :func:`build_indexes` builds them again."""
+    """Drop the search indexes (vector, lexical and postings) before a large load, in the
+    caller's transaction; :func:`build_indexes` builds them again."""
     vec.drop(conn)
     conn.execute("DROP INDEX IF EXISTS loomctx_records_terms")
+    conn.execute("DROP INDEX IF EXISTS loomctx_postings_key")
 
 
 def build_indexes(conn: psycopg.Connection, dims: int | None) -> dict[str, float]:
@@ -118,11 +120,15 @@ def build_indexes(conn: psycopg.Connection, dims: int | None) -> dict[str, float
     conn.execute(TERMS_INDEX_SQL.encode())
     spent["gin_index_s"] = time.perf_counter() - start
     start = time.perf_counter()
+    conn.execute(POSTINGS_INDEX_SQL.encode())
+    spent["postings_index_s"] = time.perf_counter() - start
+    start = time.perf_counter()
     if dims is not None:
         vec.build(conn, dims)
     spent["vector_index_s"] = time.perf_counter() - start
     start = time.perf_counter()
     conn.execute(f"ANALYZE {TABLE}")
+    conn.execute(f"ANALYZE {POSTINGS}")
     spent["analyze_s"] = time.perf_counter() - start
     return spent
 

@@ -1,4 +1,7 @@
-"""Lexical search of the PostgreSQL store, bounded: how many rows ``ts_rank`` must score.
+"""Lexical search of the PostgreSQL store inside an agent, session or level, bounded: how many
+rows ``ts_rank`` must score. (A tenant-wide search ranks from the impact-ordered postings of
+:mod:`loomctx.stores._pg_postings` instead; the exact ranking, ``lexical_budget=None``, is
+:func:`ranked_sql`.)
 
 Why: ``ts_rank`` has no index to rank from, so a query ORing its terms scores every row that
 holds any of them. Over a large tenant a query made of common words matches a good share of
@@ -142,11 +145,13 @@ def stage_rows(budget: int, limit: int) -> int:
 
 
 def ranked_sql(where: list[str]) -> str:
-    """Every row of the scope matching the tsquery ``m``, ranked by the full query ``q``
-    (arguments: q, m, the scope's, limit)."""
+    """Every row of the scope matching the tsquery ``m``, ranked by the full query ``q``, ties
+    by (id, agent, session) as the store orders its hits, so which of the rows tied at the cut
+    are kept does not depend on the scan order (arguments: q, m, the scope's, limit)."""
     return (f"SELECT {COLUMNS}, ts_rank(r.terms, q, 1) AS score "
             f"FROM {TABLE} r, CAST(%s AS tsquery) q, CAST(%s AS tsquery) m "
-            f"{where_sql([*where, 'r.terms @@ m'])} ORDER BY score DESC LIMIT %s")
+            f"{where_sql([*where, 'r.terms @@ m'])} "
+            f"ORDER BY score DESC, r.id, r.agent, r.session LIMIT %s")
 
 
 def bounded_sql(where: list[str]) -> str:

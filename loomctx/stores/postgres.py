@@ -9,7 +9,9 @@ narrow scope still fills its ``limit``, and its exact cosine scores are recomput
 stored vectors.
 
 Lexical search is a tsvector over the SQLite store's tokens (words, CJK characters and bigrams)
-with a GIN index, ranked by ``ts_rank`` with length normalisation. ``pg_trgm`` matches
+with a GIN index, ranked by ``ts_rank`` with length normalisation; a tenant-wide search finds
+its best rows from impact-ordered postings (:mod:`loomctx.stores._pg_postings`) and ranks only
+those. ``pg_trgm`` matches
 character trigrams, not words, and found almost none of the planted facts the tsvector found
 (``benchmarks/bench_postgres.py``; the run is in ``benchmarks/HISTORY.md``).
 
@@ -21,6 +23,7 @@ operation reconnects). Every PostgreSQL failure reaches the caller as
 
 from __future__ import annotations
 
+import heapq
 import time
 from collections import defaultdict
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -32,6 +35,7 @@ from psycopg_pool import ConnectionPool
 
 from loomctx.errors import ConfigError, StoreError
 from loomctx.stores import _pg_lexical as lex
+from loomctx.stores import _pg_postings as postings
 from loomctx.stores import _pg_vector as vec
 from loomctx.stores import _records as rec
 from loomctx.stores._pg_bulk import (
@@ -83,7 +87,9 @@ class PostgresStore:
     ``connect_timeout`` bounds one connection attempt. ``lexical_budget`` is how many matching
     rows (estimated from the table's statistics) a lexical search ranks before it first tries
     a narrower query; each stage of the search ranks at most four budgets of rows (see
-    :mod:`loomctx.stores._pg_lexical`); None ranks every match.
+    :mod:`loomctx.stores._pg_lexical`), and a tenant-wide search reads at most four budgets of
+    postings per term (:mod:`loomctx.stores._pg_postings`); None ranks every match with
+    ``ts_rank`` (no postings).
     ``probes`` is how many lists of the vector index a search reads first (more: better recall,
     slower; see :mod:`loomctx.stores._pg_vector`). The
     database needs the ``vector`` extension (created when the user may) and is migrated when it
@@ -294,8 +300,11 @@ class PostgresStore:
     ) -> list[Hit]:
         """``ts_rank`` (length-normalised) of the query's tokens, ORed, inside the scope.
 
-        When the terms match many rows, the rows holding a rare term or two common ones are
-        ranked first, then (when those do not fill ``limit``) every match; each stage ranks at
+        A tenant-wide search (no agent, session or level) sums the terms' impacts from the
+        postings index and ranks only the best rows with ``ts_rank``; each term gives at most
+        four budgets of postings, its best (see :mod:`loomctx.stores._pg_postings`). A narrower
+        scope, when the terms match many rows, ranks the rows holding a rare term or two common
+        ones first, then (when those do not fill ``limit``) every match; each stage ranks at
         most four budgets of rows (see :mod:`loomctx.stores._pg_lexical`), never every match of
         a large tenant.
         """
@@ -312,6 +321,13 @@ class PostgresStore:
         if budget is None:
             rows = self._db.select(lex.ranked_sql(where), [full, full, *args, limit])
             return rec.top(((to_record(row), float(row[-1])) for row in rows), limit)
+        if scope.agent is None and scope.session is None and level is None:
+            rows = self._db.select(postings.ranked_sql(), postings.arguments(
+                terms, scope.tenant, lex.stage_rows(budget, limit), limit, full))
+            # rows tied at the cut come too: order the rows as rec.top orders hits (agent and
+            # session None are stored as ''), and build records of the kept ones only
+            kept = heapq.nsmallest(limit, rows, key=lambda r: (-r[-1], r[3], r[1], r[2]))
+            return [Hit(to_record(row), float(row[-1])) for row in kept]
         estimates = self._term_stats.estimates(terms)
         # The first stage (rare terms and pairs of common ones) may fill the list alone; the
         # rare terms alone (nothing to pair) never do: a common word's rows may rank higher.

@@ -21,7 +21,9 @@ from loomctx.servers import PostgresServer
 from loomctx.session import Session
 from loomctx.stores import postgres as pg_module
 from loomctx.stores._pg_lexical import narrow_query
+from loomctx.stores._pg_rows import tsvector_literal
 from loomctx.stores._pg_schema import SCHEMA_VERSION, migrate
+from loomctx.stores._text import tokenizer_id
 from loomctx.stores.postgres import PostgresStore
 from loomctx.stores.protocol import MemoryRecord, Scope
 from loomctx.testing.store_conformance import DIM, ReembedConformance, StoreConformance, rec, unit
@@ -349,8 +351,10 @@ def test_bulk_load_equals_put(postgres_server: PostgresServer,
             by_copy.bulk_load([rec("x")], np.ones((1, DIM + 1)))
     with psycopg.connect(urls[1]) as conn:
         indexes = {n for (n,) in conn.execute(
-            "SELECT indexname FROM pg_indexes WHERE tablename = 'loomctx_records'")}
-    assert {"loomctx_records_vec", "loomctx_records_terms"} <= indexes
+            "SELECT indexname FROM pg_indexes WHERE tablename IN "
+            "('loomctx_records', 'loomctx_postings')")}
+    assert {"loomctx_records_vec", "loomctx_records_terms", "loomctx_postings_key"} <= indexes
+    assert _postings_drift(urls[1]) == (0, 0)
 
 
 def test_reembed_rebuilds_the_index_for_the_new_dimension(pg_url: str) -> None:
@@ -538,6 +542,8 @@ def test_store_over_a_callers_pool(pg_url: str) -> None:
 
 
 # -- lexical search bounded by term statistics -------------------------------------------------
+# A narrower scope than the tenant (here: a level) ranks through the GIN index in bounded
+# stages; a tenant-wide search ranks from the postings (tests further below).
 
 def _lexical_corpus() -> list[MemoryRecord]:
     """Common words (alpha in half the texts, beta in a third, 上下文 in a quarter), one rare
@@ -586,7 +592,7 @@ def test_bounded_lexical_search_ranks_as_the_full_one(pg_url: str, query: str,
             [(matched,)] = conn.execute("SELECT COUNT(*) FROM loomctx_records "
                                         "WHERE terms @@ %s::tsquery", (narrow,)).fetchall()
         assert limit <= matched <= pg_module.lex.stage_rows(budget, limit)
-        narrowed = fast.search_lexical(query, scope=Scope(), limit=limit)
+        narrowed = fast.search_lexical(query, scope=Scope(), limit=limit, level="L4")
         full = exact.search_lexical(query, scope=Scope(), limit=limit)
         assert [round(h.score, 6) for h in narrowed] == [round(h.score, 6) for h in full]
         cut = full[-1].score
@@ -620,7 +626,7 @@ def test_lexical_fallback_ranks_a_bounded_set(pg_url: str, query: str, limit: in
         assert len(kept) < limit < len(every)  # the fallback runs, and a bound can bite
         ranked = set(kept) | set(in_order)
         want = sorted(ranked, key=lambda i: (-every[i], i))[:limit]
-        got = fast.search_lexical(query, scope=Scope(), limit=limit)
+        got = fast.search_lexical(query, scope=Scope(), limit=limit, level="L4")
         assert len(got) <= limit
         assert [h.record.id for h in got] == want
         assert all(abs(h.score - every[h.record.id]) < 1e-6 for h in got)
@@ -646,7 +652,7 @@ def test_lexical_first_stage_ranks_a_bounded_set(pg_url: str) -> None:
                 "SELECT id FROM loomctx_records WHERE terms @@ %s::tsquery ORDER BY ctid "
                 "LIMIT %s", (narrow, cap)).fetchall()]
         assert matched > cap >= limit  # the bound bites
-        got = fast.search_lexical(query, scope=Scope(), limit=limit)
+        got = fast.search_lexical(query, scope=Scope(), limit=limit, level="L4")
         assert [h.record.id for h in got] == sorted(read, key=lambda i: (-every[i], i))[:limit]
         assert all(abs(h.score - every[h.record.id]) < 1e-6 for h in got)
 
@@ -671,3 +677,136 @@ def test_narrow_query_pairs_common_words_and_keeps_rare_ones() -> None:
 def test_lexical_budget_is_checked(pg_url: str, bad: object) -> None:
     with pytest.raises(ConfigError, match="lexical_budget"):
         PostgresStore(pg_url, lexical_budget=bad)  # type: ignore[arg-type]
+
+
+# -- tenant-wide lexical search from impact-ordered postings -----------------------------------
+
+def _postings_drift(url: str) -> tuple[int, int]:
+    """(postings missing, postings stale): the table against the impacts of the stored rows."""
+    with psycopg.connect(url) as conn:
+        [(missing, stale)] = conn.execute(
+            "WITH want AS (SELECT r.tenant, i.term, i.impact, r.pk FROM loomctx_records r, "
+            "loomctx_impacts(r.terms) i), got AS (SELECT tenant, term, impact, pk "
+            "FROM loomctx_postings) "
+            "SELECT (SELECT COUNT(*) FROM (SELECT * FROM want EXCEPT ALL SELECT * FROM got) a), "
+            "(SELECT COUNT(*) FROM (SELECT * FROM got EXCEPT ALL SELECT * FROM want) b)"
+        ).fetchall()
+    return int(missing), int(stale)
+
+
+def test_postings_follow_every_write(pg_url: str) -> None:
+    """put (INSERT and COPY), replacing a record, delete, a bulk load that rebuilds the
+    indexes and re-tokenizing each leave exactly one posting per term of every stored row."""
+    with PostgresStore(pg_url) as store:
+        store.put([rec("a", "river stones 河流"), rec("b", "river river bank", tenant="t2")])
+        store.put([rec(f"c{i}", f"copy {i} river") for i in range(pg_module.COPY_THRESHOLD)])
+        store.put([rec("a", "a new text about mountains 山峰")])  # replaced: old terms gone
+        assert store.delete(["c1", "c2"], scope=Scope()) == 2
+        store.bulk_load([rec(f"d{i}", f"bulk {i} 山峰") for i in range(50)], rebuild_index=True)
+        assert _postings_drift(pg_url) == (0, 0)
+        with psycopg.connect(pg_url) as conn:
+            n = conn.execute("SELECT COUNT(*) FROM loomctx_postings WHERE term = 'river'"
+                             ).fetchone()
+            assert n is not None and n[0] == pg_module.COPY_THRESHOLD - 2 + 1  # b's: once
+        assert [h.record.id for h in store.search_lexical("mountains", scope=Scope())] == ["a"]
+        assert store.search_lexical("stones", scope=Scope()) == []
+    with psycopg.connect(pg_url) as conn:  # a new tokenizer: every terms value is rewritten
+        conn.execute("UPDATE loomctx_meta SET value = 'older' WHERE key = 'tokenizer'")
+        conn.execute("UPDATE loomctx_records SET terms = ''::tsvector WHERE id = 'b'")
+        conn.execute("UPDATE loomctx_records SET level = 'L2' WHERE id = 'a'")  # terms kept
+    assert _postings_drift(pg_url) == (0, 0)
+    with PostgresStore(pg_url) as store:
+        assert _postings_drift(pg_url) == (0, 0)
+        assert [h.record.id for h in store.search_lexical("bank", scope=Scope(tenant="t2"))
+                ] == ["b"]
+
+
+def test_version_3_database_gets_postings_of_its_rows(pg_url: str) -> None:
+    with psycopg.connect(pg_url) as conn:
+        migrate(conn, target=3)
+        conn.execute(
+            "INSERT INTO loomctx_records (tenant, agent, session, id, content, level, timestamp, "
+            "importance, seq, metadata, content_hash, terms) VALUES ('default', 'a', 's', 'old', "
+            "'river notes', 'L4', 1.0, 0.0, 0, '{}', 'h', %s::tsvector)",
+            (tsvector_literal("river notes"),))
+        conn.execute("INSERT INTO loomctx_meta (key, value) VALUES ('tokenizer', %s)",
+                     (tokenizer_id(),))
+    with PostgresStore(pg_url) as store:
+        assert _versions(pg_url) == list(range(1, SCHEMA_VERSION + 1))
+        assert _postings_drift(pg_url) == (0, 0)
+        assert [h.record.id for h in store.search_lexical("river", scope=Scope())] == ["old"]
+
+
+def test_impacts_add_up_to_ts_rank(pg_url: str) -> None:
+    """A row's impacts of the query terms it holds, summed and divided by the query's term
+    count, are its ``ts_rank(terms, q, 1)``: repeated terms, long and short rows, CJK grams."""
+    query = "alpha beta 上下文 zeta w3"
+    terms = pg_module.query_terms(query)
+    with PostgresStore(pg_url) as store, psycopg.connect(pg_url) as conn:
+        store.put(_lexical_corpus()[:120])
+        rows = conn.execute(
+            "SELECT r.id, ts_rank(r.terms, %s::tsquery, 1), "
+            "(SELECT COALESCE(SUM(i.impact), 0) FROM loomctx_impacts(r.terms) i "
+            " WHERE i.term = ANY(%s)) / %s FROM loomctx_records r",
+            (pg_module.tsquery_of(terms), terms, len(terms))).fetchall()
+    assert len(rows) == 120 and any(rank > 0 for _, rank, _ in rows)
+    for _, rank, summed in rows:
+        assert abs(rank - summed) <= 1e-6 * max(rank, 1e-9)
+
+
+@pytest.mark.parametrize(("query", "limit"), [("alpha beta zeta", 20), ("上下文 模型 alpha", 20),
+                                              ("上下文 模型 alpha", 150), ("上下文 模型 beta", 90),
+                                              ("beta zeta", 400), ("w1 alpha", 5)])
+def test_tenant_wide_search_ranks_as_every_match_ranked(pg_url: str, query: str,
+                                                        limit: int) -> None:
+    """While no term holds more postings than its cap, the tenant-wide list is the one of
+    ranking every match: the same scores, the same ids above the lowest score; the other
+    tenant's rows never enter."""
+    budget = 200  # cap: 800 postings per term, more than any term of the corpus holds
+    with PostgresStore(pg_url, lexical_budget=budget) as fast, \
+            PostgresStore(pg_url, lexical_budget=None) as exact:
+        fast.bulk_load(_lexical_corpus())
+        fast.put([rec(f"o{i}", "alpha beta zeta 上下文 模型", tenant="other") for i in range(50)])
+        got = fast.search_lexical(query, scope=Scope(), limit=limit)
+        full = exact.search_lexical(query, scope=Scope(), limit=limit)
+        assert len(got) == len(full) > 0
+        assert [round(h.score, 6) for h in got] == [round(h.score, 6) for h in full]
+        cut = full[-1].score
+        assert {h.record.id for h in got if h.score > cut + 1e-9} == {
+            h.record.id for h in full if h.score > cut + 1e-9}
+        assert all(h.record.tenant == "default" for h in got)
+
+
+def test_tenant_wide_search_reads_each_terms_best_postings_up_to_its_cap(pg_url: str) -> None:
+    """When a term holds more rows than its cap, only its best-impact postings are read: a
+    row outside every term's cap is never returned, and every returned score is exact."""
+    budget, limit, query = 10, 20, "alpha beta"  # cap 40 postings a term; 300 and 200 rows
+    with PostgresStore(pg_url, lexical_budget=budget) as fast, \
+            PostgresStore(pg_url, lexical_budget=None) as exact:
+        fast.bulk_load(_lexical_corpus())
+        cap = pg_module.lex.stage_rows(budget, limit)
+        every = {h.record.id: h.score for h in exact.search_lexical(query, scope=Scope(),
+                                                                    limit=600)}
+        with psycopg.connect(pg_url) as conn:
+            read = {i for (i,) in conn.execute(
+                "SELECT r.id FROM unnest(%s::text[]) t(term) CROSS JOIN LATERAL ("
+                "SELECT pk FROM loomctx_postings p WHERE p.tenant = 'default' "
+                "AND p.term = t.term ORDER BY p.impact DESC LIMIT %s) p "
+                "JOIN loomctx_records r ON r.pk = p.pk", (["alpha", "beta"], cap)).fetchall()}
+        assert len(every) > len(read) >= limit  # the cap bites
+        got = fast.search_lexical(query, scope=Scope(), limit=limit)
+        assert len(got) == limit and {h.record.id for h in got} <= read
+        assert all(abs(h.score - every[h.record.id]) < 1e-6 for h in got)
+        assert [h.score for h in got] == sorted((h.score for h in got), reverse=True)
+
+
+@pytest.mark.parametrize("budget", [None, 100])
+def test_rows_tied_at_the_cut_are_kept_by_id(pg_url: str, budget: int | None) -> None:
+    """Which of the rows tied at the cut a list keeps does not depend on the scan order: the
+    smallest ids, as the store orders its hits (ranking every match, and from the postings
+    while the tied rows number at most ``TIE_FACTOR`` lists)."""
+    with PostgresStore(pg_url, lexical_budget=budget) as store:
+        store.put([rec(f"t{i:03d}", "same words here") for i in reversed(range(30))])
+        store.put([rec("best", "words words")])
+        got = store.search_lexical("words", scope=Scope(), limit=10)
+    assert [h.record.id for h in got] == ["best", *(f"t{i:03d}" for i in range(9))]
