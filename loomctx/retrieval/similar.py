@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterable, Sequence
 
 import numpy as np
 
+from loomctx._blas import limited
 from loomctx.memory.tiers import TieredMemory
 from loomctx.retrieval.reranker import Candidate
 from loomctx.stores.protocol import MemoryRecord
@@ -19,55 +20,53 @@ from loomctx.stores.protocol import MemoryRecord
 
 class Similarities:
     """One build's cosines to the question (``qvec``) of a session's own memories, and the
-    exchange each short one is judged with (``short``; none when ``context`` is 0)."""
+    exchange each one is judged with (none when ``context`` is 0; with ``short``, only for the
+    messages it accepts)."""
 
     def __init__(self, memory: TieredMemory, qvec: np.ndarray, *, context: float,
-                 short: Callable[[str], bool]) -> None:
+                 short: Callable[[str], bool] | None = None) -> None:
         self._memory = memory
         self._qvec = qvec
         self._context = context
         self._short = short
         self._cos: dict[str, float] = {}
-        self._near: dict[str, list[MemoryRecord]] = {}
-
-    def _cosines(self, records: Iterable[MemoryRecord]) -> None:
-        new = list({r.id: r for r in records if r.id not in self._cos}.values())
-        if new:  # one dot product each: a memory's value never depends on the others asked
-            q = self._qvec
-            for r, v in zip(new, self._memory.vectors(new), strict=True):
-                self._cos[r.id] = float(v @ q)
+        self._near: dict[str, tuple[MemoryRecord, ...]] = {}
 
     def add(self, records: Iterable[MemoryRecord], *, cosines: bool = True) -> None:
         """Work out what the records will need: their exchanges, their neighbours' cosines and
         (with ``cosines``) their own. A record added again costs nothing."""
-        records = list(records)
-        if cosines:
-            self._cosines(records)
-        if not self._context:
-            return
-        near = self._near
-        rest = []
+        cos, near, short = self._cos, self._near, self._short
+        exchange = self._memory.exchange if self._context else None
+        todo: dict[str, MemoryRecord] = {}
         for r in records:
-            if r.id not in near:
-                rs = near[r.id] = self._memory.adjacent(r.id) if self._short(r.content) else []
-                rest.extend(rs)
-        self._cosines(rest)
+            if cosines and r.id not in cos:
+                todo[r.id] = r
+            if exchange is not None and r.id not in near:
+                rs = near[r.id] = exchange(r.id) if short is None or short(r.content) else ()
+                for x in rs:
+                    if x.id not in cos:
+                        todo[x.id] = x
+        if todo:
+            with limited(1):  # a thousand rows: a second BLAS thread only spins
+                sims = self._memory.vectors(list(todo.values())) @ self._qvec
+            cos.update(zip(todo, sims.tolist(), strict=True))
 
     def cosine(self, record: MemoryRecord) -> float:
-        """The record's cosine to the question (one dot product, kept)."""
-        self._cosines((record,))
+        """The record's cosine to the question (kept)."""
+        if record.id not in self._cos:
+            self.add((record,))
         return self._cos[record.id]
 
     def blend(self, cands: Sequence[Candidate]) -> None:
         """Blend each own memory's similarity with its exchange's: ``(own + context · their
         mean) / (1 + context)``. A neighbour that is a candidate counts with its own score."""
         own = [c for c in cands if isinstance(c.payload, MemoryRecord) and c.id == c.payload.id]
-        self.add((c.payload for c in own), cosines=False)  # type: ignore[misc]
+        self.add([c.payload for c in own], cosines=False)  # type: ignore[misc]
         sims = {c.id: c.vector for c in own}  # before any is blended
-        cos = self._cos
+        cos, near = self._cos, self._near
         w = self._context
         for c in own:
-            rs = self._near[c.id]
+            rs = near[c.id]
             if rs:
                 mean = sum(sims[r.id] if r.id in sims else cos[r.id] for r in rs) / len(rs)
                 c.vector = (c.vector + w * mean) / (1.0 + w)

@@ -219,7 +219,8 @@ class UnifiedRetrievalSource(BaseSource):
             similar = None
             if self.scope == "session":  # the lexical lists' share of the work, in the wait
                 similar = Similarities(self.memory, await asyncio.wrap_future(embedding),
-                                       context=self.context, short=self._short)
+                                       context=self.context,
+                                       short=None if self.own_words is None else self._short)
                 similar.add(h.record for hits in lexical_lists for h in hits)
             qvec, dense = await dense_recall
             dated = self._dated(query, request.now, limit, qvec, dense)
@@ -258,7 +259,7 @@ class UnifiedRetrievalSource(BaseSource):
         other = [c for c in missing if c.id not in own]
         if own:  # this session's records: their vectors are kept by id
             if similar is None:
-                similar = Similarities(self.memory, qvec, context=0.0, short=self._short)
+                similar = Similarities(self.memory, qvec, context=0.0)
             similar.add(own.values())
             for i, r in own.items():
                 cands[i].vector = similar.cosine(r)
