@@ -60,6 +60,8 @@ class Similarities:
     def blend(self, cands: Sequence[Candidate]) -> None:
         """Blend each own memory's similarity with its exchange's: ``(own + context · their
         mean) / (1 + context)``. A neighbour that is a candidate counts with its own score."""
+        if not self._context:
+            return
         own = [c for c in cands if isinstance(c.payload, MemoryRecord) and c.id == c.payload.id]
         self.add([c.payload for c in own], cosines=False)  # type: ignore[misc]
         sims = {c.id: c.vector for c in own}  # before any is blended

@@ -158,8 +158,8 @@ def bm25_weight(idf: Any, tf: Any, norm: Any, k1_plus_1: Any) -> Any:
     return (idf * k1_plus_1) * tf / (tf + norm)
 
 
-DENSE_SHARE = 8
-"""A term found in more than one document in this many is scored as one dense array: adding
+DENSE_SHARE = 0.125
+"""A term found in more than this share of the documents is scored as one dense array: adding
 it is a contiguous pass instead of a scatter over a posting that long."""
 
 
@@ -239,7 +239,7 @@ class BM25Index:
 
     def _weighted(self, term: str, n: int) -> tuple[np.ndarray | None, np.ndarray] | None:
         """The documents of ``term`` and its BM25 weight in each (kept until the next add); a
-        term in more than ``1 / DENSE_SHARE`` of the documents as one weight per document
+        term in more than ``DENSE_SHARE`` of the documents as one weight per document
         (None for the ids, 0 where it is absent)."""
         hit = self._weights.get(term)
         if hit is not None:
@@ -251,7 +251,7 @@ class BM25Index:
         idf = np.float32(bm25_idf(n, ids.size))
         weights = bm25_weight(idf, tf, self._doc_norm()[ids], np.float32(self.k1 + 1.0))
         kept: tuple[np.ndarray | None, np.ndarray] = (ids, weights)
-        if ids.size * DENSE_SHARE > n:
+        if ids.size > DENSE_SHARE * n:
             dense = np.zeros(n, dtype=np.float32)
             dense[ids] = weights
             kept = (None, dense)
