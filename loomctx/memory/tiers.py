@@ -217,19 +217,24 @@ class TieredMemory:
     def adjacent(self, record_id: str) -> list[MemoryRecord]:
         """The messages right after and right before one (in that order) that have another role:
         the reply to it and what it replied to. Unknown ids have none."""
+        return list(self.exchange(record_id))
+
+    def exchange(self, record_id: str) -> tuple[MemoryRecord, ...]:
+        """:meth:`adjacent` as kept until the next change (read-only: a build asks it of a
+        thousand memories)."""
         known = self._near.get(record_id)
         if known is not None:
-            return list(known)
+            return known
         r = self.records.get(record_id)
         if r is None or r.level == "L3":
-            return []
+            return ()
         out = []
         for seq in (r.seq + 1, r.seq - 1):
             other = self.records.get(self._by_seq.get(seq, ""))
             if other is not None and other.role != r.role:
                 out.append(other)
-        self._near[record_id] = tuple(out)
-        return out
+        known = self._near[record_id] = tuple(out)
+        return known
 
     def speakers(self, min_share: float = SPEAKER_SHARE) -> frozenset[str]:
         """The content terms of this session's speakers: labels (:func:`label_terms`) that at

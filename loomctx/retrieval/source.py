@@ -11,6 +11,7 @@ items that keep the ids they were stored with.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextvars
 import math
 import re
@@ -25,6 +26,7 @@ from loomctx.items import RAW_RELEVANCE, ContextItem, Tier
 from loomctx.memory.tiers import TieredMemory
 from loomctx.retrieval.reranker import Candidate, UnifiedReranker
 from loomctx.retrieval.rewriter import QueryRewriter
+from loomctx.retrieval.similar import Similarities
 from loomctx.retrieval.timecues import time_window
 from loomctx.sources.knowledge import KnowledgeSource
 from loomctx.sources.protocol import BaseSource, SourceRequest
@@ -183,8 +185,15 @@ class UnifiedRetrievalSource(BaseSource):
         embedded = self.memory.query_vector_later(
             without_terms(query, self.memory.speakers()) if self.unnamed_query else query)
 
+        embedding: concurrent.futures.Future[np.ndarray] = concurrent.futures.Future()
+
         def dense_search() -> tuple[np.ndarray, list[Hit]]:
-            vector = embedded()
+            try:
+                vector = embedded()
+            except BaseException as exc:
+                embedding.set_exception(exc)
+                raise
+            embedding.set_result(vector)  # the main thread works on the lexical lists with it
             return vector, store.search_vector(vector, limit=limit, scope=where)
 
         loop = asyncio.get_running_loop()
@@ -207,6 +216,12 @@ class UnifiedRetrievalSource(BaseSource):
                                           return_exceptions=True)
         try:
             lexical_lists, kb = await asyncio.gather(lexical_recall(), knowledge_recall)
+            similar = None
+            if self.scope == "session":  # the lexical lists' share of the work, in the wait
+                similar = Similarities(self.memory, await asyncio.wrap_future(embedding),
+                                       context=self.context,
+                                       short=None if self.own_words is None else self._short)
+                similar.add(h.record for hits in lexical_lists for h in hits)
             qvec, dense = await dense_recall
             dated = self._dated(query, request.now, limit, qvec, dense)
             matches = self._matches(lexical_lists[0], dense)
@@ -243,15 +258,17 @@ class UnifiedRetrievalSource(BaseSource):
                if isinstance(c.payload, MemoryRecord) and c.id == c.payload.id}
         other = [c for c in missing if c.id not in own]
         if own:  # this session's records: their vectors are kept by id
-            vecs = self.memory.vectors(list(own.values()))
-            for i, v in zip(own, vecs, strict=True):
-                cands[i].vector = float(v @ qvec)
+            if similar is None:
+                similar = Similarities(self.memory, qvec, context=0.0)
+            similar.add(own.values())
+            for i, r in own.items():
+                cands[i].vector = similar.cosine(r)
         if other:
             vecs = self.memory.embedder.embed([index_text(c.content) for c in other])
             for c, v in zip(other, vecs, strict=True):
                 c.vector = float(v @ qvec)
-        if self.context and self.scope == "session":
-            self._in_context(list(cands.values()), qvec)
+        if self.context and self.scope == "session" and similar is not None:
+            similar.blend(list(cands.values()))
         counter = request.counter
         for c in cands.values():
             c.tokens = counter.count(c.content)
@@ -359,28 +376,6 @@ class UnifiedRetrievalSource(BaseSource):
             return []
         return self.memory.search_lexical(f"{query} {' '.join(names[:self.bridge_terms])}",
                                           limit)
-
-    def _in_context(self, cands: list[Candidate], qvec: np.ndarray) -> None:
-        """Blend each memory's similarity with its exchange's (``context``).
-
-        A neighbour that is itself a candidate has its similarity already; the others' vectors
-        come from the embedder's cache (their messages were embedded when they were added)."""
-        near = {c.id: self.memory.adjacent(c.id) for c in cands
-                if isinstance(c.payload, MemoryRecord) and c.id == c.payload.id
-                and self._short(c.content)}
-        sims = {c.id: c.vector for c in cands  # before any is blended
-                if isinstance(c.payload, MemoryRecord) and c.id == c.payload.id}
-        rest = list({r.id: r for rs in near.values() for r in rs if r.id not in sims}.values())
-        if rest:
-            vecs = self.memory.vectors(rest)
-            with limited(1):  # a thousand rows: a second BLAS thread only spins
-                sims.update(zip((r.id for r in rest), (vecs @ qvec).tolist(), strict=True))
-        w = self.context
-        for c in cands:
-            rs = near.get(c.id)
-            if rs:
-                around = sum(sims[r.id] for r in rs) / len(rs)
-                c.vector = (c.vector + w * around) / (1.0 + w)
 
     def _add_hits(self, cands: dict[str, Candidate], kind: str, hits: list[Hit]) -> None:
         own = (self.memory.scope.agent, self.memory.session)

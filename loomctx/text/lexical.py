@@ -158,6 +158,11 @@ def bm25_weight(idf: Any, tf: Any, norm: Any, k1_plus_1: Any) -> Any:
     return (idf * k1_plus_1) * tf / (tf + norm)
 
 
+DENSE_SHARE = 0.125
+"""A term found in more than this share of the documents is scored as one dense array: adding
+it is a contiguous pass instead of a scatter over a posting that long."""
+
+
 class BM25Index:
     """Okapi BM25 over an incremental inverted index (doc index = insertion order).
 
@@ -182,7 +187,7 @@ class BM25Index:
         self._norm: np.ndarray | None = None
         # Term → (doc ids, each one's BM25 weight), valid until the next add: a session's
         # searches repeat terms, and the weights cost more than adding them up.
-        self._weights: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+        self._weights: dict[str, tuple[np.ndarray | None, np.ndarray]] = {}
 
     def __len__(self) -> int:
         return len(self._lengths)
@@ -223,13 +228,19 @@ class BM25Index:
                 return out
             for term in dict.fromkeys(terms):
                 weighted = self._weighted(term, n)
-                if weighted is not None:
-                    ids, weights = weighted
+                if weighted is None:
+                    continue
+                ids, weights = weighted
+                if ids is None:  # a common term: one contiguous add beats a scatter
+                    out += weights
+                else:
                     out[ids] += weights
             return out
 
-    def _weighted(self, term: str, n: int) -> tuple[np.ndarray, np.ndarray] | None:
-        """The documents of ``term`` and its BM25 weight in each (kept until the next add)."""
+    def _weighted(self, term: str, n: int) -> tuple[np.ndarray | None, np.ndarray] | None:
+        """The documents of ``term`` and its BM25 weight in each (kept until the next add); a
+        term in more than ``DENSE_SHARE`` of the documents as one weight per document
+        (None for the ids, 0 where it is absent)."""
         hit = self._weights.get(term)
         if hit is not None:
             return hit
@@ -239,8 +250,13 @@ class BM25Index:
         ids, tf = posting
         idf = np.float32(bm25_idf(n, ids.size))
         weights = bm25_weight(idf, tf, self._doc_norm()[ids], np.float32(self.k1 + 1.0))
-        self._weights[term] = (ids, weights)
-        return ids, weights
+        kept: tuple[np.ndarray | None, np.ndarray] = (ids, weights)
+        if ids.size > DENSE_SHARE * n:
+            dense = np.zeros(n, dtype=np.float32)
+            dense[ids] = weights
+            kept = (None, dense)
+        self._weights[term] = kept
+        return kept
 
     def search(
         self, query: str, limit: int = 20, *, mask: np.ndarray | None = None

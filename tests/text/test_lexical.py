@@ -245,3 +245,24 @@ def test_kept_term_weights_follow_every_add():
     fresh.add(docs)
     assert grown.search("red apple", 5) == fresh.search("red apple", 5) != first
     np.testing.assert_array_equal(grown.scores("apple sky"), fresh.scores("apple sky"))
+
+
+def test_common_terms_score_the_same_as_one_dense_array(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A term in most documents is added as one array over every document; the scores are
+    those of the posting-list path, bit for bit, and documents without it stay at 0."""
+    import loomctx.text.lexical as lexical
+
+    docs = [["common", f"w{i}"] + (["rare"] if i == 3 else []) for i in range(40)] + [["other"]]
+    query = ["common", "rare", "other"]
+    dense = BM25Index()
+    dense.add_tokens(docs)
+    got = dense.scores_tokens(query)
+    assert dense._weights["common"][0] is None and dense._weights["rare"][0] is not None
+    monkeypatch.setattr(lexical, "DENSE_SHARE", 1.0)  # every term as a posting list
+    sparse = BM25Index()
+    sparse.add_tokens(docs)
+    want = sparse.scores_tokens(query)
+    assert sparse._weights["common"][0] is not None
+    assert np.array_equal(got, want)
+    assert got[40] > 0 and got[3] > got[2] > 0
+    assert np.allclose(got, _reference_scores(docs, query, 1.2, 0.75), rtol=1e-5)
