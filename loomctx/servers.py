@@ -208,6 +208,7 @@ class PostgresServer(_Server):
         return {} if ids is None else {"user": ids[0], "group": ids[1]}
 
     def _initdb(self) -> None:
+        self.data_dir.mkdir(parents=True, exist_ok=True)  # a path given that does not exist yet
         self.data_dir.chmod(0o700)
         cmd = [str(_pg_bin() / "initdb"), "-D", str(self.data_dir), "--auth=trust",
                "-U", "postgres", "--encoding=UTF8", "--locale=C", "--no-instructions"]

@@ -80,3 +80,13 @@ def _running(pid: int) -> bool:
             return f.read().split(") ", 1)[1][0] != "Z"  # a zombie has exited
     except FileNotFoundError:
         return False
+
+
+def test_a_postgres_data_dir_that_does_not_exist_yet_is_created(tmp_path) -> None:
+    server = PostgresServer(data_dir=tmp_path / "new" / "pg")
+    try:
+        server.start()
+        with psycopg.connect(server.url) as conn:
+            assert conn.execute("SELECT 1").fetchone() == (1,)
+    finally:
+        server.stop()
