@@ -203,30 +203,33 @@ class UnifiedReranker:
         # Where every candidate has one role (documents, a monologue) the voice orders nothing.
         role = voice(query) if w.voice and len({c.role for c in cands}) > 1 else None
         top_vec = max((c.vector for c in cands), default=0.0) or 1.0
-        own = {c.id: self.fusion_credit(c.ranks) for c in cands}
+        lists, k = w.list_weights, w.rrf_k  # fusion_credit, inlined: a thousand candidates
+        own = {c.id: sum(lists.get(kind, 1.0) / (k + r) for kind, r in c.ranks.items())
+               for c in cands}
         rrf = {c.id: own[c.id] + w.adjacent * max((own[p] for p in c.adjacent_to if p in own),
                                                   default=0.0)
-               for c in cands}
+               if c.adjacent_to else own[c.id] for c in cands}
         top_rrf = max(rrf.values()) or 1.0
         docs = [term_set(c.content) for c in cands]
         fusion = w.fusion
         if w.lexical_trust:
             ramp = (specificity(q_terms, docs) - w.trust_floor) / (1.0 - w.trust_floor)
             fusion *= 1.0 + w.lexical_trust * min(1.0, max(0.0, ramp))
+        n_terms = len(q_terms)
+        w_vector, w_overlap, w_length, w_named, w_voice = (w.vector, w.overlap, w.length,
+                                                           w.named, w.voice)
         for c, terms in zip(cands, docs, strict=True):
-            overlap = len(q_terms & terms) / len(q_terms) if q_terms else 0.0
-            label = label_terms(c.content) if w.named else frozenset()
-            c.signals = {
-                "vector": max(0.0, c.vector) / top_vec,
-                "overlap": overlap,
-                "length": min(1.0, c.tokens / w.length_tokens) if c.tokens else 0.5,
-                "fusion": rrf[c.id] / top_rrf,
-                "named": 1.0 if label and label <= q_terms else 0.0,
-                "voice": 1.0 if role is not None and c.role == role else 0.0,
-            }
-            c.score = (w.vector * c.signals["vector"] + w.overlap * overlap
-                       + w.length * c.signals["length"] + fusion * c.signals["fusion"]
-                       + w.named * c.signals["named"] + w.voice * c.signals["voice"])
+            vector = max(0.0, c.vector) / top_vec
+            overlap = len(q_terms & terms) / n_terms if n_terms else 0.0
+            length = min(1.0, c.tokens / w.length_tokens) if c.tokens else 0.5
+            fused = rrf[c.id] / top_rrf
+            label = label_terms(c.content) if w_named else frozenset()
+            named = 1.0 if label and label <= q_terms else 0.0
+            spoken = 1.0 if role is not None and c.role == role else 0.0
+            c.signals = {"vector": vector, "overlap": overlap, "length": length,
+                         "fusion": fused, "named": named, "voice": spoken}
+            c.score = (w_vector * vector + w_overlap * overlap + w_length * length
+                       + fusion * fused + w_named * named + w_voice * spoken)
         ordered = sorted(cands, key=lambda c: (-c.score, c.id))
         seen: dict[str, int] = {}
         for c in ordered:  # origin diversity: first of each origin gets the full bonus
