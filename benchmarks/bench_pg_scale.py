@@ -354,6 +354,9 @@ def main(argv: list[str] | None = None) -> int:
                 f"got {args.rows!r} and {args.tenants!r}")
     if args.reuse and not args.dsn:
         p.error("--reuse needs --dsn (the database to reuse)")
+    if args.load_json is not None and not args.load_json.is_file():
+        p.error(f"--load-json {str(args.load_json)!r} is not a file: give the JSON of an "
+                "earlier full run")
     topics = Topics(args.seed)
     doc: dict[str, Any] = {
         "benchmark": "bench_pg_scale.py", "machine": machine(),
