@@ -25,6 +25,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from loomctx import providers
 from loomctx.errors import LoomctxError
+from loomctx.service._net import UpstreamTransport
 from loomctx.service.api import page_router, router, tenant
 from loomctx.service.core import Service
 from loomctx.service.login import LoginRequired, login_redirect
@@ -111,8 +112,9 @@ def create_app(options: ServiceOptions, *, pages: Pages | None = None,
         hide = SecretFilter(options.upstream)
         logging.getLogger("httpx").addFilter(hide)
         timeout = httpx.Timeout(options.timeout, connect=min(30.0, options.timeout))
-        async with httpx.AsyncClient(timeout=timeout, limits=httpx.Limits(
-                max_connections=256, max_keepalive_connections=64)) as client:
+        limits = httpx.Limits(max_connections=256, max_keepalive_connections=64)
+        async with httpx.AsyncClient(timeout=timeout,
+                                     transport=UpstreamTransport(limits=limits)) as client:
             app.state.proxy = Proxy(service, client)
             await service.start()
             await hub.attach(service.bus)
