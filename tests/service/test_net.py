@@ -172,7 +172,7 @@ def test_an_idle_connection_closed_by_the_server_reads_as_readable(new_loop: Any
 @pytest.fixture(scope="module")
 def tls(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[ssl.SSLContext, Path]]:
     """A server context with a self-signed certificate for 127.0.0.1, and that certificate."""
-    x509 = pytest.importorskip("cryptography.x509")
+    from cryptography import x509
     from cryptography.hazmat.primitives import hashes, serialization
     from cryptography.hazmat.primitives.asymmetric import ec
     from cryptography.x509.oid import NameOID
