@@ -216,17 +216,23 @@ class UnifiedRetrievalSource(BaseSource):
                                           return_exceptions=True)
         try:
             lexical_lists, kb = await asyncio.gather(lexical_recall(), knowledge_recall)
-            similar = None
+            similar, guess, early = None, [], []
             if self.scope == "session":  # the lexical lists' share of the work, in the wait
                 similar = Similarities(self.memory, await asyncio.wrap_future(embedding),
                                        context=self.context,
                                        short=None if self.own_words is None else self._short)
                 similar.add(h.record for hits in lexical_lists for h in hits)
+                # The bridge list follows the best match, most often the best lexical one:
+                # searched now on that guess, it is kept if the dense list agrees.
+                guess = self._matches(lexical_lists[0], [])
+                early = self._bridge(query, guess, limit)
+                similar.add(h.record for h in early)
             qvec, dense = await dense_recall
             dated = self._dated(query, request.now, limit, qvec, dense)
             matches = self._matches(lexical_lists[0], dense)
             near = self._adjacent(matches)
-            bridged = self._bridge(query, matches, limit)
+            bridged = early if guess and matches and guess[0].id == matches[0].id \
+                else self._bridge(query, matches, limit)
         except StoreError as exc:  # the store is down: this source fails, the build goes on
             raise SourceError(f"memory store unavailable: {exc}", source=self.name) from exc
         finally:  # after a failure elsewhere the thread's result (or error) is dropped

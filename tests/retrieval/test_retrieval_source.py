@@ -438,6 +438,39 @@ def test_the_names_the_best_match_adds_find_the_second_hop(
     assert [(it.id, it.scores) for it in wide[0]] == [(it.id, it.scores) for it in wide[1]]
 
 
+def test_the_bridge_follows_the_best_match_whatever_was_guessed_early(
+        make_memory: Callable[..., TieredMemory], collect: Collect,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The bridge list is searched while the dense search runs, on the best lexical match; when
+    the fused best match is another memory it is searched again, so only time is lost."""
+    memory = make_memory(l1_max_tokens=10**6)
+    _passages(memory, "Big Stone Gap is a romantic comedy directed by Adriana Trigiani.",
+              "Adriana Trigiani lives and writes in Greenwich Village.")
+    want = collect(UnifiedRetrievalSource(memory, recall_limit=3), TWO_HOP, total=32)
+    real_matches, real_bridge = UnifiedRetrievalSource._matches, UnifiedRetrievalSource._bridge
+    searched: list[str] = []
+
+    def guess_wrong(self: UnifiedRetrievalSource, lexical: list, dense: list) -> list:
+        found = real_matches(self, lexical, dense)
+        return found if dense else [memory.records["p5"]]  # a filler passage, guessed early
+
+    def bridge(self: UnifiedRetrievalSource, query: str, matches: list, limit: int) -> list:
+        searched.extend(m.id for m in matches[:1])
+        return real_bridge(self, query, matches, limit)
+
+    monkeypatch.setattr(UnifiedRetrievalSource, "_matches", guess_wrong)
+    monkeypatch.setattr(UnifiedRetrievalSource, "_bridge", bridge)
+    got = collect(UnifiedRetrievalSource(memory, recall_limit=3), TWO_HOP, total=32)
+    assert searched == ["p5", "p20"]  # the wrong guess, then the best match
+    assert [it.id for it in got] == [it.id for it in want] and "p31" in [it.id for it in got]
+    for a, b in zip(got, want, strict=True):
+        assert a.scores == pytest.approx(b.scores, abs=1e-6)
+    searched.clear()
+    monkeypatch.setattr(UnifiedRetrievalSource, "_matches", real_matches)
+    collect(UnifiedRetrievalSource(memory, recall_limit=3), TWO_HOP, total=32)
+    assert searched == ["p20"]  # guessed right: searched once
+
+
 def test_names_the_question_has_or_that_start_a_sentence_are_no_bridge(
         make_memory: Callable[..., TieredMemory], collect: Collect) -> None:
     memory = make_memory(l1_max_tokens=10**6)
