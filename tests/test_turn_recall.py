@@ -198,13 +198,13 @@ def test_a_turn_that_shows_the_whole_session_skips_recall_of_it(monkeypatch):
     from loomctx.retrieval.source import UnifiedRetrievalSource
 
     searched: list[str] = []
-    real = UnifiedRetrievalSource._matches
+    real = UnifiedRetrievalSource._adjacent  # once per recall, after its lists
 
-    def spy(self, lexical, dense):
+    def spy(self, matches):
         searched.append("recall")
-        return real(self, lexical, dense)
+        return real(self, matches)
 
-    monkeypatch.setattr(UnifiedRetrievalSource, "_matches", spy)
+    monkeypatch.setattr(UnifiedRetrievalSource, "_adjacent", spy)
     s = Session(embedder=HashingEmbedder(dim=256), clock=lambda: 1_700_000_000.0)
     for i, fact in enumerate(FACTS):  # ~500 tokens
         s.add_message_sync("user", fact, id=f"f{i}")

@@ -99,9 +99,24 @@ class _Oldest(Sequence[ContextItem]):
         return islice(self._items, self._n)
 
 
-def window_units(items: Sequence[ContextItem], cost: Cost) -> list[Unit]:
-    """A history window placed whole, in order (turn builds): per-build copies, measured."""
-    return make_units([per_build(it) for it in items], cost)
+def window_items(items: Sequence[ContextItem], cost: Cost) -> list[ContextItem]:
+    """A history window placed whole (turn builds): per-build copies, measured, in order, the
+    members of a group right after its first one (as :func:`make_units` holds them). The
+    window is placed whole, so no unit is made: a turn's window is most of its messages."""
+    runs: list[list[ContextItem]] = []
+    groups: dict[tuple[str, str], list[ContextItem]] = {}
+    for it in items:
+        copy = per_build(it)
+        cost(copy)
+        if copy.group is None:
+            runs.append([copy])
+            continue
+        members = groups.get((copy.source, copy.group))
+        if members is None:
+            runs.append(groups.setdefault((copy.source, copy.group), [copy]))
+        else:
+            members.append(copy)
+    return [it for run in runs for it in run]
 
 
 class _Terms(dict[str, frozenset[str]]):
@@ -135,4 +150,4 @@ def rank_units(items: Sequence[ContextItem], query: str, options: SelectOptions,
     return make_units(kept, cost)
 
 
-__all__ = ["per_build", "rank_units", "tail_units", "window_units"]
+__all__ = ["per_build", "rank_units", "tail_units", "window_items"]

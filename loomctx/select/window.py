@@ -21,7 +21,7 @@ from loomctx.compress.summarize import Summarizer
 from loomctx.compress.truncate import truncate_item
 from loomctx.items import ContextItem, Tier
 from loomctx.select.packer import Unit
-from loomctx.select.rank import per_build, window_units
+from loomctx.select.rank import per_build, window_items
 from loomctx.tokens.protocol import TokenCounter
 
 STABLE_KINDS = frozenset({"system", "tool", "skill", "input"})
@@ -161,7 +161,7 @@ class TurnWindow:
         if start >= len(items) and items:
             return None
         st.window_start[source] = start
-        return [it for u in window_units(items[start:], cost) for it in u.items]
+        return window_items(items[start:], cost)
 
     def _last_start(self, source: str, gap: int, items: Sequence[ContextItem]) -> int:
         """The index of the message the window last started at (0 when it never did)."""

@@ -1,5 +1,8 @@
 """The history tail: the oldest messages that cannot fit stand in one unmeasured unit."""
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from loomctx.items import ContextItem
 from loomctx.select.rank import tail_units
 from loomctx.select.scoring import SelectOptions
@@ -28,3 +31,28 @@ def test_the_unmeasured_rest_reads_as_the_oldest_items_in_order():
     # Every measured unit holds a copy, newest first, after the unmeasured ones.
     measured = [it for u in units[:-1] for it in u.items]
     assert [it.id for it in measured] == [f"m{i}" for i in range(49, unmeasured - 1, -1)]
+
+
+@settings(max_examples=80, deadline=None)
+@given(groups=st.lists(st.one_of(st.none(), st.sampled_from(["g1", "g2", "g3"])), max_size=12))
+def test_a_window_keeps_the_order_its_units_would_hold(groups: list[str | None]) -> None:
+    """The window's copies come in the order of :func:`make_units` (a group's members right
+    after its first one), each measured once, and the source's items stay untouched."""
+    from loomctx.select.packer import make_units
+    from loomctx.select.rank import window_items
+
+    items = [ContextItem(id=f"m{i}", source="history", content="x" * (i + 1), kind="message",
+                         role="user", group=g, seq=i) for i, g in enumerate(groups)]
+    measured: list[str] = []
+
+    def cost(it: ContextItem) -> int:
+        measured.append(it.id)
+        it.tokens = len(it.content)
+        return it.tokens
+
+    got = window_items(items, cost)
+    want = [it for u in make_units(items, lambda it: len(it.content)) for it in u.items]
+    assert [it.id for it in got] == [it.id for it in want]
+    assert measured == [it.id for it in items]  # once each, in history order
+    assert all(a is not b for a, b in zip(got, want, strict=True))  # copies, not the items
+    assert all(it.tokens is None for it in items) and all(it.tokens for it in got)
