@@ -168,6 +168,10 @@ def specificity(q_terms: AbstractSet[str], docs: Sequence[AbstractSet[str]]) -> 
     return sum(idfs) / len(idfs) if idfs else 0.0
 
 
+def _credit(ranks: Mapping[str, int], lists: Mapping[str, float], k: float) -> float:
+    return sum(lists.get(kind, 1.0) / (k + r) for kind, r in ranks.items())
+
+
 class UnifiedReranker:
     """Scores and orders candidates; deterministic (ties by id)."""
 
@@ -176,8 +180,7 @@ class UnifiedReranker:
 
     def fusion_credit(self, ranks: Mapping[str, int]) -> float:
         """Reciprocal-rank fusion of a candidate's ranks in the recall lists (list-weighted)."""
-        w = self.weights
-        return sum(w.list_weights.get(k, 1.0) / (w.rrf_k + r) for k, r in ranks.items())
+        return _credit(ranks, self.weights.list_weights, self.weights.rrf_k)
 
     def dedup(self, candidates: Sequence[Candidate]) -> list[Candidate]:
         best: dict[str, Candidate] = {}
@@ -203,9 +206,8 @@ class UnifiedReranker:
         # Where every candidate has one role (documents, a monologue) the voice orders nothing.
         role = voice(query) if w.voice and len({c.role for c in cands}) > 1 else None
         top_vec = max((c.vector for c in cands), default=0.0) or 1.0
-        lists, k = w.list_weights, w.rrf_k  # fusion_credit, inlined: a thousand candidates
-        own = {c.id: sum(lists.get(kind, 1.0) / (k + r) for kind, r in c.ranks.items())
-               for c in cands}
+        lists, k = w.list_weights, w.rrf_k  # looked up once for a thousand candidates
+        own = {c.id: _credit(c.ranks, lists, k) for c in cands}
         rrf = {c.id: own[c.id] + w.adjacent * max((own[p] for p in c.adjacent_to if p in own),
                                                   default=0.0)
                if c.adjacent_to else own[c.id] for c in cands}

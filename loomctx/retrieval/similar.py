@@ -62,8 +62,9 @@ class Similarities:
         mean) / (1 + context)``. A neighbour that is a candidate counts with its own score."""
         if not self._context:
             return
-        own = [c for c in cands if isinstance(c.payload, MemoryRecord) and c.id == c.payload.id]
-        self.add([c.payload for c in own], cosines=False)  # type: ignore[misc]
+        pairs = [(c, r) for c in cands if isinstance(r := c.payload, MemoryRecord) and c.id == r.id]
+        self.add((r for _, r in pairs), cosines=False)
+        own = [c for c, _ in pairs]
         sims = {c.id: c.vector for c in own}  # before any is blended
         cos, near = self._cos, self._near
         w = self._context

@@ -24,7 +24,7 @@ from psycopg.types import TypeInfo
 from loomctx.errors import ConfigError, StoreError
 from loomctx.stores import _pg_vector as vec
 from loomctx.stores import _records as rec
-from loomctx.stores._pg_postings import POSTINGS, POSTINGS_INDEX_SQL
+from loomctx.stores._pg_postings import POSTINGS, POSTINGS_INDEX, POSTINGS_INDEX_SQL
 from loomctx.stores._pg_rows import (
     COPY_TYPES,
     INSERT_COLUMNS,
@@ -108,7 +108,7 @@ def drop_indexes(conn: psycopg.Connection) -> None:
     caller's transaction; :func:`build_indexes` builds them again."""
     vec.drop(conn)
     conn.execute("DROP INDEX IF EXISTS loomctx_records_terms")
-    conn.execute("DROP INDEX IF EXISTS loomctx_postings_key")
+    conn.execute(f"DROP INDEX IF EXISTS {POSTINGS_INDEX}")
 
 
 def build_indexes(conn: psycopg.Connection, dims: int | None) -> dict[str, float]:

@@ -48,7 +48,8 @@ from loomctx.stores._pg_rows import COLUMNS, TABLE
 
 POSTINGS = "loomctx_postings"
 
-POSTINGS_INDEX_SQL = (f"CREATE INDEX IF NOT EXISTS loomctx_postings_key ON {POSTINGS} "
+POSTINGS_INDEX = "loomctx_postings_key"
+POSTINGS_INDEX_SQL = (f"CREATE INDEX IF NOT EXISTS {POSTINGS_INDEX} ON {POSTINGS} "
                       "(tenant, term, impact DESC, pk)")
 """A term's postings of one tenant, best impact first; the pk makes a posting's key unique."""
 
@@ -157,5 +158,5 @@ def arguments(terms: list[str], tenant: str, cap: int, limit: int, tsquery: str
     return [max(limit, 1), terms, tenant, cap, TIE_FACTOR * limit, tsquery]
 
 
-__all__ = ["IMPACTS_SQL", "MIGRATION_SQL", "POSTINGS", "POSTINGS_INDEX_SQL", "ROUNDING",
-           "TIE_FACTOR", "arguments", "ranked_sql"]
+__all__ = ["IMPACTS_SQL", "MIGRATION_SQL", "POSTINGS", "POSTINGS_INDEX", "POSTINGS_INDEX_SQL",
+           "ROUNDING", "TIE_FACTOR", "arguments", "ranked_sql"]

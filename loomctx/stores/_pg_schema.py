@@ -109,7 +109,7 @@ DROP INDEX IF EXISTS loomctx_records_terms;
 
 # Version 4 adds the impact-ordered postings that tenant-wide lexical search ranks from
 # (:mod:`loomctx.stores._pg_postings`), with the triggers that keep them, filled from the rows
-# already stored (about three minutes for a million memories here).
+# already stored (about four minutes for a million memories here).
 _V4 = _pg_postings.MIGRATION_SQL
 
 MIGRATIONS: tuple[str, ...] = (_V1, _V2, _V3, _V4)

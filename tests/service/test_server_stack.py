@@ -7,6 +7,7 @@ about a tenth of the proxy's CPU per request (``benchmarks/bench_proxy.py --only
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 
 import pytest
@@ -17,15 +18,16 @@ from loomctx.testing.windowed import WindowedFakeServer
 
 def test_the_service_parses_http_with_httptools(
         upstream: WindowedFakeServer, start: Callable[..., RunningServer]) -> None:
-    pytest.importorskip("httptools")
-    from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+    from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol  # the extra brings it
 
     server = start(upstream)
     assert server._server.config.http_protocol_class is HttpToolsProtocol
 
 
+@pytest.mark.skipif(sys.platform == "win32", reason="uvloop has no Windows build")
 def test_the_service_runs_on_uvloop(upstream: WindowedFakeServer,
                                     start: Callable[..., RunningServer]) -> None:
-    uvloop = pytest.importorskip("uvloop")
+    import uvloop  # the service extra brings it wherever it builds
+
     server = start(upstream)
     assert server._server.config.get_loop_factory() is uvloop.new_event_loop
