@@ -12,7 +12,7 @@ published model's are refused, not silently used. Nothing is downloaded.
 The forward pass is BERT as published (6 layers, 384 wide, 12 heads, GELU, post-layer-norm),
 mean-pooled over the real tokens and L2-normalised, as sentence-transformers does; texts are cut
 at 256 word pieces, the model's own limit. The six layers are written as an ONNX graph
-(:func:`graph_bytes`, by :mod:`loomctx.embed._onnx`) and run on onnxruntime: with the weight
+(:func:`graph_bytes`, by :mod:`loomctx._onnx`) and run on onnxruntime: with the weight
 matrices quantised to 8 bits (``precision="int8"``, the default, 11 MB) or as published
 (``precision="float32"``, the published model's vectors to ~2e-7). ``engine="numpy"`` runs the
 float32 layers in numpy instead (no onnxruntime; ~12x the CPU time on long turns, 80 s against
@@ -36,7 +36,7 @@ from typing import Any
 
 import numpy as np
 
-from loomctx.embed import _onnx
+from loomctx import _onnx
 from loomctx.embed._model import ModelEmbedder
 from loomctx.errors import ConfigError
 

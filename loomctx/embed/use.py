@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from loomctx.embed import _onnx
+from loomctx import _onnx
 from loomctx.embed._model import ModelEmbedder
 from loomctx.errors import ConfigError
 

@@ -116,7 +116,7 @@ def test_a_failing_batch_fails_the_call(monkeypatch: pytest.MonkeyPatch,
 
 
 def test_the_onnx_graph_in_float32_is_the_numpy_pass() -> None:
-    # The graph written by loomctx.embed._onnx, unquantised, must compute what the numpy pass
+    # The graph written by loomctx._onnx, unquantised, must compute what the numpy pass
     # computes: a wrong field number, attribute or op shows here as a load error or a difference.
     import onnxruntime
 

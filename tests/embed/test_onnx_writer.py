@@ -6,7 +6,7 @@ import numpy as np
 import onnxruntime
 import pytest
 
-from loomctx.embed import _onnx
+from loomctx import _onnx
 
 
 def test_varints_follow_the_protobuf_encoding() -> None:
