@@ -20,10 +20,13 @@ from loomctx.errors import ConfigError
 
 # TensorProto.DataType
 _DTYPES = {np.dtype(np.float32): 1, np.dtype(np.uint8): 2, np.dtype(np.int8): 3,
-           np.dtype(np.int64): 7}
+           np.dtype(np.int32): 6, np.dtype(np.int64): 7, np.dtype(np.float64): 11}
 FLOAT = 1
 UINT8 = 2
+INT32 = 6
 INT64 = 7
+BOOL = 9
+DOUBLE = 11
 _FLOAT, _INT, _INTS = 1, 2, 7  # AttributeProto.AttributeType
 
 
@@ -66,7 +69,8 @@ def _attribute(name: str, value: float | int | Sequence[int]) -> bytes:
 
 
 def tensor(name: str, array: np.ndarray) -> bytes:
-    """A TensorProto holding ``array`` (float32, uint8, int8 or int64) as raw little-endian data."""
+    """A TensorProto holding ``array`` (float32/64, uint8, int8, int32 or int64) as raw
+    little-endian data."""
     data = np.asarray(array)  # (np.ascontiguousarray would make a scalar one-dimensional)
     little = data.dtype.newbyteorder("<")
     code = _DTYPES.get(little)
@@ -96,12 +100,14 @@ class Graph:
         self.initializers.append(tensor(name, array))
         return name
 
-    def node(self, op: str, inputs: Sequence[str], output: str | None = None,
-             **attributes: float | int | Sequence[int]) -> str:
-        """Append ``op`` (default domain) with one output, named ``output`` or a fresh name;
-        returns the name."""
+    def node(self, op: str, inputs: Sequence[str], output: str | None = None, *,
+             also: Sequence[str] = (), **attributes: float | int | Sequence[int]) -> str:
+        """Append ``op`` (default domain) with its output named ``output`` or a fresh name, and
+        the outputs ``also`` after it (an op's further outputs, e.g. TopK's indices); returns
+        the first output's name."""
         name = output or self._fresh(op)
-        body = b"".join(_str(1, i) for i in inputs) + _str(2, name) + _str(4, op)
+        body = b"".join(_str(1, i) for i in inputs) + b"".join(_str(2, o) for o in (name, *also))
+        body += _str(4, op)
         body += b"".join(_bytes(5, _attribute(k, v)) for k, v in attributes.items())
         self.nodes.append(body)
         return name
@@ -136,4 +142,5 @@ def session(model: bytes, threads: int | None, *, needed_by: str, instead: str) 
     return onnxruntime.InferenceSession(model, options, providers=["CPUExecutionProvider"])
 
 
-__all__ = ["FLOAT", "INT64", "UINT8", "Graph", "session", "tensor", "value_info"]
+__all__ = ["BOOL", "DOUBLE", "FLOAT", "INT32", "INT64", "UINT8", "Graph", "session", "tensor",
+           "value_info"]

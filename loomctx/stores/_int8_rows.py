@@ -23,26 +23,33 @@ from typing import Any
 
 import numpy as np
 
+from loomctx import _onnx
 from loomctx._onnx import Graph, session, value_info
 
-_INT32 = 6  # TensorProto.DataType
 _QUERY_LEVELS = 63  # the query's integers: -63..63 around a zero point of 64
 _CHUNK = 8192  # rows quantized at a time: no float32 temporary of the whole matrix
 ROUNDING = 2.0 ** -23
 """Per term, relative to ``|q|·|x|``: the float32 product the estimates stand in for rounds
 (at most one unit in the last place of a float32 per multiply-add), so each bound is widened by
-``dim · ROUNDING · |q|·|x|`` to hold for that product as well as for the exact one."""
+``(dim + 8) · ROUNDING · |q|·|x|`` to hold for that product as well as for the exact one (the
+8: the few float64 operations of the bounds themselves, far below it)."""
 
 
 class Int8Rows:
-    """An int8 copy of ``matrix``'s rows, their scales, norms and quantization errors, and an
-    onnxruntime session multiplying a query with them."""
+    """An int8 copy of ``matrix``'s rows with their scales, norms and quantization errors, in one
+    onnxruntime graph that turns a query into the rows still in play for its top k.
+
+    Everything a search does over all rows runs inside that one call: the worker thread a
+    search runs on gives the interpreter lock back and takes it again around each numpy call,
+    and each time it may wait for the build's own thread to yield it (up to the interpreter's
+    switch interval, 5 ms); a dozen such calls over 100k rows cost more than the product.
+    """
 
     def __init__(self, matrix: np.ndarray) -> None:
         n, dim = matrix.shape
         self.rows = n
         self._dim = dim
-        scale = np.empty(n, dtype=np.float32)
+        scale = np.empty(n, dtype=np.float64)
         norm = np.empty(n, dtype=np.float64)
         error = np.empty(n, dtype=np.float64)
         codes = np.empty((dim, n), dtype=np.int8)  # transposed: the graph's right-hand side
@@ -52,40 +59,96 @@ class Int8Rows:
             s[s == 0] = 1.0  # an all-zero row: any scale codes it exactly
             c = np.clip(np.rint(block / s[:, None]), -127, 127)
             end = start + len(block)
-            scale[start:end] = s
             wide = block.astype(np.float64)  # the errors as they are, not as float32 rounds them
+            scale[start:end] = s
             norm[start:end] = np.linalg.norm(wide, axis=1)
             error[start:end] = np.linalg.norm(wide - c * s[:, None].astype(np.float64), axis=1)
             codes[:, start:end] = c.T
-        self._scale = scale
-        self._norm = norm
-        self._error = error
-        graph = Graph()
-        graph.constant("rows", codes)
-        graph.constant("zero", np.array(_QUERY_LEVELS + 1, dtype=np.uint8))
-        graph.node("MatMulInteger", ["query", "rows", "zero"], "dot")
-        model = graph.model([value_info("query", 2, [1, dim])],
-                            [value_info("dot", _INT32, [1, n])], opsets={"": 13})
-        self._session: Any = session(model, 1, needed_by="the int8 vector search",
-                                     instead="a smaller store")
+        self._session: Any = session(_graph(codes, scale, norm, error), 1,
+                                     needed_by="the int8 vector search", instead="a smaller store")
+        self._every: np.ndarray = np.empty(0, dtype=np.int64)
 
-    def bounds(self, query: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Lower and upper bounds of every row's product with ``query`` (float32, unit or not)."""
+    def _feed(self, query: np.ndarray, tail: np.ndarray, rows: np.ndarray | None,
+              k: int) -> dict[str, np.ndarray] | None:
         q = query.astype(np.float64)
         top = float(np.abs(q).max())
-        if top == 0.0:  # every product is 0
-            zeros = np.zeros(self.rows, dtype=np.float64)
-            return zeros, zeros
+        if top == 0.0:
+            return None
         step = top / _QUERY_LEVELS
         codes = np.clip(np.rint(q / step), -_QUERY_LEVELS, _QUERY_LEVELS)
         approx = codes * step
-        feed = (codes + _QUERY_LEVELS + 1).astype(np.uint8).reshape(1, self._dim)
-        dots = self._session.run(None, {"query": feed})[0][0]
-        estimate = dots * (self._scale.astype(np.float64) * step)
         size = float(np.linalg.norm(q))
-        slack = ((float(np.linalg.norm(q - approx)) + self._dim * ROUNDING * size) * self._norm
-                 + float(np.linalg.norm(approx)) * self._error)
-        return estimate - slack, estimate + slack
+        if rows is None:
+            total = self.rows + len(tail)
+            if len(self._every) != total:
+                self._every = np.arange(total, dtype=np.int64)
+            rows = self._every
+        return {
+            "query": (codes + _QUERY_LEVELS + 1).astype(np.uint8).reshape(1, self._dim),
+            "step": np.array([step]),
+            "own": np.array([float(np.linalg.norm(q - approx))
+                             + (self._dim + 8) * ROUNDING * size]),
+            "theirs": np.array([float(np.linalg.norm(approx))]),
+            "tail": tail.astype(np.float64),
+            "rows": rows.astype(np.int64, copy=False),
+            "k": np.array([k], dtype=np.int64),
+        }
+
+    def bounds(self, query: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Lower and upper bounds of every row's product with ``query``."""
+        feed = self._feed(query, np.empty(0), None, 1)
+        if feed is None:  # every product is 0
+            zeros = np.zeros(self.rows, dtype=np.float64)
+            return zeros, zeros
+        lower, upper = self._session.run(["lower", "upper"], feed)
+        return lower, upper
+
+    def in_play(self, query: np.ndarray, k: int, *, tail: np.ndarray,
+                rows: np.ndarray | None) -> np.ndarray | None:
+        """Positions (in ``rows``, or in all rows then ``tail``'s) of the rows that may be among
+        the best ``k``: those whose upper bound reaches the k-th best lower bound. ``tail``
+        holds the exact scores of rows appended after this copy. None for a zero query (every
+        row scores 0: nothing to tell apart)."""
+        feed = self._feed(query, tail, rows, k)
+        if feed is None:
+            return None
+        return self._session.run(["maybe"], feed)[0][0]
+
+
+def _graph(codes: np.ndarray, scale: np.ndarray, norm: np.ndarray, error: np.ndarray) -> bytes:
+    """The model: integer products, their bounds, the k-th best lower bound, the rows above it.
+
+    Inputs: the query's 7-bit codes around 64 (uint8, ``[1, dim]``), its step, the two
+    Cauchy–Schwarz factors ``own`` (``|q − q̂|``, plus the rounding allowance) and ``theirs``
+    (``|q̂|``), the exact scores of rows appended since (``tail``), the rows of the search's
+    scope (``rows``) and ``k``. Arithmetic after the integer product is in float64: the products
+    are exact integers, and float32 would add rounding of its own.
+    """
+    dim = codes.shape[0]
+    g = Graph()
+    g.constant("codes", codes)
+    g.constant("zero", np.array(_QUERY_LEVELS + 1, dtype=np.uint8))
+    product = g.node("MatMulInteger", ["query", "codes", "zero"])
+    flat = g.node("Reshape", [product, g.constant("flat", np.array([-1], dtype=np.int64))])
+    estimate = g.node("Mul", [g.node("Cast", [flat], to=_onnx.DOUBLE),
+                              g.node("Mul", [g.constant("scale", scale), "step"])])
+    slack = g.node("Add", [g.node("Mul", [g.constant("norm", norm), "own"]),
+                           g.node("Mul", [g.constant("error", error), "theirs"])])
+    lower = g.node("Concat", [g.node("Sub", [estimate, slack]), "tail"], "lower", axis=0)
+    upper = g.node("Concat", [g.node("Add", [estimate, slack]), "tail"], "upper", axis=0)
+    best = g.node("TopK", [g.node("Gather", [lower, "rows"]), "k"], also=("best_rows",), axis=0,
+                  largest=1, sorted=1)
+    cut = g.node("ReduceMin", [best], keepdims=1)
+    g.node("NonZero", [g.node("GreaterOrEqual", [g.node("Gather", [upper, "rows"]), cut])],
+           "maybe")
+    double = _onnx.DOUBLE
+    inputs = [value_info("query", _onnx.UINT8, [1, dim]), value_info("step", double, [1]),
+              value_info("own", double, [1]), value_info("theirs", double, [1]),
+              value_info("tail", double, ["tail"]), value_info("rows", _onnx.INT64, ["rows"]),
+              value_info("k", _onnx.INT64, [1])]
+    outputs = [value_info("maybe", _onnx.INT64, [1, "maybe"]),
+               value_info("lower", double, ["all"]), value_info("upper", double, ["all"])]
+    return g.model(inputs, outputs, opsets={"": 13})
 
 
 __all__ = ["ROUNDING", "Int8Rows"]

@@ -197,15 +197,10 @@ class VectorIndex:
         # thread spun for as long as it ran (100k rows: the same wall time at half the CPU).
         with limited(1):
             bounded = self._int8(n) if k < count and (rows is None or 4 * count >= n) else None
-            if bounded is not None:  # a wide scope of a large index: estimates, then the best
-                lower, upper = bounded.bounds(query)
-                if bounded.rows < n:  # rows appended since the int8 copy: their exact scores
-                    tail = matrix[bounded.rows:] @ query
-                    lower, upper = np.concatenate((lower, tail)), np.concatenate((upper, tail))
-                if rows is not None:
-                    lower, upper = lower[rows], upper[rows]
-                cut = np.partition(lower, count - k)[count - k]
-                maybe = np.flatnonzero(upper >= cut)
+            # rows appended since the int8 copy: their exact scores
+            maybe = None if bounded is None else bounded.in_play(
+                query, k, tail=matrix[bounded.rows:] @ query, rows=rows)
+            if maybe is not None:  # a wide scope of a large index: estimates, then the best
                 exact = matrix[maybe if rows is None else rows[maybe]] @ query
                 best = np.argpartition(-exact, k - 1)[:k] if k < len(maybe) else \
                     np.arange(len(maybe))
