@@ -324,12 +324,21 @@ class UnifiedRetrievalSource(BaseSource):
         as the larger of ``adjacent`` and 1 (ties by id). Empty for global scope."""
         if self.scope != "session" or not (self.adjacent or self.bridge_terms):
             return []
+        want = max(1, self.adjacent)
+        if not dense and self.reranker.weights.list_weights.get("lexical", 1.0) > 0:
+            # one list: credit falls with rank, so its own order is the fused one
+            first: dict[str, None] = {}
+            for h in lexical:
+                first.setdefault(h.record.id)
+                if len(first) == want:
+                    break
+            return [self.memory.records[i] for i in first if i in self.memory.records]
         ranks: dict[str, dict[str, int]] = {}
         for kind, hits in (("lexical", lexical), ("dense", dense)):
             for rank, h in enumerate(hits):
                 ranks.setdefault(h.record.id, {}).setdefault(kind, rank)
         fused = {i: self.reranker.fusion_credit(r) for i, r in ranks.items()}
-        best = sorted(fused, key=lambda i: (-fused[i], i))[:max(1, self.adjacent)]
+        best = sorted(fused, key=lambda i: (-fused[i], i))[:want]
         # A match another view of the session stored since this one loaded is not known here.
         return [self.memory.records[i] for i in best if i in self.memory.records]
 

@@ -12,6 +12,7 @@ from loomctx.items import RAW_RELEVANCE, ContextItem, Tier
 from loomctx.memory.tiers import MemoryOptions, TieredMemory
 from loomctx.retrieval import source as source_module
 from loomctx.retrieval.rewriter import QueryRewriter
+from loomctx.retrieval.reranker import RerankWeights, UnifiedReranker
 from loomctx.retrieval.source import MAX_RECALL, L2ImportantSource, UnifiedRetrievalSource
 from loomctx.sources.knowledge import Document, KnowledgeSource
 from loomctx.stores.memory import InMemoryStore
@@ -469,6 +470,26 @@ def test_the_bridge_follows_the_best_match_whatever_was_guessed_early(
     monkeypatch.setattr(UnifiedRetrievalSource, "_matches", real_matches)
     collect(UnifiedRetrievalSource(memory, recall_limit=3), TWO_HOP, total=32)
     assert searched == ["p20"]  # guessed right: searched once
+
+
+@pytest.mark.parametrize("adjacent", [0, 1, 3])
+def test_the_best_matches_of_one_list_are_its_own_order(
+        make_memory: Callable[..., TieredMemory], adjacent: int) -> None:
+    """With the dense list not yet there, the early guess takes the lexical list's order: the
+    order rank fusion gives one list, ties by id included (a zero lexical weight ties them all)."""
+    memory = make_memory(l1_max_tokens=10**6)
+    _passages(memory, "Big Stone Gap is a romantic comedy directed by Adriana Trigiani.",
+              "Adriana Trigiani lives and writes in Greenwich Village.")
+    hits = memory.search_lexical("Adriana Trigiani comedy Village passage", 20)
+    hits = [*hits[3:], *hits[:3]]  # not in id order
+    for weights in (None, RerankWeights(list_weights={"lexical": 0.0, "dense": 1.0})):
+        source = UnifiedRetrievalSource(memory, adjacent=adjacent,
+                                        reranker=UnifiedReranker(weights))
+        fused = {h.record.id: source.reranker.fusion_credit({"lexical": r})
+                 for r, h in enumerate(hits)}
+        want = sorted(fused, key=lambda i: (-fused[i], i))[:max(1, adjacent)]
+        assert [r.id for r in source._matches(hits, [])] == want
+    assert want != [h.record.id for h in hits[:max(1, adjacent)]]  # the zero weight: by id
 
 
 def test_names_the_question_has_or_that_start_a_sentence_are_no_bridge(
