@@ -11,8 +11,8 @@ from loomctx.errors import ConfigError
 from loomctx.items import RAW_RELEVANCE, ContextItem, Tier
 from loomctx.memory.tiers import MemoryOptions, TieredMemory
 from loomctx.retrieval import source as source_module
-from loomctx.retrieval.rewriter import QueryRewriter
 from loomctx.retrieval.reranker import RerankWeights, UnifiedReranker
+from loomctx.retrieval.rewriter import QueryRewriter
 from loomctx.retrieval.source import MAX_RECALL, L2ImportantSource, UnifiedRetrievalSource
 from loomctx.sources.knowledge import Document, KnowledgeSource
 from loomctx.stores.memory import InMemoryStore
