@@ -52,18 +52,21 @@ class Int8Rows:
         scale = np.empty(n, dtype=np.float64)
         norm = np.empty(n, dtype=np.float64)
         error = np.empty(n, dtype=np.float64)
-        codes = np.empty((dim, n), dtype=np.int8)  # transposed: the graph's right-hand side
+        codes = np.empty((n, dim), dtype=np.int8)
         for start in range(0, n, _CHUNK):
             block = matrix[start:start + _CHUNK]
-            s = np.abs(block).max(axis=1) / 127
+            s = np.abs(block).max(axis=1) / np.float32(127)
             s[s == 0] = 1.0  # an all-zero row: any scale codes it exactly
             c = np.clip(np.rint(block / s[:, None]), -127, 127)
             end = start + len(block)
-            wide = block.astype(np.float64)  # the errors as they are, not as float32 rounds them
+            codes[start:end] = c
+            # the norms as they are, not as float32 would round them
+            wide, miss = block.astype(np.float64), block - c * s[:, None].astype(np.float64)
             scale[start:end] = s
-            norm[start:end] = np.linalg.norm(wide, axis=1)
-            error[start:end] = np.linalg.norm(wide - c * s[:, None].astype(np.float64), axis=1)
-            codes[:, start:end] = c.T
+            norm[start:end] = np.sqrt(np.einsum("ij,ij->i", wide, wide))
+            error[start:end] = np.sqrt(np.einsum("ij,ij->i", miss, miss))
+        # transposed: the graph's right-hand side, the side onnxruntime prepacks
+        codes = np.ascontiguousarray(codes.T)
         self._session: Any = session(_graph(codes, scale, norm, error), 1,
                                      needed_by="the int8 vector search", instead="a smaller store")
         self._every: np.ndarray = np.empty(0, dtype=np.int64)

@@ -51,6 +51,7 @@ class VectorIndex:
         self.int8_from = INT8_FROM if int8_from is None else int8_from
         self._int8_rows: Int8Rows | None = None
         self._int8_lock = threading.Lock()  # searches run on several threads; one copy
+        self._wide = 0  # searches that could have used the int8 copy
         self.data_version = -1
         self._dim = dim
         self._matrix = np.empty((0, dim), dtype=np.float32)
@@ -219,8 +220,13 @@ class VectorIndex:
 
     def _int8(self, n: int) -> Int8Rows | None:
         """The int8 copy of the first rows for a search of ``n`` rows: None below
-        :attr:`int8_from` rows; made again once the rows appended since it are a quarter of it."""
+        :attr:`int8_from` rows and for this index's first such search (making the copy costs
+        a few dozen float32 searches); made again once the rows appended since it are a quarter
+        of it."""
         if n < self.int8_from:
+            return None
+        self._wide += 1
+        if self._wide < 2:  # a store whose index another writer keeps reloading never makes one
             return None
         with self._int8_lock:
             kept = self._int8_rows

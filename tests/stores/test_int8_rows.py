@@ -90,6 +90,8 @@ def test_rows_appended_after_the_copy_are_scored_exactly_and_the_copy_follows_gr
     matrix = _units(rng, 1000, 32)
     index = _index(matrix[:800], [("t", "", "")] * 800, int8_from=0)
     index.search(matrix[0], 5, Scope(tenant="t"), None)
+    assert index._int8_rows is None  # an index's first search: a reloaded one may not last
+    index.search(matrix[0], 5, Scope(tenant="t"), None)
     assert index._int8_rows is not None and index._int8_rows.rows == 800
     # 150 more rows (under a quarter of 800): the copy stays, the new rows are scored in float32
     index.append(list(range(800, 950)), matrix[800:950], [("t", "", "")] * 150, ["L1"] * 150)
