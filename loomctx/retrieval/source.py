@@ -216,23 +216,26 @@ class UnifiedRetrievalSource(BaseSource):
                                           return_exceptions=True)
         try:
             lexical_lists, kb = await asyncio.gather(lexical_recall(), knowledge_recall)
-            similar, guess, early = None, [], []
+            similar, guess, early = None, None, []
             if self.scope == "session":  # the lexical lists' share of the work, in the wait
                 similar = Similarities(self.memory, await asyncio.wrap_future(embedding),
                                        context=self.context,
                                        short=None if self.own_words is None else self._short)
                 similar.add(h.record for hits in lexical_lists for h in hits)
                 # The bridge list follows the best match, most often the best lexical one:
-                # searched now on that guess, it is kept if the dense list agrees.
-                guess = self._matches(lexical_lists[0], [])
-                early = self._bridge(query, guess, limit)
+                # searched now on that guess, it is kept if the best match adds the same names.
+                guess = self._bridge_query(query, self._matches(lexical_lists[0], []))
+                early = self.memory.search_lexical(guess, limit) if guess else []
                 similar.add(h.record for h in early)
             qvec, dense = await dense_recall
             dated = self._dated(query, request.now, limit, qvec, dense)
             matches = self._matches(lexical_lists[0], dense)
             near = self._adjacent(matches)
-            bridged = early if guess and matches and guess[0].id == matches[0].id \
-                else self._bridge(query, matches, limit)
+            bridge = self._bridge_query(query, matches)
+            if bridge == guess:  # the same question: the early list is the bridge list
+                bridged = early
+            else:
+                bridged = self.memory.search_lexical(bridge, limit) if bridge else []
         except StoreError as exc:  # the store is down: this source fails, the build goes on
             raise SourceError(f"memory store unavailable: {exc}", source=self.name) from exc
         finally:  # after a failure elsewhere the thread's result (or error) is dropped
@@ -370,8 +373,11 @@ class UnifiedRetrievalSource(BaseSource):
         """Whether a message is short enough to be judged with its exchange (``own_words``)."""
         return self.own_words is None or self.memory.counter.count(text) < self.own_words
 
-    def _bridge(self, query: str, matches: list[MemoryRecord], limit: int) -> list[Hit]:
-        """One more list: the question searched again with the names its best match adds.
+    def _bridge_query(self, query: str, matches: list[MemoryRecord]) -> str | None:
+        """The bridge list's query: the question with the names its best match adds (None:
+        no list).
+
+        One more list: the question searched again with the names its best match adds.
 
         A two-hop question ("The director of the film Big Stone Gap is based in what city?")
         finds the first hop (the film, naming its director) but not the second (the director's
@@ -380,17 +386,14 @@ class UnifiedRetrievalSource(BaseSource):
         ``bridge_terms`` in order of appearance) lead there.
         """
         if not self.bridge_terms or not matches:
-            return []
+            return None
         asked = set(tokenize(query, drop_stopwords=True))
         names: list[str] = []
         for word in _NAME.findall(index_text(matches[0].content)):
             terms = tokenize(word, drop_stopwords=True)
             if terms and word not in names and not asked.intersection(terms):
                 names.append(word)
-        if not names:
-            return []
-        return self.memory.search_lexical(f"{query} {' '.join(names[:self.bridge_terms])}",
-                                          limit)
+        return f"{query} {' '.join(names[:self.bridge_terms])}" if names else None
 
     def _add_hits(self, cands: dict[str, Candidate], kind: str, hits: list[Hit]) -> None:
         own = (self.memory.scope.agent, self.memory.session)

@@ -439,37 +439,75 @@ def test_the_names_the_best_match_adds_find_the_second_hop(
     assert [(it.id, it.scores) for it in wide[0]] == [(it.id, it.scores) for it in wide[1]]
 
 
+def _unexpanded(memory: TieredMemory) -> UnifiedRetrievalSource:
+    """Recall without the rewritten query's list: the lists searched are the question's own and
+    the bridge's."""
+    return UnifiedRetrievalSource(memory, recall_limit=3, follow_up_terms=1)
+
+
 def test_the_bridge_follows_the_best_match_whatever_was_guessed_early(
         make_memory: Callable[..., TieredMemory], collect: Collect,
         monkeypatch: pytest.MonkeyPatch) -> None:
     """The bridge list is searched while the dense search runs, on the best lexical match; when
-    the fused best match is another memory it is searched again, so only time is lost."""
+    the fused best match adds other names it is searched again, so only time is lost."""
     memory = make_memory(l1_max_tokens=10**6)
     _passages(memory, "Big Stone Gap is a romantic comedy directed by Adriana Trigiani.",
               "Adriana Trigiani lives and writes in Greenwich Village.")
-    want = collect(UnifiedRetrievalSource(memory, recall_limit=3), TWO_HOP, total=32)
-    real_matches, real_bridge = UnifiedRetrievalSource._matches, UnifiedRetrievalSource._bridge
+    want = collect(_unexpanded(memory), TWO_HOP, total=32)
+    real_matches = UnifiedRetrievalSource._matches
     searched: list[str] = []
+    real_search = memory.search_lexical
+
+    def search(query: str, limit: int) -> list:
+        searched.append(query)
+        return real_search(query, limit)
 
     def guess_wrong(self: UnifiedRetrievalSource, lexical: list, dense: list) -> list:
         found = real_matches(self, lexical, dense)
         return found if dense else [memory.records["p5"]]  # a filler passage, guessed early
 
-    def bridge(self: UnifiedRetrievalSource, query: str, matches: list, limit: int) -> list:
-        searched.extend(m.id for m in matches[:1])
-        return real_bridge(self, query, matches, limit)
-
+    monkeypatch.setattr(memory, "search_lexical", search)
     monkeypatch.setattr(UnifiedRetrievalSource, "_matches", guess_wrong)
-    monkeypatch.setattr(UnifiedRetrievalSource, "_bridge", bridge)
-    got = collect(UnifiedRetrievalSource(memory, recall_limit=3), TWO_HOP, total=32)
-    assert searched == ["p5", "p20"]  # the wrong guess, then the best match
+    got = collect(_unexpanded(memory), TWO_HOP, total=32)
+    bridges = [q for q in searched if q != TWO_HOP]  # the question's own list aside
+    filler = UnifiedRetrievalSource(memory)._bridge_query(TWO_HOP, [memory.records["p5"]])
+    assert bridges == [filler, f"{TWO_HOP} Adriana Trigiani"]  # the guess, then the best match
     assert [it.id for it in got] == [it.id for it in want] and "p31" in [it.id for it in got]
     for a, b in zip(got, want, strict=True):
         assert a.scores == pytest.approx(b.scores, abs=1e-6)
     searched.clear()
     monkeypatch.setattr(UnifiedRetrievalSource, "_matches", real_matches)
-    collect(UnifiedRetrievalSource(memory, recall_limit=3), TWO_HOP, total=32)
-    assert searched == ["p20"]  # guessed right: searched once
+    collect(_unexpanded(memory), TWO_HOP, total=32)
+    # guessed right: searched once
+    assert [q for q in searched if q != TWO_HOP] == [f"{TWO_HOP} Adriana Trigiani"]
+
+
+def test_a_wrong_guess_that_adds_the_same_names_is_not_searched_again(
+        make_memory: Callable[..., TieredMemory], collect: Collect,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    memory = make_memory(l1_max_tokens=10**6)
+    _passages(memory, "Big Stone Gap is a romantic comedy directed by Adriana Trigiani.",
+              "Adriana Trigiani lives and writes in Greenwich Village.")
+    memory.add([{"id": "twin", "role": "user", "timestamp": T0 + 99,
+                 "content": "A film by Adriana Trigiani."}], now=T0 + 100)
+    want = collect(_unexpanded(memory), TWO_HOP, total=32)
+    real_matches = UnifiedRetrievalSource._matches
+    searched: list[str] = []
+    real_search = memory.search_lexical
+
+    def search(query: str, limit: int) -> list:
+        searched.append(query)
+        return real_search(query, limit)
+
+    def guess_twin(self: UnifiedRetrievalSource, lexical: list, dense: list) -> list:
+        found = real_matches(self, lexical, dense)
+        return found if dense else [memory.records["twin"]]  # other memory, the same names
+
+    monkeypatch.setattr(memory, "search_lexical", search)
+    monkeypatch.setattr(UnifiedRetrievalSource, "_matches", guess_twin)
+    got = collect(_unexpanded(memory), TWO_HOP, total=32)
+    assert [q for q in searched if q != TWO_HOP] == [f"{TWO_HOP} Adriana Trigiani"]
+    assert [(it.id, it.scores) for it in got] == [(it.id, it.scores) for it in want]
 
 
 @pytest.mark.parametrize("adjacent", [0, 1, 3])
