@@ -42,7 +42,8 @@ SPEAKER_SHARE = 0.05
 (:meth:`TieredMemory.speakers`)."""
 VECTORS_MAX = 50_000
 """Record vectors a session keeps for recall (:meth:`TieredMemory.vectors`), as rows of one
-matrix; past this many the memo starts over (~100 MB at 512 dimensions)."""
+matrix, and token counts (:meth:`TieredMemory.tokens`); past this many a memo starts over
+(~100 MB of vectors at 512 dimensions)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -132,6 +133,7 @@ class TieredMemory:
         self._vectors: dict[str, tuple[str, int]] = {}  # id → (its text, its row below)
         self._vector_rows = np.empty((0, embedder.dim), dtype=np.float32)
         self._vector_count = 0  # rows of it in use (a changed text takes a new one)
+        self._tokens: dict[str, tuple[str, int]] = {}  # id → (its text, its count)
         # Record id → its neighbours (:meth:`adjacent`), asked for hundreds of candidates per
         # build; dropped whenever a record is added or changes level.
         self._near: dict[str, tuple[MemoryRecord, ...]] = {}
@@ -213,6 +215,18 @@ class TieredMemory:
         for k, n in enumerate(todo):
             kept[records[n].id] = (records[n].content, start + k)
         return out
+
+    def tokens(self, record: MemoryRecord) -> int:
+        """The session counter's count of ``record``'s text, kept by record id from the first
+        call: a build counts a thousand recalled memories, most of them the last build's too."""
+        kept = self._tokens.get(record.id)
+        if kept is not None and kept[0] == record.content:
+            return kept[1]
+        if len(self._tokens) >= VECTORS_MAX:
+            self._tokens.clear()
+        n = self.counter.count(record.content)
+        self._tokens[record.id] = (record.content, n)
+        return n
 
     def adjacent(self, record_id: str) -> list[MemoryRecord]:
         """The messages right after and right before one (in that order) that have another role:

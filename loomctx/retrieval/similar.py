@@ -24,7 +24,7 @@ class Similarities:
     messages it accepts)."""
 
     def __init__(self, memory: TieredMemory, qvec: np.ndarray, *, context: float,
-                 short: Callable[[str], bool] | None = None) -> None:
+                 short: Callable[[MemoryRecord], bool] | None = None) -> None:
         self._memory = memory
         self._qvec = qvec
         self._context = context
@@ -42,7 +42,7 @@ class Similarities:
             if cosines and r.id not in cos:
                 todo[r.id] = r
             if exchange is not None and r.id not in near:
-                rs = near[r.id] = exchange(r.id) if short is None or short(r.content) else ()
+                rs = near[r.id] = exchange(r.id) if short is None or short(r) else ()
                 for x in rs:
                     if x.id not in cos:
                         todo[x.id] = x

@@ -278,9 +278,12 @@ class UnifiedRetrievalSource(BaseSource):
                 c.vector = float(v @ qvec)
         if self.context and self.scope == "session" and similar is not None:
             similar.blend(list(cands.values()))
-        counter = request.counter
+        counter, memory = request.counter, self.memory
+        mine = counter is memory.counter  # this session's records: their counts are kept
         for c in cands.values():
-            c.tokens = counter.count(c.content)
+            kept = c.payload
+            c.tokens = memory.tokens(kept) if mine and isinstance(kept, MemoryRecord) \
+                and kept.content is c.content else counter.count(c.content)
         ranked = self.reranker.rerank(query, list(cands.values()))
         return [self._item(c) for c in ranked]
 
@@ -360,7 +363,7 @@ class UnifiedRetrievalSource(BaseSource):
         out = []
         for match in matches[:self.adjacent]:
             for r in self.memory.adjacent(match.id):
-                if _asks((match if r.seq > match.seq else r).content) and self._short(r.content):
+                if _asks((match if r.seq > match.seq else r).content) and self._short(r):
                     out.append((r, match.id))  # a question, answered
         return out
 
@@ -369,9 +372,9 @@ class UnifiedRetrievalSource(BaseSource):
         return (self.follow_up_terms is None
                 or len(set(tokenize(query, drop_stopwords=True))) <= self.follow_up_terms)
 
-    def _short(self, text: str) -> bool:
+    def _short(self, record: MemoryRecord) -> bool:
         """Whether a message is short enough to be judged with its exchange (``own_words``)."""
-        return self.own_words is None or self.memory.counter.count(text) < self.own_words
+        return self.own_words is None or self.memory.tokens(record) < self.own_words
 
     def _bridge_query(self, query: str, matches: list[MemoryRecord]) -> str | None:
         """The bridge list's query: the question with the names its best match adds (None:

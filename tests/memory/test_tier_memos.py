@@ -58,3 +58,20 @@ def test_kept_vectors_stay_right_when_the_memo_starts_over(monkeypatch):
     for window in ([0, 1, 2], [2, 3, 4, 5], [0, 6, 7, 8, 9, 10, 11], [11, 0, 5], [1, 1]):
         got = m.vectors([records[i] for i in window])
         np.testing.assert_array_equal(got, expected[window])
+
+
+def test_kept_token_counts_are_the_counters_and_follow_a_changed_text(monkeypatch):
+    import dataclasses
+
+    import loomctx.memory.tiers as tiers
+
+    monkeypatch.setattr(tiers, "VECTORS_MAX", 3)
+    s = _session(l1=10**6)
+    _say(s, 0, 6)
+    m = s.memory
+    for i in (0, 1, 2, 3, 0, 4, 5, 1):  # past the cap: the memo starts over, counts stay right
+        r = m.records[f"m{i}"]
+        assert m.tokens(r) == m.counter.count(r.content)
+        assert len(m._tokens) <= 3
+    longer = dataclasses.replace(m.records["m0"], content="a much longer line " * 20)
+    assert m.tokens(longer) == m.counter.count(longer.content) > m.tokens(m.records["m1"])

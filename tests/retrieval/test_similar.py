@@ -96,7 +96,7 @@ def test_no_context_leaves_each_memory_its_own_cosine(
 def test_short_limits_which_messages_are_judged_with_their_exchange(
         memory: TieredMemory, embedder: HashingEmbedder) -> None:
     q = _qvec(embedder)
-    sims = Similarities(memory, q, context=W, short=lambda text: "adoption" not in text)
+    sims = Similarities(memory, q, context=W, short=lambda r: "adoption" not in r.content)
     (c,) = _candidates(memory, ["m1"], sims)
     before = c.vector
     sims.blend([c])
