@@ -202,10 +202,10 @@ class VectorIndex:
             maybe = None if bounded is None else bounded.in_play(
                 query, k, tail=matrix[bounded.rows:] @ query, rows=rows)
             if maybe is not None:  # a wide scope of a large index: estimates, then the best
-                exact = matrix[maybe if rows is None else rows[maybe]] @ query
+                exact = matrix[maybe] @ query
                 best = np.argpartition(-exact, k - 1)[:k] if k < len(maybe) else \
                     np.arange(len(maybe))
-                chosen, scores = maybe[best], exact[best]
+                named, scores = maybe[best], exact[best]
             else:
                 # A narrow scope scores only its rows; a wide one avoids copying the matrix.
                 if rows is None:  # the scope holds every row: no index to apply
@@ -214,9 +214,9 @@ class VectorIndex:
                     every = matrix[rows] @ query if 4 * count < n else (matrix @ query)[rows]
                 chosen = np.argpartition(-every, k - 1)[:k] if k < count else np.arange(count)
                 scores = every[chosen]
+                named = chosen if rows is None else rows[chosen]
         pks = self.pks
-        named = chosen.tolist() if rows is None else rows[chosen].tolist()
-        return [(pks[r], s) for r, s in zip(named, scores.tolist(), strict=True)]
+        return [(pks[r], s) for r, s in zip(named.tolist(), scores.tolist(), strict=True)]
 
     def _int8(self, n: int) -> Int8Rows | None:
         """The int8 copy of the first rows for a search of ``n`` rows: None below
