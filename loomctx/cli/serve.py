@@ -128,7 +128,7 @@ def worker_app() -> Any:
     from loomctx.service import create_app
 
     raw = json.loads(os.environ[_WORKER_ARGS])
-    return create_app(options_from(argparse.Namespace(**raw)))
+    return create_app(options_from(argparse.Namespace(**raw)), own_process=True)
 
 
 def is_loopback(host: str) -> bool:

@@ -28,6 +28,7 @@ from loomctx.errors import LoomctxError
 from loomctx.service._net import UpstreamTransport
 from loomctx.service.api import page_router, router, tenant
 from loomctx.service.core import Service
+from loomctx.service.heap import tune_gc
 from loomctx.service.login import LoginRequired, login_redirect
 from loomctx.service.login import router as login_router
 from loomctx.service.notes import router as notes_router
@@ -102,8 +103,10 @@ def _proxy_route(fmt: str, label: str, tenant: Callable[..., Any]
 
 
 def create_app(options: ServiceOptions, *, pages: Pages | None = None,
-               service: Service | None = None) -> FastAPI:
-    """The service's app; ``pages`` renders the HTML pages (default: :func:`default_pages`)."""
+               service: Service | None = None, own_process: bool = False) -> FastAPI:
+    """The service's app; ``pages`` renders the HTML pages (default: :func:`default_pages`).
+    ``own_process``: the app is all its process serves (``loomctx serve``), so the garbage
+    collector is set for a server's heap once it has started (:mod:`.heap`)."""
     service = service if service is not None else Service(options)
     hub = EventHub()
 
@@ -121,6 +124,8 @@ def create_app(options: ServiceOptions, *, pages: Pages | None = None,
             # Load the tokenizer before the first request, off the event loop (~2 s once).
             await asyncio.to_thread(counter_for_model, options.model or "gpt-4o",
                                     fallback=FALLBACK_ENCODING)
+            if own_process:
+                tune_gc()
             try:
                 yield
             finally:

@@ -64,8 +64,9 @@ def serve_in_thread(options: ServiceOptions, *, port: int = 0, **app_kwargs: Any
 
 
 def serve(options: ServiceOptions, *, host: str = "127.0.0.1", port: int = 8080) -> None:
-    """Run the service in the foreground until interrupted."""
-    uvicorn.run(create_app(options), host=host, port=port, log_level="info")
+    """Run the service in the foreground until interrupted (the process is the service's:
+    see :mod:`loomctx.service.heap`)."""
+    uvicorn.run(create_app(options, own_process=True), host=host, port=port, log_level="info")
 
 
 __all__ = ["RunningServer", "serve", "serve_in_thread"]

@@ -7,12 +7,16 @@ about a tenth of the proxy's CPU per request (``benchmarks/bench_proxy.py --only
 
 from __future__ import annotations
 
+import gc
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
+import httpx
 import pytest
 
-from loomctx.service import RunningServer
+from loomctx.service import RunningServer, ServiceOptions, serve_in_thread
+from loomctx.service.heap import YOUNG_THRESHOLD
+from loomctx.testing import HashingEmbedder
 from loomctx.testing.windowed import WindowedFakeServer
 
 
@@ -31,3 +35,31 @@ def test_the_service_runs_on_uvloop(upstream: WindowedFakeServer,
 
     server = start(upstream)
     assert server._server.config.get_loop_factory() is uvloop.new_event_loop
+
+
+@pytest.fixture
+def collector() -> Iterator[tuple[int, int, int]]:
+    """The collector's thresholds before the test, restored (and nothing frozen) after it."""
+    before = gc.get_threshold()
+    yield before
+    gc.set_threshold(*before)
+    gc.unfreeze()
+
+
+def test_a_process_of_its_own_collects_garbage_for_a_server(
+        upstream: WindowedFakeServer, collector: tuple[int, int, int]) -> None:
+    with serve_in_thread(ServiceOptions(upstream=upstream.url + "/v1",
+                                        embedder=HashingEmbedder()), own_process=True) as server:
+        assert httpx.get(server.url + "/health").status_code == 200
+        assert gc.get_threshold() == (YOUNG_THRESHOLD, *collector[1:])
+        assert gc.get_freeze_count() > 0  # what startup made is out of the collector's walks
+
+
+def test_an_embedded_service_leaves_the_collector_alone(
+        upstream: WindowedFakeServer, start: Callable[..., RunningServer],
+        collector: tuple[int, int, int]) -> None:
+    frozen = gc.get_freeze_count()
+    server = start(upstream)
+    assert httpx.get(server.url + "/health").status_code == 200
+    assert gc.get_threshold() == collector
+    assert gc.get_freeze_count() == frozen
