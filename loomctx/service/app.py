@@ -13,6 +13,7 @@ import asyncio
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
+from http.cookiejar import CookieJar, DefaultCookiePolicy
 from typing import Any
 
 import httpx
@@ -116,7 +117,10 @@ def create_app(options: ServiceOptions, *, pages: Pages | None = None,
         logging.getLogger("httpx").addFilter(hide)
         timeout = httpx.Timeout(options.timeout, connect=min(30.0, options.timeout))
         limits = httpx.Limits(max_connections=256, max_keepalive_connections=64)
-        async with httpx.AsyncClient(timeout=timeout,
+        # One client serves every tenant: it keeps no cookie an upstream sets (a request is
+        # built whole by the proxy, so none would be sent, but the jar would grow unbounded).
+        jar = CookieJar(DefaultCookiePolicy(allowed_domains=()))
+        async with httpx.AsyncClient(timeout=timeout, cookies=jar,
                                      transport=UpstreamTransport(limits=limits)) as client:
             app.state.proxy = Proxy(service, client)
             await service.start()

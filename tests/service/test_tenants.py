@@ -220,3 +220,29 @@ def test_the_tenant_dependency_runs_on_the_event_loop() -> None:
     from loomctx.service.api import tenant
 
     assert inspect.iscoroutinefunction(tenant)
+
+
+def test_an_upstream_cookie_never_reaches_another_request(
+        start: Callable[..., RunningServer]) -> None:
+    """The proxy's one upstream client serves every tenant: a cookie an upstream sets for one
+    request (a load balancer's affinity, a session) must not ride along on the next, least of
+    all another tenant's."""
+    from loomctx.testing.fake_script import Raw
+
+    reply = json.dumps({"id": "r", "object": "chat.completion", "model": "gpt-4o",
+                        "choices": [{"index": 0, "finish_reason": "stop",
+                                     "message": {"role": "assistant", "content": "ok"}}],
+                        "usage": {"prompt_tokens": 5, "completion_tokens": 1,
+                                  "total_tokens": 6}})
+    with WindowedFakeServer([Raw(body=reply, headers={
+            "content-type": "application/json",
+            "set-cookie": "affinity=acme-secret; Path=/"})], window=3000,
+            default="ok") as upstream:
+        server = start(upstream, keys=KEYS)
+        with httpx.Client(base_url=server.url, timeout=30) as client:
+            for headers in (A, B, A):
+                r = client.post("/v1/chat/completions", json=CHAT, headers=headers)
+                assert r.status_code == 200, r.text
+        assert len(upstream.requests) == 3
+        assert [q.headers.get("cookie") for q in upstream.requests] == [None, None, None]
+        assert list(server.app.state.proxy.client.cookies.jar) == []  # not even kept
