@@ -21,7 +21,8 @@ Nothing is lost: compacted messages stay in the store and are reported with reas
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from bisect import bisect_left
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
 
 from loomctx.compress.summarize import Summarizer
@@ -51,11 +52,22 @@ class _Points:
     points: list[int] = field(default_factory=lambda: [0])
 
 
+@dataclass
+class _Sums:
+    """A history's costs summed from its start (``prefix[i]``: the first ``i`` items) and the
+    indices that start a unit, extended as items arrive."""
+
+    last: ContextItem
+    prefix: list[int] = field(default_factory=lambda: [0])
+    starts: list[int] = field(default_factory=list)
+
+
 class Compactor:
     """Compaction points and summaries of one builder's history sources (kept across builds)."""
 
     def __init__(self) -> None:
         self._points: dict[tuple[str, int], _Points] = {}
+        self._costs: dict[tuple[str, Hashable], _Sums] = {}
         self._summaries: dict[tuple[str, str, int, int], ContextItem | None] = {}
 
     def points(self, source: str, items: Sequence[ContextItem], gap: int) -> list[int]:
@@ -77,26 +89,47 @@ class Compactor:
         return st.points
 
     def window_start(self, source: str, items: Sequence[ContextItem], room: int, gap: int,
-                     cost: Callable[[ContextItem], int]) -> int:
+                     cost: Callable[[ContextItem], int], variant: Hashable = None) -> int:
         """Index of the first item shown in full: the earliest compaction point whose tail
-        fits ``room``; ``len(items)`` when not even the newest unit fits."""
-        spent = 0
-        fit = len(items)
-        i = len(items) - 1
-        while i >= 0:
-            j = i
-            while j > 0 and not unit_start(items, j):
-                j -= 1
-            unit = sum(cost(it) for it in items[j:i + 1])
-            if spent + unit > room:
-                break
-            spent += unit
-            fit = j
-            i = j - 1
+        fits ``room``; ``len(items)`` when not even the newest unit fits.
+
+        The tail that fits starts at the earliest unit start ``s`` with ``cost(items[s:]) <=
+        room`` (costs are never negative, so every later unit start fits too). The sums are
+        kept from build to build (:meth:`_sums`) and extended by what was appended: a turn
+        measures its new messages, not the whole history. ``variant`` names anything else
+        that changes the items' costs (a clip size, where clipping starts): a new one starts
+        the sums over."""
+        if not items:
+            return 0
+        sums = self._sums(source, items, cost, variant)
+        need = sums.prefix[len(items)] - room  # a unit start whose prefix reaches this fits
+        starts = sums.starts
+        k = bisect_left(starts, need, key=lambda i: sums.prefix[i])
+        fit = starts[k] if k < len(starts) else len(items)
         if fit == 0:
             return 0
         later = [p for p in self.points(source, items, gap) if p >= fit]
         return min(later) if later else fit
+
+    def _sums(self, source: str, items: Sequence[ContextItem],
+              cost: Callable[[ContextItem], int], variant: Hashable) -> _Sums:
+        """The prefix sums and unit starts of ``items``, kept while the history only grows at
+        its end (the last item summed is where it was: messages dropped at the front move it)
+        and ``variant`` stays."""
+        key = (source, variant)
+        st = self._costs.get(key)
+        done = 0 if st is None else len(st.prefix) - 1
+        if st is None or done > len(items) or items[done - 1] is not st.last:
+            st = self._costs[key] = _Sums(last=items[0])
+            if len(self._costs) > 64:  # variants change rarely; forget the oldest
+                self._costs.pop(next(iter(self._costs)))
+        prefix, starts = st.prefix, st.starts
+        for i in range(len(prefix) - 1, len(items)):
+            if unit_start(items, i):
+                starts.append(i)
+            prefix.append(prefix[-1] + cost(items[i]))
+        st.last = items[-1]
+        return st
 
     async def summary(self, source: str, items: Sequence[ContextItem], max_tokens: int,
                       summarizer: Summarizer, counter: TokenCounter,

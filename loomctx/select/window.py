@@ -157,7 +157,7 @@ class TurnWindow:
         last = self._last_start(source, gap, items)
         items = self._clipped(st, items, clip, last)
         start = self._started(source, gap, items, max(last, self.compactor.window_start(
-            source, items, room, gap, self.measure)))
+            source, items, room, gap, self.measure, variant=(clip, last))))
         if start >= len(items) and items:
             return None
         st.window_start[source] = start

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from loomctx.compress.history import Compactor, unit_start
 from loomctx.compress.summarize import ExtractiveSummarizer, Summarizer
 from loomctx.compress.truncate import MARKER, truncate_item, truncate_sections
 from loomctx.items import ContextItem
@@ -117,3 +119,70 @@ def test_a_summary_of_n_messages_has_at_most_n_bullets() -> None:
     lines = text.splitlines()
     assert 1 <= len(lines) <= 7
     assert any(line.count(".") >= 2 for line in lines)  # sentences of one message, one line
+
+
+def _walked_start(compactor: Compactor, source: str, items: list[ContextItem], room: int,
+                  gap: int, cost: Callable[[ContextItem], int]) -> int:
+    """The window start as first written: unit by unit from the newest, summing costs."""
+    spent, fit, i = 0, len(items), len(items) - 1
+    while i >= 0:
+        j = i
+        while j > 0 and not unit_start(items, j):
+            j -= 1
+        unit = sum(cost(it) for it in items[j:i + 1])
+        if spent + unit > room:
+            break
+        spent, fit, i = spent + unit, j, j - 1
+    if fit == 0:
+        return 0
+    later = [p for p in compactor.points(source, items, gap) if p >= fit]
+    return min(later) if later else fit
+
+
+@settings(max_examples=80, deadline=None)
+@given(steps=st.lists(st.tuples(st.integers(0, 6), st.integers(0, 400), st.booleans(),
+                                st.booleans()), min_size=1, max_size=40),
+       gap=st.sampled_from([64, 128, 512]))
+def test_the_kept_sums_find_the_start_the_walk_finds(
+        steps: list[tuple[int, int, bool, bool]], gap: int) -> None:
+    """Messages arrive a few at a time (some as tool-call groups, some free); the history is
+    sometimes cut at its front; the room moves: every build, the start from the kept sums is
+    the one the walk over every message finds."""
+    compactor, fresh = Compactor(), 0
+    items: list[ContextItem] = []
+
+    def cost(it: ContextItem) -> int:
+        return len(it.content) // 4
+
+    for new, room, grouped, cut in steps:
+        for _ in range(new):
+            fresh += 1
+            items.append(ContextItem(id=f"m{fresh}", source="h", content="w " * (fresh * 7 % 90),
+                                     kind="message", group=f"g{fresh // 3}" if grouped else None))
+        if cut and len(items) > 4:
+            items = items[2:]  # the oldest messages dropped (max_messages)
+        got = compactor.window_start("h", items, room, gap, cost)
+        assert got == _walked_start(Compactor(), "h", items, room, gap, cost)
+    assert compactor.window_start("h", [], 100, gap, cost) == 0
+
+
+def test_a_turn_measures_only_the_messages_added_since_the_last() -> None:
+    compactor = Compactor()
+    items = [ContextItem(id=f"m{i}", source="h", content="word " * 20, kind="message")
+             for i in range(200)]
+    counted: list[str] = []
+
+    def cost(it: ContextItem) -> int:
+        counted.append(it.id)
+        return 25
+
+    compactor.window_start("h", items, 10_000, 256, cost)
+    assert len(counted) == 200
+    counted.clear()
+    items.append(ContextItem(id="m200", source="h", content="new", kind="message"))
+    assert compactor.window_start("h", items, 10_000, 256, cost) == \
+        _walked_start(Compactor(), "h", items, 10_000, 256, lambda it: 25)
+    assert counted == ["m200"]
+    counted.clear()
+    compactor.window_start("h", items, 10_000, 256, cost, variant=(64, 3))  # clipped otherwise
+    assert len(counted) == 201
