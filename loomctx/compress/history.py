@@ -53,7 +53,7 @@ class _Points:
 
 
 @dataclass
-class _Sums:
+class Sums:
     """A history's costs summed from its start (``prefix[i]``: the first ``i`` items) and the
     indices that start a unit, extended as items arrive."""
 
@@ -67,7 +67,7 @@ class Compactor:
 
     def __init__(self) -> None:
         self._points: dict[tuple[str, int], _Points] = {}
-        self._costs: dict[tuple[str, Hashable], _Sums] = {}
+        self._costs: dict[tuple[str, Hashable], Sums] = {}
         self._summaries: dict[tuple[str, str, int, int], ContextItem | None] = {}
 
     def points(self, source: str, items: Sequence[ContextItem], gap: int) -> list[int]:
@@ -95,13 +95,13 @@ class Compactor:
 
         The tail that fits starts at the earliest unit start ``s`` with ``cost(items[s:]) <=
         room`` (costs are never negative, so every later unit start fits too). The sums are
-        kept from build to build (:meth:`_sums`) and extended by what was appended: a turn
+        kept from build to build (:meth:`sums`) and extended by what was appended: a turn
         measures its new messages, not the whole history. ``variant`` names anything else
         that changes the items' costs (a clip size, where clipping starts): a new one starts
         the sums over."""
         if not items:
             return 0
-        sums = self._sums(source, items, cost, variant)
+        sums = self.sums(source, items, cost, variant)
         need = sums.prefix[len(items)] - room  # a unit start whose prefix reaches this fits
         starts = sums.starts
         k = bisect_left(starts, need, key=lambda i: sums.prefix[i])
@@ -111,16 +111,17 @@ class Compactor:
         later = [p for p in self.points(source, items, gap) if p >= fit]
         return min(later) if later else fit
 
-    def _sums(self, source: str, items: Sequence[ContextItem],
-              cost: Callable[[ContextItem], int], variant: Hashable) -> _Sums:
-        """The prefix sums and unit starts of ``items``, kept while the history only grows at
+    def sums(self, source: str, items: Sequence[ContextItem],
+              cost: Callable[[ContextItem], int], variant: Hashable) -> Sums:
+        """The prefix sums (``prefix[i]``: the cost of ``items[:i]``) and unit starts of
+        ``items``, kept while the history only grows at
         its end (the last item summed is where it was: messages dropped at the front move it)
         and ``variant`` stays."""
         key = (source, variant)
         st = self._costs.get(key)
         done = 0 if st is None else len(st.prefix) - 1
         if st is None or done > len(items) or items[done - 1] is not st.last:
-            st = self._costs[key] = _Sums(last=items[0])
+            st = self._costs[key] = Sums(last=items[0])
             if len(self._costs) > 64:  # variants change rarely; forget the oldest
                 self._costs.pop(next(iter(self._costs)))
         prefix, starts = st.prefix, st.starts

@@ -99,15 +99,20 @@ class _Oldest(Sequence[ContextItem]):
         return islice(self._items, self._n)
 
 
-def window_items(items: Sequence[ContextItem], cost: Cost) -> list[ContextItem]:
-    """A history window placed whole (turn builds): per-build copies, measured, in order, the
-    members of a group right after its first one (as :func:`make_units` holds them). The
-    window is placed whole, so no unit is made: a turn's window is most of its messages."""
+def window_items(items: Sequence[ContextItem], cost: Cost,
+                 tokens: Sequence[int] | None = None) -> list[ContextItem]:
+    """A history window placed whole (turn builds): per-build copies, measured (or given
+    their ``tokens``, what ``cost`` measured already), in order, the members of a group right
+    after its first one (as :func:`make_units` holds them). The window is placed whole, so no
+    unit is made: a turn's window is most of its messages."""
     runs: list[list[ContextItem]] = []
     groups: dict[tuple[str, str], list[ContextItem]] = {}
-    for it in items:
+    for k, it in enumerate(items):
         copy = per_build(it)
-        cost(copy)
+        if tokens is None:
+            cost(copy)
+        else:
+            copy.tokens = tokens[k]
         if copy.group is None:
             runs.append([copy])
             continue

@@ -161,7 +161,12 @@ class TurnWindow:
         if start >= len(items) and items:
             return None
         st.window_start[source] = start
-        return window_items(items[start:], cost)
+        if not items:
+            return []
+        # the costs window_start summed (kept between builds): nothing is measured again
+        prefix = self.compactor.sums(source, items, self.measure, (clip, last)).prefix
+        return window_items(items[start:], cost,
+                            [prefix[i + 1] - prefix[i] for i in range(start, len(items))])
 
     def _last_start(self, source: str, gap: int, items: Sequence[ContextItem]) -> int:
         """The index of the message the window last started at (0 when it never did)."""

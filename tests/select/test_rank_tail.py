@@ -56,3 +56,7 @@ def test_a_window_keeps_the_order_its_units_would_hold(groups: list[str | None])
     assert measured == [it.id for it in items]  # once each, in history order
     assert all(a is not b for a, b in zip(got, want, strict=True))  # copies, not the items
     assert all(it.tokens is None for it in items) and all(it.tokens for it in got)
+    measured.clear()  # given the costs already summed, nothing is measured again
+    known = window_items(items, cost, [len(it.content) for it in items])
+    assert measured == [] and [(it.id, it.tokens) for it in known] == \
+        [(it.id, it.tokens) for it in got]
