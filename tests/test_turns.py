@@ -297,3 +297,29 @@ def test_an_empty_anthropic_conversation_is_a_caller_error_not_a_bad_request():
         s.build_sync(max_tokens=800)
     s.add_message_sync("user", "hello")
     assert check_request("anthropic", s.build_sync(max_tokens=800).payload) == []
+
+
+def test_a_turn_looks_again_only_at_the_messages_added_since_the_last():
+    """Placing the window (clipping, its start, its copies' costs) works on what was appended:
+    the cost of a turn follows what is new, not the conversation's length."""
+    s = _session(model="gpt-4o")
+    s.add_messages_sync([{"role": "user" if i % 2 == 0 else "assistant",
+                          "content": f"message {i} about the shipment", "id": f"m{i}"}
+                         for i in range(300)])
+    window = s.builder.window
+    seen: list[str] = []
+    measure = window.measure
+
+    def counting(it):
+        seen.append(it.id)
+        return measure(it)
+
+    window.measure = counting
+    first = s.build_sync(max_tokens=100_000)
+    assert len([i for i in seen if i.startswith("m")]) >= 300
+    seen.clear()
+    s.add_message_sync("user", "and the invoice?", id="new")
+    second = s.build_sync(max_tokens=100_000)
+    assert [i for i in seen if i.startswith("m")] == [] and "new" in seen
+    assert [m["content"] for m in second.payload["messages"][:-1]] == \
+        [m["content"] for m in first.payload["messages"]]

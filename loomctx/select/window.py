@@ -13,6 +13,7 @@ recalls only what is new. The room for a turn's new evidence is sized by what re
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Protocol
 
 from loomctx.buildstate import BuildState
@@ -106,6 +107,17 @@ def pool_sources(candidates: Mapping[str, Sequence[ContextItem]],
                                                  and it.kind != "message" for it in items))
 
 
+@dataclass
+class _Clipped:
+    """A history as :meth:`TurnWindow._clipped` shows it, for its first ``done`` items (the
+    last of them: ``last``), with the originals of those it cut."""
+
+    out: list[ContextItem]
+    done: int
+    last: ContextItem | None = None
+    cut: list[ContextItem] = field(default_factory=list)
+
+
 class TurnWindow:
     """The history window of one builder's turn builds (state kept across builds)."""
 
@@ -117,6 +129,8 @@ class TurnWindow:
         self.render_cost = render_cost
         self.compactor = Compactor()
         self._clips: dict[tuple[int, int], tuple[object, ContextItem | None]] = {}
+        self._runs: dict[tuple[str, int, int], _Clipped] = {}
+        """(History source, clip size, start) → the clipped history as far as it was seen."""
         self._notes: dict[str, dict[str, list[ContextItem]]] = {}
         """History source → id of the message a note follows → the notes after it."""
         self._starts: dict[tuple[str, int], tuple[str, int]] = {}
@@ -155,7 +169,7 @@ class TurnWindow:
         # the next turn (that would change the request right after the summary): it appends
         # from where it last started, and what lies before needs no clipping or measuring.
         last = self._last_start(source, gap, items)
-        items = self._clipped(st, items, clip, last)
+        items = self._clipped(st, source, items, clip, last)
         start = self._started(source, gap, items, max(last, self.compactor.window_start(
             source, items, room, gap, self.measure, variant=(clip, last))))
         if start >= len(items) and items:
@@ -219,29 +233,43 @@ class TurnWindow:
         if sum(len(v) for v in notes.values()) > MAX_NOTES:
             notes.pop(next(iter(notes)))
 
-    def _clipped(self, st: BuildState, items: Sequence[ContextItem], clip: int, start: int = 0,
-                 ) -> list[ContextItem]:
+    def _clipped(self, st: BuildState, source: str, items: Sequence[ContextItem], clip: int,
+                 start: int = 0) -> list[ContextItem]:
         """Messages larger than ``clip`` tokens shown cut, the same way on every turn (the
         cut is cached), with the original kept in ``originals``; those before ``start`` are
-        kept as they are."""
-        out = list(items[:start])
-        for it in items[start:]:
-            if it.message is None or NOTE in it.metadata or self.measure(it) <= clip:
-                out.append(it)
-                continue
-            key = (id(it.message), clip)
-            hit = self._clips.get(key)
-            if hit is None or hit[0] is not it.message:
-                cut = truncate_item(per_build(it), clip, self.counter, self.render_cost)
-                if len(self._clips) > 10_000:
-                    self._clips.clear()
-                hit = self._clips[key] = (it.message, cut)
-            if hit[1] is None:
-                out.append(it)
-            else:
-                out.append(hit[1])
-                st.originals[it.id] = it
-        return out
+        kept as they are. What earlier turns worked out is kept while the history only grows
+        at its end: a turn looks at its new messages only."""
+        key = (source, clip, start)
+        run = self._runs.get(key)
+        if run is None or run.done > len(items) or (
+                run.done > 0 and items[run.done - 1] is not run.last):
+            run = self._runs[key] = _Clipped(out=list(items[:start]), done=start)
+            if len(self._runs) > 64:  # clip sizes and starts change rarely
+                self._runs.pop(next(iter(self._runs)))
+        for it in items[run.done:]:
+            run.out.append(self._clip(it, clip, run.cut))
+        if len(items) > run.done:
+            run.done, run.last = len(items), items[-1]
+        for original in run.cut:
+            st.originals[original.id] = original
+        return list(run.out)
+
+    def _clip(self, it: ContextItem, clip: int, cut: list[ContextItem]) -> ContextItem:
+        """``it``, or its cut copy when it is a message larger than ``clip`` (the original is
+        added to ``cut``)."""
+        if it.message is None or NOTE in it.metadata or self.measure(it) <= clip:
+            return it
+        key = (id(it.message), clip)
+        hit = self._clips.get(key)
+        if hit is None or hit[0] is not it.message:
+            copy = truncate_item(per_build(it), clip, self.counter, self.render_cost)
+            if len(self._clips) > 10_000:
+                self._clips.clear()
+            hit = self._clips[key] = (it.message, copy)
+        if hit[1] is None:
+            return it
+        cut.append(it)
+        return hit[1]
 
     def need(self, st: BuildState, shown: set[str], session: str | None = None,
              top: int = 8) -> float:
