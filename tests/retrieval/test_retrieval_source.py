@@ -445,6 +445,25 @@ def _unexpanded(memory: TieredMemory) -> UnifiedRetrievalSource:
     return UnifiedRetrievalSource(memory, recall_limit=3, follow_up_terms=1)
 
 
+def _guessing(memory: TieredMemory, monkeypatch: pytest.MonkeyPatch,
+              early: str) -> list[str]:
+    """Make the early guess of the best match ``early`` (the fused one stays as it is) and
+    record every lexical search's query in the list returned."""
+    real_matches, real_search = UnifiedRetrievalSource._matches, memory.search_lexical
+    searched: list[str] = []
+
+    def search(query: str, limit: int) -> list:
+        searched.append(query)
+        return real_search(query, limit)
+
+    def guess(self: UnifiedRetrievalSource, lexical: list, dense: list) -> list:
+        return real_matches(self, lexical, dense) if dense else [memory.records[early]]
+
+    monkeypatch.setattr(memory, "search_lexical", search)
+    monkeypatch.setattr(UnifiedRetrievalSource, "_matches", guess)
+    return searched
+
+
 def test_the_bridge_follows_the_best_match_whatever_was_guessed_early(
         make_memory: Callable[..., TieredMemory], collect: Collect,
         monkeypatch: pytest.MonkeyPatch) -> None:
@@ -454,32 +473,19 @@ def test_the_bridge_follows_the_best_match_whatever_was_guessed_early(
     _passages(memory, "Big Stone Gap is a romantic comedy directed by Adriana Trigiani.",
               "Adriana Trigiani lives and writes in Greenwich Village.")
     want = collect(_unexpanded(memory), TWO_HOP, total=32)
-    real_matches = UnifiedRetrievalSource._matches
-    searched: list[str] = []
-    real_search = memory.search_lexical
-
-    def search(query: str, limit: int) -> list:
-        searched.append(query)
-        return real_search(query, limit)
-
-    def guess_wrong(self: UnifiedRetrievalSource, lexical: list, dense: list) -> list:
-        found = real_matches(self, lexical, dense)
-        return found if dense else [memory.records["p5"]]  # a filler passage, guessed early
-
-    monkeypatch.setattr(memory, "search_lexical", search)
-    monkeypatch.setattr(UnifiedRetrievalSource, "_matches", guess_wrong)
-    got = collect(_unexpanded(memory), TWO_HOP, total=32)
-    bridges = [q for q in searched if q != TWO_HOP]  # the question's own list aside
+    with monkeypatch.context() as patch:
+        searched = _guessing(memory, patch, "p5")  # a filler passage, guessed early
+        got = collect(_unexpanded(memory), TWO_HOP, total=32)
     filler = UnifiedRetrievalSource(memory)._bridge_query(TWO_HOP, [memory.records["p5"]])
-    assert bridges == [filler, f"{TWO_HOP} Adriana Trigiani"]  # the guess, then the best match
+    # the question's own list aside: the guess, then the best match
+    assert [q for q in searched if q != TWO_HOP] == [filler, f"{TWO_HOP} Adriana Trigiani"]
     assert [it.id for it in got] == [it.id for it in want] and "p31" in [it.id for it in got]
     for a, b in zip(got, want, strict=True):
         assert a.scores == pytest.approx(b.scores, abs=1e-6)
-    searched.clear()
-    monkeypatch.setattr(UnifiedRetrievalSource, "_matches", real_matches)
-    collect(_unexpanded(memory), TWO_HOP, total=32)
-    # guessed right: searched once
-    assert [q for q in searched if q != TWO_HOP] == [f"{TWO_HOP} Adriana Trigiani"]
+    with monkeypatch.context() as patch:
+        searched = _guessing(memory, patch, "p20")  # the best match itself
+        collect(_unexpanded(memory), TWO_HOP, total=32)
+    assert [q for q in searched if q != TWO_HOP] == [f"{TWO_HOP} Adriana Trigiani"]  # once
 
 
 def test_a_wrong_guess_that_adds_the_same_names_is_not_searched_again(
@@ -491,20 +497,7 @@ def test_a_wrong_guess_that_adds_the_same_names_is_not_searched_again(
     memory.add([{"id": "twin", "role": "user", "timestamp": T0 + 99,
                  "content": "A film by Adriana Trigiani."}], now=T0 + 100)
     want = collect(_unexpanded(memory), TWO_HOP, total=32)
-    real_matches = UnifiedRetrievalSource._matches
-    searched: list[str] = []
-    real_search = memory.search_lexical
-
-    def search(query: str, limit: int) -> list:
-        searched.append(query)
-        return real_search(query, limit)
-
-    def guess_twin(self: UnifiedRetrievalSource, lexical: list, dense: list) -> list:
-        found = real_matches(self, lexical, dense)
-        return found if dense else [memory.records["twin"]]  # other memory, the same names
-
-    monkeypatch.setattr(memory, "search_lexical", search)
-    monkeypatch.setattr(UnifiedRetrievalSource, "_matches", guess_twin)
+    searched = _guessing(memory, monkeypatch, "twin")  # another memory, the same names
     got = collect(_unexpanded(memory), TWO_HOP, total=32)
     assert [q for q in searched if q != TWO_HOP] == [f"{TWO_HOP} Adriana Trigiani"]
     assert [(it.id, it.scores) for it in got] == [(it.id, it.scores) for it in want]
