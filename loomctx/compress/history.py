@@ -89,19 +89,15 @@ class Compactor:
         return st.points
 
     def window_start(self, source: str, items: Sequence[ContextItem], room: int, gap: int,
-                     cost: Callable[[ContextItem], int], variant: Hashable = None) -> int:
+                     sums: Sums) -> int:
         """Index of the first item shown in full: the earliest compaction point whose tail
         fits ``room``; ``len(items)`` when not even the newest unit fits.
 
         The tail that fits starts at the earliest unit start ``s`` with ``cost(items[s:]) <=
-        room`` (costs are never negative, so every later unit start fits too). The sums are
-        kept from build to build (:meth:`sums`) and extended by what was appended: a turn
-        measures its new messages, not the whole history. ``variant`` names anything else
-        that changes the items' costs (a clip size, where clipping starts): a new one starts
-        the sums over."""
+        room`` (costs are never negative, so every later unit start fits too), read off the
+        items' :meth:`sums`."""
         if not items:
             return 0
-        sums = self.sums(source, items, cost, variant)
         need = sums.prefix[len(items)] - room  # a unit start whose prefix reaches this fits
         starts = sums.starts
         k = bisect_left(starts, need, key=lambda i: sums.prefix[i])
@@ -114,9 +110,11 @@ class Compactor:
     def sums(self, source: str, items: Sequence[ContextItem],
               cost: Callable[[ContextItem], int], variant: Hashable) -> Sums:
         """The prefix sums (``prefix[i]``: the cost of ``items[:i]``) and unit starts of
-        ``items``, kept while the history only grows at
-        its end (the last item summed is where it was: messages dropped at the front move it)
-        and ``variant`` stays."""
+        ``items``, kept from build to build while the history only grows at its end (the last
+        item summed is where it was: messages dropped at the front move it) and ``variant``
+        stays: a turn measures its new messages, not the whole history. ``variant`` names
+        anything else that changes the items' costs (a clip size, where clipping starts).
+        ``items`` must not be empty."""
         key = (source, variant)
         st = self._costs.get(key)
         done = 0 if st is None else len(st.prefix) - 1

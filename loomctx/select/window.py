@@ -170,15 +170,17 @@ class TurnWindow:
         # from where it last started, and what lies before needs no clipping or measuring.
         last = self._last_start(source, gap, items)
         items = self._clipped(st, source, items, clip, last)
+        if not items:
+            st.window_start[source] = 0
+            return []
+        # measured once per message: kept between turns, read by the start and the copies
+        sums = self.compactor.sums(source, items, self.measure, (clip, last))
         start = self._started(source, gap, items, max(last, self.compactor.window_start(
-            source, items, room, gap, self.measure, variant=(clip, last))))
-        if start >= len(items) and items:
+            source, items, room, gap, sums)))
+        if start >= len(items):
             return None
         st.window_start[source] = start
-        if not items:
-            return []
-        # the costs window_start summed (kept between builds): nothing is measured again
-        prefix = self.compactor.sums(source, items, self.measure, (clip, last)).prefix
+        prefix = sums.prefix
         return window_items(items[start:], cost,
                             [prefix[i + 1] - prefix[i] for i in range(start, len(items))])
 

@@ -30,8 +30,8 @@ _FETCH = 4096
 _COLUMNS = ("tenant", "agent", "session")
 INT8_FROM = 32_768
 """Rows from which a search that reads most of the index scores an int8 copy first
-(:mod:`loomctx.stores._int8_rows`): exact all the same, ~3× faster at 100k rows, and worth the
-copy's ~0.3 s and quarter-size memory from about here."""
+(:mod:`loomctx.stores._int8_rows`): exact all the same, ~3× faster at 100k rows; below this
+the float32 product takes a few ms and the copy (its making, its memory) is not worth it."""
 RECORDS_MAX = 50_000
 """Decoded records kept with the index; past this many they are all read again (bounded memory,
 well above what one session's searches return between two changes of the data)."""
@@ -233,5 +233,6 @@ class VectorIndex:
             if kept is None or 4 * (n - kept.rows) >= kept.rows:
                 kept = self._int8_rows = Int8Rows(self._matrix[:n])
             return kept
+
 
 __all__ = ["VectorIndex"]

@@ -161,9 +161,9 @@ def test_the_kept_sums_find_the_start_the_walk_finds(
                                      kind="message", group=f"g{fresh // 3}" if grouped else None))
         if cut and len(items) > 4:
             items = items[2:]  # the oldest messages dropped (max_messages)
-        got = compactor.window_start("h", items, room, gap, cost)
+        got = compactor.window_start("h", items, room, gap,
+                                     compactor.sums("h", items, cost, None)) if items else 0
         assert got == _walked_start(Compactor(), "h", items, room, gap, cost)
-    assert compactor.window_start("h", [], 100, gap, cost) == 0
 
 
 def test_a_turn_measures_only_the_messages_added_since_the_last() -> None:
@@ -176,13 +176,17 @@ def test_a_turn_measures_only_the_messages_added_since_the_last() -> None:
         counted.append(it.id)
         return 25
 
-    compactor.window_start("h", items, 10_000, 256, cost)
+    compactor.sums("h", items, cost, None)
     assert len(counted) == 200
     counted.clear()
     items.append(ContextItem(id="m200", source="h", content="new", kind="message"))
-    assert compactor.window_start("h", items, 10_000, 256, cost) == \
+    sums = compactor.sums("h", items, cost, None)
+    assert counted == ["m200"] and sums.prefix[-1] == 25 * 201
+    assert compactor.window_start("h", items, 10_000, 256, sums) == \
         _walked_start(Compactor(), "h", items, 10_000, 256, lambda it: 25)
-    assert counted == ["m200"]
     counted.clear()
-    compactor.window_start("h", items, 10_000, 256, cost, variant=(64, 3))  # clipped otherwise
+    compactor.sums("h", items, cost, (64, 3))  # clipped otherwise: summed again
     assert len(counted) == 201
+    counted.clear()
+    compactor.sums("h", items[2:], cost, None)  # the front dropped: summed again
+    assert len(counted) == 199
