@@ -26,7 +26,7 @@ from loomctx.text.labels import label_terms
 from loomctx.text.lexical import bm25_idf, term_set, tokenize
 
 
-@dataclass
+@dataclass(slots=True)
 class Candidate:
     """A recalled candidate before reranking."""
 
@@ -169,7 +169,7 @@ def specificity(q_terms: AbstractSet[str], docs: Sequence[AbstractSet[str]]) -> 
 
 
 def _credit(ranks: Mapping[str, int], lists: Mapping[str, float], k: float) -> float:
-    return sum(lists.get(kind, 1.0) / (k + r) for kind, r in ranks.items())
+    return sum([lists.get(kind, 1.0) / (k + r) for kind, r in ranks.items()])
 
 
 class UnifiedReranker:

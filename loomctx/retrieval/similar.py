@@ -39,10 +39,11 @@ class Similarities:
         exchange = self._memory.exchange if self._context else None
         todo: dict[str, MemoryRecord] = {}
         for r in records:
-            if cosines and r.id not in cos:
-                todo[r.id] = r
-            if exchange is not None and r.id not in near:
-                rs = near[r.id] = exchange(r.id) if short is None or short(r) else ()
+            rid = r.id
+            if cosines and rid not in cos:
+                todo[rid] = r
+            if exchange is not None and rid not in near:
+                rs = near[rid] = exchange(rid) if short is None or short(r) else ()
                 for x in rs:
                     if x.id not in cos:
                         todo[x.id] = x
@@ -63,7 +64,7 @@ class Similarities:
         if not self._context:
             return
         pairs = [(c, r) for c in cands if isinstance(r := c.payload, MemoryRecord) and c.id == r.id]
-        self.add((r for _, r in pairs), cosines=False)
+        self.add([r for _, r in pairs], cosines=False)
         own = [c for c, _ in pairs]
         sims = {c.id: c.vector for c in own}  # before any is blended
         cos, near = self._cos, self._near
@@ -71,7 +72,7 @@ class Similarities:
         for c in own:
             rs = near[c.id]
             if rs:
-                mean = sum(sims[r.id] if r.id in sims else cos[r.id] for r in rs) / len(rs)
+                mean = sum([sims[r.id] if r.id in sims else cos[r.id] for r in rs]) / len(rs)
                 c.vector = (c.vector + w * mean) / (1.0 + w)
 
 

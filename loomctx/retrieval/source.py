@@ -16,7 +16,7 @@ import contextvars
 import math
 import re
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, get_args
 
 import numpy as np
 
@@ -30,12 +30,13 @@ from loomctx.retrieval.similar import Similarities
 from loomctx.retrieval.timecues import time_window
 from loomctx.sources.knowledge import KnowledgeSource
 from loomctx.sources.protocol import BaseSource, SourceRequest
-from loomctx.stores.protocol import Hit, MemoryRecord, Scope
+from loomctx.stores.protocol import Hit, Level, MemoryRecord, Scope
 from loomctx.text.decoration import index_text
 from loomctx.text.labels import without_terms
 from loomctx.text.lexical import tokenize
 
 MAX_RECALL = 256
+_ORIGIN = {level: f"memory:{level}" for level in get_args(Level)}  # one string per tier
 PERIOD_RANKED = 1024
 """The most memories a period a question names may hold and still be ranked on its own
 (:meth:`UnifiedRetrievalSource._dated`): their vectors may have to be embedded again (a reopened
@@ -399,17 +400,19 @@ class UnifiedRetrievalSource(BaseSource):
         return f"{query} {' '.join(names[:self.bridge_terms])}" if names else None
 
     def _add_hits(self, cands: dict[str, Candidate], kind: str, hits: list[Hit]) -> None:
-        own = (self.memory.scope.agent, self.memory.session)
+        agent, session = self.memory.scope.agent, self.memory.session
+        dense = kind == "dense"
         for rank, h in enumerate(hits):
             r = h.record
             # Another session's record may reuse an id of this one: keep them apart.
-            key = r.id if (r.agent, r.session) == own else f"{r.agent}/{r.session}/{r.id}"
+            key = r.id if r.session == session and r.agent == agent \
+                else f"{r.agent}/{r.session}/{r.id}"
             c = cands.get(key)
             if c is None:
-                c = cands[key] = Candidate(id=key, content=r.content, role=r.role,
-                                           origin=f"memory:{r.level}", payload=r)
+                c = cands[key] = Candidate(key, r.content, _ORIGIN.get(r.level)
+                                           or f"memory:{r.level}", role=r.role, payload=r)
             c.ranks[kind] = rank
-            if kind == "dense":
+            if dense:
                 c.vector = h.score
 
     def _item(self, c: Candidate) -> ContextItem:
@@ -421,15 +424,14 @@ class UnifiedRetrievalSource(BaseSource):
                                metadata={**it.metadata, "origin": c.origin})
         r = c.payload
         assert isinstance(r, MemoryRecord)
-        return ContextItem(
-            id=c.id, source=self.name, content=r.content, kind="evidence", role=r.role,
-            tier=Tier.P2, timestamp=r.timestamp, seq=r.seq,
-            scores={RAW_RELEVANCE: c.score, **c.signals},
-            metadata={"origin": c.origin, "level": r.level, "session": r.session,
-                      # recalled only as a neighbour: say of what
-                      **({"adjacent_to": c.adjacent_to[0]} if c.adjacent_to and not c.ranks
-                         else {})},
-        )
+        metadata = {"origin": c.origin, "level": r.level, "session": r.session}
+        if c.adjacent_to and not c.ranks:  # recalled only as a neighbour: say of what
+            metadata["adjacent_to"] = c.adjacent_to[0]
+        # Positional, as per_build: half the cost of keywords for every recalled memory
+        # (test_returns_ranked_evidence_items_that_keep_their_stored_ids checks each field)
+        return ContextItem(c.id, self.name, r.content, "evidence", r.role, Tier.P2, 0.5,
+                           r.timestamp, None, None, metadata,
+                           {RAW_RELEVANCE: c.score, **c.signals}, None, r.seq)
 
 
 __all__ = ["L2ImportantSource", "UnifiedRetrievalSource"]

@@ -88,14 +88,21 @@ def score(items: Sequence[ContextItem], query: str, now: float, options: SelectO
             else:
                 raw = [0.0] * len(group)
         top = max((r for r in raw if r is not None), default=0.0)
+        asked = bool(query.strip())
+        # recency() and composite() inlined: a large build scores a thousand candidates
+        tau, w_rel, w_rec = options.recency_tau, options.relevance_weight, options.recency_weight
+        exp = math.exp
         for it, r in zip(group, raw, strict=True):
-            rel = (r or 0.0) / top if top > 0 else 0.0
-            if not query.strip():
+            if asked:
+                rel = (r or 0.0) / top if top > 0 else 0.0
+            else:
                 rel = it.priority  # no question: fall back to the item's own importance
-            rec = recency(it.timestamp, now, options.recency_tau)
-            it.scores["relevance"] = rel
-            it.scores["recency"] = rec
-            it.scores["composite"] = composite(rel, rec, it.priority, options)
+            ts = it.timestamp
+            rec = 1.0 if ts is None else exp(-max(0.0, now - ts) / tau)
+            scores = it.scores
+            scores["relevance"] = rel
+            scores["recency"] = rec
+            scores["composite"] = (w_rel * rel + w_rec * rec) * (0.5 + 0.5 * it.priority)
 
 
 def mmr_order(

@@ -124,7 +124,7 @@ class MemoryRecord:
     """JSON-serialisable extra data."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Hit:
     """A search result: the record and its score (higher is better)."""
 

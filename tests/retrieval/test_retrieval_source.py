@@ -64,6 +64,10 @@ def test_returns_ranked_evidence_items_that_keep_their_stored_ids(
     assert dog.content == "My dog is called Biscuit and he is seven."
     assert dog.timestamp == T0 + 4
     assert dog.metadata == {"origin": "memory:L1", "level": "L1", "session": "s1"}
+    # every other field: the item is built positionally
+    assert (dog.priority, dog.group, dog.message, dog.tokens) == (0.5, None, None, None)
+    assert dog.seq == memory.records["m4"].seq
+    assert set(dog.scores) >= {RAW_RELEVANCE, "vector", "overlap", "fusion"}
     scores = [it.scores[RAW_RELEVANCE] for it in items]
     assert scores == sorted(scores, reverse=True)
     assert {it.id for it in items} <= {f"m{i}" for i in range(9)}

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from loomctx.errors import ConfigError
 from loomctx.items import RAW_RELEVANCE, ContextItem
-from loomctx.select.scoring import SelectOptions, mmr_order, recency, score
+from loomctx.select.scoring import SelectOptions, composite, mmr_order, recency, score
 
 NOW = 1_000_000.0
 
@@ -54,6 +54,30 @@ def test_relevance_is_normalised_per_source_and_composite_weighted() -> None:
         expected = (0.7 * it.scores["relevance"] + 0.3 * it.scores["recency"]) * (
             0.5 + 0.5 * it.priority)
         assert it.scores["composite"] == pytest.approx(expected)
+
+
+@settings(max_examples=60, deadline=None, derandomize=True)
+@given(rows=st.lists(st.tuples(st.floats(0, 50), st.floats(0, 1),
+                               st.sampled_from([None, NOW + 500.0, NOW - 3600.0])
+                               | st.floats(NOW - 1e7, NOW + 1e3)),
+                     min_size=1, max_size=8),
+       tau=st.floats(1, 1e6), w_rel=st.floats(0, 1), w_rec=st.floats(0, 1),
+       query=st.sampled_from(["refund", "  "]))
+def test_score_gives_exactly_recency_and_composite(
+        rows: list[tuple[float, float, float | None]], tau: float, w_rel: float, w_rec: float,
+        query: str) -> None:
+    # score() inlines both functions for speed: it must agree with them to the last bit
+    items = [ev(f"i{k}", "text", priority=p, timestamp=t) for k, (_, p, t) in enumerate(rows)]
+    for it, (raw, _, _) in zip(items, rows, strict=True):
+        it.scores[RAW_RELEVANCE] = raw
+    opts = SelectOptions(recency_tau=tau, relevance_weight=w_rel, recency_weight=w_rec)
+    score(items, query, NOW, opts)
+    top = max(raw for raw, _, _ in rows)
+    for it, (raw, _, _) in zip(items, rows, strict=True):
+        rel = it.priority if not query.strip() else raw / top if top > 0 else 0.0
+        rec = recency(it.timestamp, NOW, tau)
+        assert (it.scores["relevance"], it.scores["recency"]) == (rel, rec)
+        assert it.scores["composite"] == composite(rel, rec, it.priority, opts)
 
 
 def test_precomputed_bm25_is_used_and_history_is_not_scored() -> None:
