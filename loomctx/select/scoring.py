@@ -93,10 +93,8 @@ def score(items: Sequence[ContextItem], query: str, now: float, options: SelectO
         tau, w_rel, w_rec = options.recency_tau, options.relevance_weight, options.recency_weight
         exp = math.exp
         for it, r in zip(group, raw, strict=True):
-            if asked:
-                rel = (r or 0.0) / top if top > 0 else 0.0
-            else:
-                rel = it.priority  # no question: fall back to the item's own importance
+            # no question: fall back to the item's own importance
+            rel = ((r or 0.0) / top if top > 0 else 0.0) if asked else it.priority
             ts = it.timestamp
             rec = 1.0 if ts is None else exp(-max(0.0, now - ts) / tau)
             scores = it.scores

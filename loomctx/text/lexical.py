@@ -286,7 +286,7 @@ class BM25Index:
             top = vals >= kth
             cand, vals = cand[top], vals[top]
         order = np.lexsort((cand, -vals))[:limit]
-        return list(zip(cand[order].tolist(), vals[order].tolist()))
+        return list(zip(cand[order].tolist(), vals[order].tolist(), strict=True))
 
     def _doc_norm(self) -> np.ndarray:
         """Per-document ``k1 * (1 - b + b * dl / avgdl)``, recomputed after adds."""
