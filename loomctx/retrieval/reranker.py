@@ -208,10 +208,10 @@ class UnifiedReranker:
         top_vec = max((c.vector for c in cands), default=0.0) or 1.0
         lists, k = w.list_weights, w.rrf_k  # looked up once for a thousand candidates
         own = {c.id: _credit(c.ranks, lists, k) for c in cands}
-        rrf = {c.id: own[c.id] + w.adjacent * max((own[p] for p in c.adjacent_to if p in own),
-                                                  default=0.0)
-               if c.adjacent_to else own[c.id] for c in cands}
-        top_rrf = max(rrf.values()) or 1.0
+        rrf = [own[c.id] + w.adjacent * max((own[p] for p in c.adjacent_to if p in own),
+                                            default=0.0)
+               if c.adjacent_to else own[c.id] for c in cands]
+        top_rrf = max(rrf) or 1.0
         docs = [term_set(c.content) for c in cands]
         fusion = w.fusion
         if w.lexical_trust:
@@ -220,13 +220,14 @@ class UnifiedReranker:
         n_terms = len(q_terms)
         w_vector, w_overlap, w_length, w_named, w_voice = (w.vector, w.overlap, w.length,
                                                            w.named, w.voice)
-        for c, terms in zip(cands, docs, strict=True):
+        length_tokens = w.length_tokens
+        for c, terms, credit in zip(cands, docs, rrf, strict=True):
             vector = max(0.0, c.vector) / top_vec
             overlap = len(q_terms & terms) / n_terms if n_terms else 0.0
-            length = min(1.0, c.tokens / w.length_tokens) if c.tokens else 0.5
-            fused = rrf[c.id] / top_rrf
-            label = label_terms(c.content) if w_named else frozenset()
-            named = 1.0 if label and label <= q_terms else 0.0
+            length = min(1.0, c.tokens / length_tokens) if c.tokens else 0.5
+            fused = credit / top_rrf
+            named = 1.0 if w_named and (label := label_terms(c.content)) and label <= q_terms \
+                else 0.0
             spoken = 1.0 if role is not None and c.role == role else 0.0
             c.signals = {"vector": vector, "overlap": overlap, "length": length,
                          "fusion": fused, "named": named, "voice": spoken}
@@ -234,11 +235,12 @@ class UnifiedReranker:
                        + fusion * fused + w_named * named + w_voice * spoken)
         ordered = sorted(cands, key=lambda c: (-c.score, c.id))
         seen: dict[str, int] = {}
+        w_diversity = w.diversity
         for c in ordered:  # origin diversity: first of each origin gets the full bonus
             origin = diversity_origin(c.origin)
             n = seen.get(origin, 0)
-            c.signals["diversity"] = 1.0 / (1 + n)
-            c.score += w.diversity * c.signals["diversity"]
+            c.signals["diversity"] = bonus = 1.0 / (1 + n)
+            c.score += w_diversity * bonus
             seen[origin] = n + 1
         return sorted(ordered, key=lambda c: (-c.score, c.id))
 
