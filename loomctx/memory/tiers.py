@@ -184,8 +184,8 @@ class TieredMemory:
 
     def search_lexical(self, query: str, limit: int) -> list[Hit]:
         """BM25 over this session's records (every tier), best first."""
-        return [Hit(self.records[self._lex_ids[i]], score)
-                for i, score in self._lex.search(query, limit)]
+        records, ids = self.records, self._lex_ids
+        return [Hit(records[ids[i]], score) for i, score in self._lex.search(query, limit)]
 
     def vectors(self, records: Sequence[MemoryRecord]) -> np.ndarray:
         """The embeddings of ``records``' texts, one row each: what the embedder gives for their

@@ -58,6 +58,39 @@ def _retrieved(future: asyncio.Future[Any]) -> None:
         future.exception()
 
 
+def fused_best(lexical: list[Hit], dense: list[Hit], want: int,
+               reranker: UnifiedReranker) -> list[str]:
+    """The ``want`` record ids with the most fusion credit from their first ranks in the two
+    lists (``lexical``, ``dense``), most first, ties by id.
+
+    Only the heads of the lists are scored: an id first seen at rank ``depth`` or deeper in
+    both has at most ``Σ weight / (rrf_k + depth)`` (list weights are never negative), so once
+    the ``want``-th best credit of the heads is above that, nothing deeper can reach it. The
+    head doubles until it is, or is the whole lists.
+    """
+    ids = {"lexical": [h.record.id for h in lexical], "dense": [h.record.id for h in dense]}
+    # first ranks, in C: a later (deeper) duplicate is overwritten by the earlier one
+    first = {kind: dict(zip(reversed(v), range(len(v) - 1, -1, -1), strict=True))
+             for kind, v in ids.items()}
+    weights, k = reranker.weights.list_weights, reranker.weights.rrf_k
+    longest = max(len(v) for v in ids.values())
+    credit: dict[str, float] = {}
+    depth = 32
+    while True:
+        for kind in ids:
+            for i in ids[kind][:depth]:
+                if i not in credit:  # the same ranks, in the same order, as rerank's
+                    credit[i] = reranker.fusion_credit(
+                        {kind: r[i] for kind, r in first.items() if i in r})
+        best = sorted(credit, key=lambda i: (-credit[i], i))[:want]
+        if depth >= longest:
+            return best
+        deeper = sum(weights.get(kind, 1.0) / (k + depth) for kind in ids)
+        if len(best) == want and credit[best[-1]] > deeper:
+            return best
+        depth *= 2
+
+
 class L2ImportantSource(BaseSource):
     """The session's L2 (important) memories for builds without a question, by importance."""
 
@@ -340,12 +373,7 @@ class UnifiedRetrievalSource(BaseSource):
                 if len(first) == want:
                     break
             return [self.memory.records[i] for i in first if i in self.memory.records]
-        ranks: dict[str, dict[str, int]] = {}
-        for kind, hits in (("lexical", lexical), ("dense", dense)):
-            for rank, h in enumerate(hits):
-                ranks.setdefault(h.record.id, {}).setdefault(kind, rank)
-        fused = {i: self.reranker.fusion_credit(r) for i, r in ranks.items()}
-        best = sorted(fused, key=lambda i: (-fused[i], i))[:want]
+        best = fused_best(lexical, dense, want, self.reranker)
         # A match another view of the session stored since this one loaded is not known here.
         return [self.memory.records[i] for i in best if i in self.memory.records]
 
@@ -434,4 +462,4 @@ class UnifiedRetrievalSource(BaseSource):
                            {RAW_RELEVANCE: c.score, **c.signals}, None, r.seq)
 
 
-__all__ = ["L2ImportantSource", "UnifiedRetrievalSource"]
+__all__ = ["L2ImportantSource", "UnifiedRetrievalSource", "fused_best"]

@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from loomctx.embed.fake import HashingEmbedder
 from loomctx.errors import ConfigError
@@ -13,9 +15,15 @@ from loomctx.memory.tiers import MemoryOptions, TieredMemory
 from loomctx.retrieval import source as source_module
 from loomctx.retrieval.reranker import RerankWeights, UnifiedReranker
 from loomctx.retrieval.rewriter import QueryRewriter
-from loomctx.retrieval.source import MAX_RECALL, L2ImportantSource, UnifiedRetrievalSource
+from loomctx.retrieval.source import (
+    MAX_RECALL,
+    L2ImportantSource,
+    UnifiedRetrievalSource,
+    fused_best,
+)
 from loomctx.sources.knowledge import Document, KnowledgeSource
 from loomctx.stores.memory import InMemoryStore
+from loomctx.stores.protocol import Hit, MemoryRecord
 from loomctx.tokens.protocol import TokenCounter
 
 Collect = Callable[..., Sequence[ContextItem]]
@@ -525,6 +533,43 @@ def test_the_best_matches_of_one_list_are_its_own_order(
         want = sorted(fused, key=lambda i: (-fused[i], i))[:max(1, adjacent)]
         assert [r.id for r in source._matches(hits, [])] == want
     assert want != [h.record.id for h in hits[:max(1, adjacent)]]  # the zero weight: by id
+
+
+@settings(max_examples=200, deadline=None, derandomize=True)
+@given(lexical=st.lists(st.integers(0, 90), max_size=300),
+       dense=st.lists(st.integers(0, 90), max_size=300), want=st.integers(1, 40),
+       weights=st.sampled_from([None, {"lexical": 0.0, "dense": 1.0}, {"lexical": 2.5},
+                                {"lexical": 0.0, "dense": 0.0}]))
+def test_the_fused_best_are_those_of_every_rank(lexical: list[int], dense: list[int],
+                                               want: int, weights: dict | None) -> None:
+    """fused_best scores only the lists' heads: it must give what fusing every rank gives,
+    duplicates within a list, ties and zero weights included."""
+    reranker = UnifiedReranker(None if weights is None else RerankWeights(list_weights=weights))
+
+    def hits(ids: list[int]) -> list[Hit]:
+        return [Hit(MemoryRecord(id=f"r{i:03d}", content="x"), 0.0) for i in ids]
+
+    ranks: dict[str, dict[str, int]] = {}
+    for kind, ids in (("lexical", lexical), ("dense", dense)):
+        for rank, i in enumerate(ids):
+            ranks.setdefault(f"r{i:03d}", {}).setdefault(kind, rank)
+    fused = {i: reranker.fusion_credit(r) for i, r in ranks.items()}
+    every = sorted(fused, key=lambda i: (-fused[i], i))[:want]
+    assert fused_best(hits(lexical), hits(dense), want, reranker) == every
+
+
+def test_a_match_below_the_heads_of_both_lists_is_found() -> None:
+    """An id at rank 32 of both lists (credit 2/42) ties the heads' 23rd best (1/21, rank 11
+    of one list) and comes first by id: fused_best must look past the heads to find it."""
+    lexical = [*(f"l{r:02d}" for r in range(32)), "a"]
+    dense = [*(f"d{r:02d}" for r in range(32)), "a"]
+
+    def hits(ids: list[str]) -> list[Hit]:
+        return [Hit(MemoryRecord(id=i, content="x"), 0.0) for i in ids]
+
+    best = fused_best(hits(lexical), hits(dense), 23, UnifiedReranker())
+    assert best[-1] == "a"
+    assert sorted(best[:22]) == sorted(f"{side}{r:02d}" for side in "ld" for r in range(11))
 
 
 def test_names_the_question_has_or_that_start_a_sentence_are_no_bridge(
