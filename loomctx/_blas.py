@@ -38,7 +38,10 @@ def _openblas() -> tuple[Any, Any] | None:
             paths = []
         for path in paths:
             try:
-                lib = ctypes.CDLL(path)
+                # PyDLL: a call keeps the interpreter lock. Both calls take microseconds, and a
+                # worker thread that gave the lock up around each would wait for it again, up
+                # to the switch interval (5 ms) while the build's thread runs Python.
+                lib = ctypes.PyDLL(path)
             except OSError:
                 continue
             for prefix in _PREFIXES:
