@@ -46,7 +46,13 @@ from loomctx.select.scoring import score
 from loomctx.select.tail import about_the_past, tail_share_scale
 from loomctx.select.window import NOTE, STABLE_KINDS, TurnWindow, take_input, without_pending
 from loomctx.sources.gather import gather, is_history
-from loomctx.sources.protocol import ContextSource, SourceRequest, check_source, declared_share
+from loomctx.sources.protocol import (
+    ContextSource,
+    SourceRequest,
+    check_source,
+    declared_share,
+    makes_fresh,
+)
 from loomctx.tokens.registry import counter_for_model
 
 FORMATS = formats()
@@ -381,15 +387,18 @@ class ContextBuilder:
         names = [s.name for s in self.sources if not is_history(s)]
         names += [n for n in st.candidates if n not in names and not any(
             s.name == n for s in self.sources)]  # a turn's input when no source takes it
+        fresh = {s.name for s in self.sources if makes_fresh(s)}
         for name in names:
             kept = []
+            own = name in fresh  # made for this build alone: scored in place, not copied
             for it in st.candidates.get(name, []):
                 if opts.dedup and it.kind != "message":
-                    if it.fingerprint in seen:
+                    fp = it.fingerprint
+                    if fp in seen:
                         st.reasons[it.id] = "duplicate"
                         continue
-                    seen.add(it.fingerprint)
-                kept.append(per_build(it))
+                    seen.add(fp)
+                kept.append(it if own else per_build(it))
             to_rank[name] = kept
             if st.turn:  # what the prefix needs before the history: pinned and stable parts
                 share = st.allocation.share(name)

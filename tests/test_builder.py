@@ -292,3 +292,37 @@ def test_framing_of_sections_left_empty_goes_to_the_next_best_units(
             gained.append(budget)
     # The empty history and summary sections free a few tokens: some budgets gain a passage.
     assert gained
+
+
+class _Returned(Passages):
+    """Passages that keep what each collect returned, to look at it after the build."""
+
+    def __init__(self, words: Sequence[int], *, fresh: bool) -> None:
+        super().__init__(words)
+        self.fresh = fresh
+        self.returned: list[ContextItem] = []
+
+    async def collect(self, request: Any) -> Sequence[ContextItem]:
+        self.returned = list(await super().collect(request))
+        return self.returned
+
+
+def test_a_fresh_source_is_scored_in_place_and_any_other_through_copies() -> None:
+    results = {}
+    for fresh in (False, True):
+        src = _Returned([40, 30, 22, 9], fresh=fresh)  # no duplicates: each one is scored
+        b = ContextBuilder([UserInputSource(), src], options=BuildOptions(format="text"))
+        r = b.build_sync("Which customs passage?", max_tokens=200, now=NOW)
+        scored = [("composite" in it.scores, it.tokens is not None) for it in src.returned]
+        assert scored == [(fresh, fresh)] * 4  # copies leave the source's items as they were
+        results[fresh] = [(i.id, i.included, i.reason, i.tokens, i.score)
+                          for i in r.report.items]
+    assert results[True] == results[False]  # the same build either way
+
+
+def test_sources_are_not_fresh_unless_they_say_so() -> None:
+    from loomctx.retrieval.source import UnifiedRetrievalSource
+    from loomctx.sources.protocol import BaseSource, makes_fresh
+
+    assert not makes_fresh(Passages([1])) and not makes_fresh(BaseSource())
+    assert makes_fresh(UnifiedRetrievalSource)  # type: ignore[arg-type]

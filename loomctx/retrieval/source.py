@@ -123,6 +123,8 @@ class UnifiedRetrievalSource(BaseSource):
     session's tenant (never another tenant's).
     """
 
+    fresh = True  # every collect makes its items: the builder scores them without a copy
+
     def __init__(
         self, memory: TieredMemory, knowledge: Sequence[KnowledgeSource] = (), *,
         name: str = "L4_semantic", recall_limit: int = 20, rewriter: QueryRewriter | None = None,

@@ -60,7 +60,10 @@ class ContextSource(Protocol):
       default) leaves it to the budget manager's ratio for ``name``. A builder reads it once,
       when it is made.
     - ``collect`` may return more than fits: the selector decides. It must not mutate items it
-      returned in earlier builds (return fresh items or treat them as read-only).
+      returned in earlier builds (return fresh items or treat them as read-only). The builder
+      scores and measures copies of them, unless the source says ``fresh`` (True: every call
+      returns items made for that call alone, which nothing else holds): then the items
+      themselves.
     - It may be slow or fail: the builder runs it under a timeout and reports the failure. A
       source that answers while a part of it failed records the part with
       ``request.failed(part, error)`` (:meth:`SourceRequest.failed`) and the report names it.
@@ -92,12 +95,21 @@ class BaseSource:
     """True only for a conversation's messages (see :class:`ContextSource`)."""
     share: float | None = None
     """Budget ratio; None uses the budget manager's ratio for the source's name."""
+    fresh: bool = False
+    """True when every ``collect`` returns new items that nothing else holds: the builder
+    scores them in place instead of copying each (see :class:`ContextSource`)."""
 
 
 def is_history(source: ContextSource) -> bool:
     """Whether the source is conversation history (kept in order, never ranked by score);
     False for a source that does not say."""
     return getattr(source, "history", False) is True
+
+
+def makes_fresh(source: ContextSource) -> bool:
+    """Whether the source's items are made for each build alone (``fresh``); False for a
+    source that does not say."""
+    return getattr(source, "fresh", False) is True
 
 
 def declared_share(source: ContextSource) -> float | None:
@@ -129,4 +141,4 @@ def check_source(source: object) -> ContextSource:
 
 
 __all__ = ["BaseSource", "ContextSource", "SourceRequest", "check_source", "declared_share",
-           "is_history"]
+           "is_history", "makes_fresh"]

@@ -82,6 +82,20 @@ def test_returns_ranked_evidence_items_that_keep_their_stored_ids(
     assert len({it.id for it in items}) == len(items)
 
 
+def test_each_collect_makes_its_own_items(make_memory: Callable[..., TieredMemory],
+                                          collect: Collect) -> None:
+    """The source says it is ``fresh``: the builder scores its items in place, so no two
+    builds may share an item, nor an item's scores or metadata."""
+    memory = make_memory()
+    add(memory, [*FILLER, "My dog is called Biscuit and he is seven."], prefix="m")
+    source = UnifiedRetrievalSource(memory)
+    first = collect(source, "What is my dog called?", total=2000)
+    second = collect(source, "What is my dog called?", total=2000)
+    assert source.fresh and [it.id for it in first] == [it.id for it in second]
+    for a, b in zip(first, second, strict=True):
+        assert a is not b and a.scores is not b.scores and a.metadata is not b.metadata
+
+
 def test_an_empty_query_recalls_nothing(make_memory: Callable[..., TieredMemory],
                                         collect: Collect) -> None:
     memory = make_memory()
