@@ -7,17 +7,28 @@ Writes benchmarks/results/memory.json.
 With ``--db PATH`` the store is kept at PATH: a first run fills it, later runs (of this checkout
 or another one, ``PYTHONPATH=other``) reopen the session and time only the builds, so two
 versions can be compared on the same stored data in minutes instead of one ingest each.
+
+With ``--db PATH --peer DIR`` both versions run at once, build for build: this checkout and the
+checkout at DIR each open the stored session in a process of its own, and the builds alternate
+between them (which goes first alternates too). A shared machine's speed drifts by a quarter
+within minutes; builds taken side by side see the same drift, so the ratio of each pair says
+which version is faster where two runs one after the other would not. Writes
+``results/memory_paired.json``.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import resource
 import statistics
+import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -79,6 +90,99 @@ def _texts(n: int, seed: int = 3) -> list[str]:
     ]
 
 
+ROOT = Path(__file__).resolve().parent.parent
+WARM_UP = 5  # builds before timing: the second wide search makes the store's int8 copy
+
+
+def _open(db: Path, embedder_name: str) -> Any:  # a Session of whichever checkout runs it
+    from loomctx import HashingEmbedder, MemoryOptions, Session, SQLiteStore
+    from loomctx.embed import UniversalSentenceEncoder
+
+    embedder = UniversalSentenceEncoder() if embedder_name == "use" else HashingEmbedder()
+    return Session("bench", store=SQLiteStore(db), embedder=embedder, model="gpt-4o",
+                   memory=MemoryOptions(l1_max_tokens=2000), clock=lambda: 1.7e9)
+
+
+def _serve(args: argparse.Namespace) -> int:
+    """One side of ``--peer``: open the stored session, then build once per line read (the
+    line is the build's number) and answer with its wall and CPU time."""
+    s = _open(args.db, args.embedder)
+    for i in range(WARM_UP):
+        s.build_sync(QUERIES[i % len(QUERIES)], max_tokens=args.max_tokens)
+    print("ready", flush=True)
+    for line in sys.stdin:
+        i = int(line)
+        t, c = time.perf_counter(), time.process_time()
+        r = s.build_sync(QUERIES[i % len(QUERIES)], max_tokens=args.max_tokens)
+        wall, cpu = (time.perf_counter() - t) * 1000, (time.process_time() - c) * 1000
+        print(json.dumps({"ms": wall, "cpu_ms": cpu, "over": r.tokens > args.max_tokens}),
+              flush=True)
+    return 0
+
+
+def _spread(values: list[float]) -> dict[str, float]:
+    v = sorted(values)
+    return {"median": round(statistics.median(v), 2), "p25": round(v[len(v) // 4], 2),
+            "p75": round(v[(3 * len(v)) // 4], 2), "min": round(v[0], 2)}
+
+
+def _commit(tree: Path) -> str:
+    done = subprocess.run(["git", "-C", str(tree), "rev-parse", "--short", "HEAD"],
+                          capture_output=True, text=True, check=False)
+    return done.stdout.strip() or "unknown"
+
+
+def _paired(args: argparse.Namespace) -> int:
+    """``--peer``: this checkout and the peer's, build for build on the same stored session."""
+    if not args.db.exists():
+        raise SystemExit(f"--peer needs a filled --db: {args.db} does not exist (run once "
+                         "with --db to fill it)")
+    if not (args.peer / "loomctx" / "__init__.py").exists():
+        raise SystemExit(f"--peer {args.peer} is not a loomctx checkout (no loomctx/ in it)")
+    sides = {"this": ROOT, "peer": args.peer.resolve()}
+    procs = {}
+    for name, tree in sides.items():
+        procs[name] = subprocess.Popen(
+            [sys.executable, __file__, "--serve", "--db", str(args.db), "--max-tokens",
+             str(args.max_tokens), "--embedder", args.embedder],
+            env={**os.environ, "PYTHONPATH": str(tree)}, stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE, text=True)
+    try:
+        for name, p in procs.items():
+            assert p.stdout is not None
+            if p.stdout.readline().strip() != "ready":
+                raise SystemExit(f"the {name} side did not open the session")
+        times: dict[str, list[dict]] = {name: [] for name in procs}
+        for i in range(args.builds):
+            for name in (("this", "peer") if i % 2 == 0 else ("peer", "this")):
+                p = procs[name]
+                assert p.stdin is not None and p.stdout is not None
+                p.stdin.write(f"{i}\n")
+                p.stdin.flush()
+                times[name].append(json.loads(p.stdout.readline()))
+    finally:
+        for p in procs.values():
+            if p.stdin is not None:
+                p.stdin.close()
+            p.wait()
+    ratio = [a["ms"] / b["ms"] for a, b in zip(times["this"], times["peer"], strict=True)]
+    out = {
+        "builds": args.builds, "max_tokens": args.max_tokens, "embedder": args.embedder,
+        "peer": _commit(sides["peer"]), "this": _commit(ROOT),
+        "load_average": os.getloadavg()[0],
+        "warm_build_ms": {name: _spread([t["ms"] for t in ts]) for name, ts in times.items()},
+        "warm_build_cpu_ms": {name: _spread([t["cpu_ms"] for t in ts])
+                              for name, ts in times.items()},
+        "this_over_peer": _spread(ratio),
+        "over_budget": sum(t["over"] for ts in times.values() for t in ts),
+    }
+    out_path = args.out or Path(__file__).parent / "results" / "memory_paired.json"
+    out_path.parent.mkdir(parents=True, exist_ok=True)
+    out_path.write_text(json.dumps(out, indent=1))
+    print(json.dumps(out, indent=1))
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--messages", type=int, default=100_000)
@@ -87,31 +191,35 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--max-tokens", type=int, default=8000)
     ap.add_argument("--embedder", choices=("use", "hashing"), default="use")
     ap.add_argument("--quick", action="store_true", help="10k messages, 10 builds")
-    ap.add_argument("--out", type=Path, default=Path(__file__).parent / "results" / "memory.json")
+    ap.add_argument("--out", type=Path, default=None,
+                    help="results file (default results/memory.json, with --peer "
+                         "results/memory_paired.json)")
     ap.add_argument("--db", type=Path, default=None,
                     help="keep the store here and reuse the session it holds (builds only)")
+    ap.add_argument("--peer", type=Path, default=None,
+                    help="another loomctx checkout: time its builds and this one's in turn "
+                         "on the session --db holds")
+    ap.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.quick:
         args.messages, args.builds = 10_000, 10
+    if args.serve:
+        return _serve(args)
+    if args.peer is not None:
+        if args.db is None:
+            ap.error("--peer needs --db: the stored session both checkouts open")
+        return _paired(args)
+    args.out = args.out or Path(__file__).parent / "results" / "memory.json"
 
-    from loomctx import HashingEmbedder, MemoryOptions, Scope, Session, SQLiteStore
-    from loomctx.embed import UniversalSentenceEncoder
+    from loomctx import Scope
 
-    embedder = UniversalSentenceEncoder() if args.embedder == "use" else HashingEmbedder()
     texts = _texts(args.messages)
     with tempfile.TemporaryDirectory() as tmp:
         path = args.db or Path(tmp) / "memory.db"
-        store = SQLiteStore(path)
         t_open = time.perf_counter()
-        s = Session(
-            "bench",
-            store=store,
-            embedder=embedder,
-            model="gpt-4o",
-            memory=MemoryOptions(l1_max_tokens=2000),
-            clock=lambda: 1.7e9,
-        )
+        s = _open(path, args.embedder)
         open_s = time.perf_counter() - t_open
+        store, embedder = s.memory.store, s.memory.embedder
         reused = store.count(scope=s.memory.scope)
         if reused and reused != args.messages:
             raise SystemExit(f"{path} holds {reused} messages, not --messages {args.messages}")

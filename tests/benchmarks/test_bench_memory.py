@@ -1,0 +1,54 @@
+"""bench_memory.py: a stored session reopened, and two checkouts timed build for build."""
+
+from __future__ import annotations
+
+import importlib
+import json
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def bench(bench_path: Path) -> ModuleType:
+    return importlib.import_module("bench_memory")
+
+
+def test_two_checkouts_are_timed_build_for_build(bench: ModuleType, tmp_path: Path) -> None:
+    db = tmp_path / "memory.db"
+    assert bench.main(["--messages", "300", "--builds", "2", "--embedder", "hashing",
+                       "--db", str(db), "--out", str(tmp_path / "fill.json")]) == 0
+    out = tmp_path / "paired.json"
+    # this checkout as its own peer: the two sides run the same code in two processes
+    assert bench.main(["--db", str(db), "--peer", str(ROOT), "--builds", "6",
+                       "--embedder", "hashing", "--out", str(out)]) == 0
+    result = json.loads(out.read_text())
+    assert result["builds"] == 6 and result["over_budget"] == 0
+    assert result["this"] == result["peer"]
+    for side in ("this", "peer"):
+        spread = result["warm_build_ms"][side]
+        assert 0 < spread["min"] <= spread["p25"] <= spread["median"] <= spread["p75"]
+    assert result["this_over_peer"]["median"] > 0
+
+
+@pytest.mark.parametrize(("args", "says"), [
+    (["--peer", "."], "--peer needs --db"),
+    (["--peer", ".", "--db", "missing.db"], "does not exist"),
+])
+def test_a_peer_without_a_stored_session_is_refused(bench: ModuleType, tmp_path: Path,
+                                                    args: list[str], says: str,
+                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    args = [str(tmp_path / a) if a.endswith(".db") else a for a in args]
+    with pytest.raises(SystemExit) as exc:
+        bench.main(args)
+    assert says in str(exc.value) + capsys.readouterr().err
+
+
+def test_a_peer_that_is_not_a_checkout_is_refused(bench: ModuleType, tmp_path: Path) -> None:
+    db = tmp_path / "memory.db"
+    db.write_bytes(b"")
+    with pytest.raises(SystemExit, match="not a loomctx checkout"):
+        bench.main(["--db", str(db), "--peer", str(tmp_path)])
