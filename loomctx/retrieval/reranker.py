@@ -19,6 +19,7 @@ import re
 from collections.abc import Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
+from operator import attrgetter
 
 from loomctx.errors import ConfigError
 from loomctx.items import fingerprint
@@ -168,6 +169,15 @@ def specificity(q_terms: AbstractSet[str], docs: Sequence[AbstractSet[str]]) -> 
     return sum(idfs) / len(idfs) if idfs else 0.0
 
 
+def _best_first(cands: Sequence[Candidate]) -> list[Candidate]:
+    """Highest score first, ties by id: two stable sorts (the second one reversed keeps ties
+    in id order) instead of a ``(-score, id)`` tuple per candidate, a thousand new objects
+    per sort for the garbage collector to count."""
+    out = sorted(cands, key=attrgetter("id"))
+    out.sort(key=attrgetter("score"), reverse=True)
+    return out
+
+
 def _credit(ranks: Mapping[str, int], lists: Mapping[str, float], k: float) -> float:
     return sum([lists.get(kind, 1.0) / (k + r) for kind, r in ranks.items()])
 
@@ -233,7 +243,7 @@ class UnifiedReranker:
                          "fusion": fused, "named": named, "voice": spoken}
             c.score = (w_vector * vector + w_overlap * overlap + w_length * length
                        + fusion * fused + w_named * named + w_voice * spoken)
-        ordered = sorted(cands, key=lambda c: (-c.score, c.id))
+        ordered = _best_first(cands)
         seen: dict[str, int] = {}
         w_diversity = w.diversity
         for c in ordered:  # origin diversity: first of each origin gets the full bonus
@@ -242,7 +252,7 @@ class UnifiedReranker:
             c.signals["diversity"] = bonus = 1.0 / (1 + n)
             c.score += w_diversity * bonus
             seen[origin] = n + 1
-        return sorted(ordered, key=lambda c: (-c.score, c.id))
+        return _best_first(ordered)
 
 
 __all__ = ["Candidate", "RerankWeights", "UnifiedReranker", "diversity_origin", "label_terms",

@@ -18,6 +18,7 @@ from __future__ import annotations
 import heapq
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from operator import itemgetter
 
 from loomctx.budget.manager import Allocation
 from loomctx.errors import BudgetError
@@ -239,7 +240,9 @@ class _Packing:
             truncate: Callable[[ContextItem, int], ContextItem | None] | None,
             min_fragment: int) -> None:
         """5: the best deferred units, cut into what is left."""
-        for _, s, u in sorted(deferred, key=lambda d: (-d[0], d[1])):
+        ranked = sorted(deferred, key=itemgetter(1))  # by score, then source: no key tuples
+        ranked.sort(key=itemgetter(0), reverse=True)
+        for _, s, u in ranked:
             if s in self.tail and len(u.items) == 1 and u.items[0].id in self.ids \
                     and u.items[0].id not in self.res.truncated:
                 # A lone message already in whole through another source (a recalled copy):

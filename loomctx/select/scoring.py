@@ -12,6 +12,7 @@ import math
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
+from operator import attrgetter
 
 from loomctx.errors import ConfigError
 from loomctx.items import RAW_RELEVANCE, ContextItem
@@ -107,7 +108,9 @@ def mmr_order(
     items: Sequence[ContextItem], lam: float, terms: dict[str, frozenset[str]]
 ) -> list[ContextItem]:
     """Maximal marginal relevance order: λ·relevance − (1−λ)·max Jaccard to those chosen."""
-    ranked = sorted(items, key=lambda it: (-it.scores.get("composite", 0.0), it.seq))
+    # by composite, then seq: two stable sorts, no key tuple per item
+    ranked = sorted(items, key=attrgetter("seq"))
+    ranked.sort(key=lambda it: it.scores.get("composite", 0.0), reverse=True)
     if lam >= 1.0 or len(ranked) < 3:
         return ranked
     # Diversify the head only: MMR is O(k²), and the tail rarely reaches the context.

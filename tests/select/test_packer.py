@@ -299,3 +299,24 @@ def test_fill_spends_room_that_appeared_after_packing_best_first_within_ceilings
     # 40 left: c (30), then e does not fit notes' ceiling (20 + 15 > 30), f does, then d.
     assert [it.id for it in res.included] == ["c", "f"]
     assert reason(res, "e") == "budget" and reason(res, "d") == "budget"
+
+
+def test_units_that_fit_only_cut_go_by_score_then_by_source() -> None:
+    calls: list[str] = []
+
+    def cut(it: ContextItem, target: int) -> ContextItem:
+        calls.append(it.id)
+        return replace(it, content=it.content[:5] + "…", tokens=target)
+
+    # Nothing fits whole in 100 tokens; each cut takes all that is left, so only the first
+    # deferred unit is cut: the best score, and of equal scores the source first by name.
+    ordered = {"b": units(item("b1", "b", 300, score=0.8)),
+               "a": units(item("a1", "a", 300, score=0.8)),
+               "c": units(item("c1", "c", 300, score=0.9))}
+    pack(ordered, allocation=alloc(100, {}), available=100, tail_sources=frozenset(),
+         truncate=cut, min_fragment=16)
+    assert calls == ["c1"]
+    del ordered["c"]
+    pack(ordered, allocation=alloc(100, {}), available=100, tail_sources=frozenset(),
+         truncate=cut, min_fragment=16)
+    assert calls == ["c1", "a1"]

@@ -177,3 +177,13 @@ def test_per_build_copies_every_field() -> None:
     assert {f: getattr(copy, f) for f in values} == values
     copy.scores["composite"] = 0.1
     assert item.scores == {"composite": 0.5}  # scores are the copy's own
+
+
+def test_mmr_ranks_by_composite_then_by_seq() -> None:
+    items = []
+    for k, (value, seq) in enumerate([(0.5, 3), (0.9, 7), (0.5, 1), (0.9, 2), (0.5, 2)]):
+        it = ev(f"i{k}", f"text {k}")
+        it.scores["composite"], it.seq = value, seq
+        items.append(it)
+    order = [(it.scores["composite"], it.seq) for it in mmr_order(items, 1.0, {})]
+    assert order == [(0.9, 2), (0.9, 7), (0.5, 1), (0.5, 2), (0.5, 3)]
