@@ -43,6 +43,24 @@ SIZES_MAX = 500_000
 """History messages whose token counts a renderer keeps (cleared whole past it)."""
 
 
+class LineCosts:
+    """What a line of the evidence block costs (its text's tokens and one for its line break),
+    kept by text: a build prices a thousand recalled memories, most of them the last build's
+    too, and this is a dictionary look-up where the counter's shared cache takes a lock."""
+
+    def __init__(self, chat: ChatCount) -> None:
+        self._chat = chat
+        self._known: dict[str, int] = {}
+
+    def __call__(self, text: str) -> int:
+        n = self._known.get(text)
+        if n is None:
+            if len(self._known) >= SIZES_MAX:
+                self._known.clear()
+            n = self._known[text] = self._chat.text(text) + 1
+        return n
+
+
 def system_text(layout: Layout) -> str:
     parts = [i.content for i in layout.system]
     if layout.output:
@@ -84,5 +102,5 @@ def message_object(value: Any, where: str) -> dict[str, Any]:
     return dict(value)
 
 
-__all__ = ["EVIDENCE_HEADER", "SIZES_MAX", "ChatCount", "check_placement", "input_message",
-           "message_object",            "summary_text", "system_text", "volatile_text"]
+__all__ = ["EVIDENCE_HEADER", "SIZES_MAX", "ChatCount", "LineCosts", "check_placement",
+           "input_message", "message_object", "summary_text", "system_text", "volatile_text"]

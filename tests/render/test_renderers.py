@@ -212,3 +212,21 @@ def test_text_builds_reserve_output_framing_only_with_output_instructions() -> N
         return exc.value.required
 
     assert framing("Answer in one line.") - framing("") == COUNTER.count("[Output]") + 2
+
+
+@pytest.mark.parametrize("renderer", [OpenAIRenderer, AnthropicRenderer])
+def test_an_evidence_line_is_counted_once_and_costs_its_tokens_and_a_line(renderer: type) -> None:
+    counted: list[str] = []
+
+    class Counting(ChatCounter):
+        def text(self, s: str) -> int:
+            counted.append(s)
+            return super().text(s)
+
+    chat = Counting(COUNTER)
+    r = renderer(chat)
+    texts = ["customs hold in Lyon", "The Milano gateway opens at nine.", "customs hold in Lyon"]
+    costs = [r.cost(ContextItem(id=f"e{k}", source="kb", content=t, kind="evidence"))
+             for k, t in enumerate(texts)]
+    assert costs == [COUNTER.count(t) + 1 for t in texts]
+    assert counted == texts[:2]  # the same line again is not counted again

@@ -18,6 +18,7 @@ from loomctx.items import ContextItem
 from loomctx.providers._chat import (
     EVIDENCE_HEADER,
     ChatCount,
+    LineCosts,
     check_placement,
     input_message,
     summary_text,
@@ -122,6 +123,7 @@ class AnthropicRenderer:
         check_placement(placement)
         self.chat = chat
         self.placement = placement
+        self._line = LineCosts(chat)
 
     def cost(self, item: ContextItem) -> int:
         if item.kind == "message":
@@ -133,7 +135,7 @@ class AnthropicRenderer:
             return self.chat.message({"role": "user", "content": _input_blocks(item)})
         if item.metadata.get("compacted"):  # the summary: a system block of its own
             return self.chat.system([{"type": "text", "text": item.content}])
-        return self.chat.text(item.content) + 1
+        return self._line(item.content)
 
     def overhead(self, sections: frozenset[str] | None = None) -> int:
         """Priming, system frame, two user turns the layout may add, and (when they may

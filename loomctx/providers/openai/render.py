@@ -14,6 +14,7 @@ from loomctx.providers._chat import (
     EVIDENCE_HEADER,
     SIZES_MAX,
     ChatCount,
+    LineCosts,
     check_placement,
     input_message,
     summary_text,
@@ -46,6 +47,7 @@ class OpenAIRenderer:
         sent while it still equals the message (a caller that changed it gets a fresh one):
         the request's checks and its comparison with the previous request then see an
         object they have seen before."""
+        self._line = LineCosts(chat)
 
     def _history(self, msg: Any) -> tuple[dict[str, Any], int]:
         """The payload's copy of a stored history message and ``chat.message`` of it."""
@@ -70,7 +72,7 @@ class OpenAIRenderer:
             return self.chat.message(input_message(item))
         if item.metadata.get("compacted"):  # the summary: a system message of its own
             return self.chat.message({"role": "system", "content": item.content})
-        return self.chat.text(item.content) + 1
+        return self._line(item.content)
 
     def overhead(self, sections: frozenset[str] | None = None) -> int:
         """Priming, the system message frame, and (when they may appear) the evidence message
