@@ -81,7 +81,7 @@ def fused_best(lexical: list[Hit], dense: list[Hit], want: int,
             for i in ids[kind][:depth]:
                 if i not in credit:  # the same ranks, in the same order, as rerank's
                     credit[i] = reranker.fusion_credit(
-                        {kind: r[i] for kind, r in first.items() if i in r})
+                        {name: rank[i] for name, rank in first.items() if i in rank})
         best = sorted(credit, key=lambda i: (-credit[i], i))[:want]
         if depth >= longest:
             return best
