@@ -62,6 +62,12 @@ class Sums:
     starts: list[int] = field(default_factory=list)
 
 
+def extends(items: Sequence[ContextItem], done: int, last: ContextItem | None) -> bool:
+    """Whether ``items`` still begin with the ``done`` items seen before, the last of them
+    ``last``: the history only grew at its end (messages dropped at the front move it)."""
+    return done <= len(items) and (done == 0 or items[done - 1] is last)
+
+
 class Compactor:
     """Compaction points and summaries of one builder's history sources (kept across builds)."""
 
@@ -118,7 +124,7 @@ class Compactor:
         key = (source, variant)
         st = self._costs.get(key)
         done = 0 if st is None else len(st.prefix) - 1
-        if st is None or done > len(items) or items[done - 1] is not st.last:
+        if st is None or not extends(items, done, st.last):
             st = self._costs[key] = Sums(last=items[0])
             if len(self._costs) > 64:  # variants change rarely; forget the oldest
                 self._costs.pop(next(iter(self._costs)))
@@ -201,5 +207,5 @@ async def dropped_summary(histories: Sequence[Sequence[ContextItem]], kept: set[
     return await summary_item(dropped, len(dropped), room, summarizer, counter, cost)
 
 
-__all__ = ["SUMMARY_ID", "SUMMARY_SCAN", "Compactor", "dropped_summary", "estimate",
+__all__ = ["SUMMARY_ID", "SUMMARY_SCAN", "Compactor", "dropped_summary", "estimate", "extends",
            "summary_item", "unit_start"]

@@ -64,9 +64,11 @@ def fused_best(lexical: list[Hit], dense: list[Hit], want: int,
     lists (``lexical``, ``dense``), most first, ties by id.
 
     Only the heads of the lists are scored: an id first seen at rank ``depth`` or deeper in
-    both has at most ``Σ weight / (rrf_k + depth)`` (list weights are never negative), so once
-    the ``want``-th best credit of the heads is above that, nothing deeper can reach it. The
-    head doubles until it is, or is the whole lists.
+    both has at most ``Σ weight / (rrf_k + depth)`` over the lists longer than ``depth`` (list
+    weights are never negative), so once the ``want``-th best credit of the heads is above
+    that, nothing deeper can reach it. The head doubles until it is, or is the whole lists. One
+    list alone (the dense one not there yet) mostly stops at the first head: its credit falls
+    with rank.
     """
     ids = {"lexical": [h.record.id for h in lexical], "dense": [h.record.id for h in dense]}
     # first ranks, in C: a later (deeper) duplicate is overwritten by the earlier one
@@ -85,7 +87,8 @@ def fused_best(lexical: list[Hit], dense: list[Hit], want: int,
         best = sorted(credit, key=lambda i: (-credit[i], i))[:want]
         if depth >= longest:
             return best
-        deeper = sum(weights.get(kind, 1.0) / (k + depth) for kind in ids)
+        deeper = sum(weights.get(kind, 1.0) / (k + depth) for kind, v in ids.items()
+                     if len(v) > depth)
         if len(best) == want and credit[best[-1]] > deeper:
             return best
         depth *= 2
@@ -366,16 +369,7 @@ class UnifiedRetrievalSource(BaseSource):
         as the larger of ``adjacent`` and 1 (ties by id). Empty for global scope."""
         if self.scope != "session" or not (self.adjacent or self.bridge_terms):
             return []
-        want = max(1, self.adjacent)
-        if not dense and self.reranker.weights.list_weights.get("lexical", 1.0) > 0:
-            # one list: credit falls with rank, so its own order is the fused one
-            first: dict[str, None] = {}
-            for h in lexical:
-                first.setdefault(h.record.id)
-                if len(first) == want:
-                    break
-            return [self.memory.records[i] for i in first if i in self.memory.records]
-        best = fused_best(lexical, dense, want, self.reranker)
+        best = fused_best(lexical, dense, max(1, self.adjacent), self.reranker)
         # A match another view of the session stored since this one loaded is not known here.
         return [self.memory.records[i] for i in best if i in self.memory.records]
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from loomctx.buildstate import BuildState
-from loomctx.compress.history import SUMMARY_ID, Compactor
+from loomctx.compress.history import SUMMARY_ID, Compactor, extends
 from loomctx.compress.summarize import Summarizer
 from loomctx.compress.truncate import truncate_item
 from loomctx.items import ContextItem, Tier
@@ -243,8 +243,7 @@ class TurnWindow:
         at its end: a turn looks at its new messages only."""
         key = (source, clip, start)
         run = self._runs.get(key)
-        if run is None or run.done > len(items) or (
-                run.done > 0 and items[run.done - 1] is not run.last):
+        if run is None or not extends(items, run.done, run.last):
             run = self._runs[key] = _Clipped(out=list(items[:start]), done=start)
             if len(self._runs) > 64:  # clip sizes and starts change rarely
                 self._runs.pop(next(iter(self._runs)))
