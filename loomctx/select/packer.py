@@ -25,7 +25,7 @@ from loomctx.errors import BudgetError
 from loomctx.items import ContextItem, Tier
 
 
-@dataclass
+@dataclass(slots=True)
 class Unit:
     """Items that go in or out together."""
 
@@ -214,17 +214,30 @@ class _Packing:
     def leftover(self, *, keep_cuttable: bool) -> list[tuple[float, str, Unit]]:
         """4: the unused room flows to the best next unit of any source, within ceilings;
         returns the units that would fit only if cut (whole units first, fragments last)."""
+        res, available, queues = self.res, self.available, self.queues
+        # Read through a position per queue, not ``pop(0)``: a recall queue holds hundreds of
+        # units, and each pop moved all the rest.
+        heads = dict.fromkeys(queues, 0)
+        caps = {s: self.allocation.ceilings.get(s) for s in queues}
+        pooled = frozenset() if self.pool_limit is None else self.pool
         stopped: set[str] = set()
-        heap = [(-q[0].score, s) for s, q in self.queues.items() if q]
+        heap = [(-q[0].score, s) for s, q in queues.items() if q]
         heapq.heapify(heap)
         deferred: list[tuple[float, str, Unit]] = []
         while heap:
             _, s = heapq.heappop(heap)
-            q = self.queues[s]
-            if not q or s in stopped:
+            q, i = queues[s], heads[s]
+            if i >= len(q) or s in stopped:
                 continue
-            u = q.pop(0)
-            if u.cost <= min(self.available - self.res.spent, self.ceiling_left(s)):
+            u = q[i]
+            heads[s] = i = i + 1
+            room = available - res.spent  # as ceiling_left, whose other terms are larger
+            cap = caps[s]
+            if cap is not None:
+                room = min(room, cap - res.used.get(s, 0))
+            if s in pooled:
+                room = min(room, self.pool_left(s))
+            if u.cost <= room:
                 self.take(u, "selected")
             else:
                 if keep_cuttable and not u.pinned:
@@ -232,8 +245,11 @@ class _Packing:
                 if s in self.tail:
                     stopped.add(s)  # the tail stays contiguous: nothing older after a gap
                     continue
-            if q:
-                heapq.heappush(heap, (-q[0].score, s))
+            if i < len(q):
+                heapq.heappush(heap, (-q[i].score, s))
+        for s, i in heads.items():
+            if i:
+                queues[s] = queues[s][i:]
         return deferred
 
     def cut(self, deferred: list[tuple[float, str, Unit]],

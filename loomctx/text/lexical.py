@@ -277,8 +277,17 @@ class BM25Index:
                     f"got {keep.shape!r}"
                 )
             scores = np.where(keep, scores, np.float32(0.0))
-        cand = np.flatnonzero(scores > 0)
-        if limit == 0 or cand.size == 0:
+        if limit == 0:
+            return []
+        n = scores.size
+        if n > limit and np.count_nonzero(scores) > 2 * limit:
+            # Most documents match (a common term): one partition of all scores finds the cut
+            # before the matches are listed, instead of listing them all and partitioning those.
+            kth = np.partition(scores, n - limit)[n - limit]
+            cand = np.flatnonzero(scores >= kth) if kth > 0 else np.flatnonzero(scores > 0)
+        else:
+            cand = np.flatnonzero(scores > 0)
+        if cand.size == 0:
             return []
         vals = scores[cand]
         if cand.size > limit:

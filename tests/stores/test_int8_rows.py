@@ -136,3 +136,33 @@ def test_the_sqlite_store_searches_the_same_through_the_int8_copy(
     for f, s in zip(fast, slow, strict=True):
         assert [i for i, _ in f] == [i for i, _ in s]
         assert np.allclose([x for _, x in f], [x for _, x in s], atol=1e-5)
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), n=st.integers(1, 200), appended=st.integers(0, 60),
+       k=st.integers(1, 60), share=st.floats(0.05, 1.0), unit=st.booleans())
+def test_the_rows_in_play_are_those_the_bounds_keep(seed: int, n: int, appended: int, k: int,
+                                                    share: float, unit: bool) -> None:
+    """A search's rows in play are those whose upper bound reaches the k-th best lower bound
+    among the scope's rows, the appended ones counted at their exact score: the bounds the
+    graph cuts by are the ones ``bounds`` gives (and the bounds test holds those)."""
+    rng = np.random.default_rng(seed)
+    size = n + appended
+    matrix = _units(rng, size, 16) if unit else (
+        rng.standard_normal((size, 16)) * rng.uniform(0.1, 5.0, (size, 1))).astype(np.float32)
+    query = rng.standard_normal(16).astype(np.float32)
+    rows = np.flatnonzero(rng.random(size) < share)
+    if len(rows) == 0:
+        return
+    k = min(k, len(rows))
+    copy = Int8Rows(matrix[:n])
+    tail = (matrix[n:] @ query).astype(np.float64)
+    maybe = copy.in_play(query, k, tail=tail, rows=rows)
+    assert maybe is not None
+    lower, upper = copy.bounds(query)
+    lower, upper = np.concatenate([lower, tail]), np.concatenate([upper, tail])
+    cut = np.sort(lower[rows])[-k]
+    slack = 1e-9 * (1.0 + np.abs(cut))  # the graph compares in units of the query's step
+    sure = set(rows[upper[rows] >= cut + slack].tolist())
+    assert sure <= set(maybe.tolist()) <= set(rows[upper[rows] >= cut - slack].tolist())
+    assert _exact(matrix, query, rows, k) <= set(maybe.tolist())

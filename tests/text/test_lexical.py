@@ -203,6 +203,31 @@ def test_index_matches_reference_and_incremental_equals_batch(
     assert np.allclose(incremental.scores_tokens(query), expected, rtol=1e-5, atol=1e-6)
 
 
+@settings(max_examples=150, deadline=None)
+@given(
+    docs=st.lists(_doc, min_size=1, max_size=40),
+    query=st.lists(st.sampled_from([*_VOCAB, "zz"]), min_size=1, max_size=3),
+    limit=st.integers(1, 45),
+    masked=st.booleans(),
+    seed=st.integers(0, 2**16),
+)
+def test_search_is_the_best_of_every_score(docs: list[list[str]], query: list[str], limit: int,
+                                           masked: bool, seed: int) -> None:
+    """Both ways to the cut (listing the matches first, or one partition of all scores when
+    most documents match) give the best ``limit`` positive scores, ties by index."""
+    idx = BM25Index(drop_stopwords=False)
+    idx.add_tokens(docs)
+    mask = np.random.default_rng(seed).random(len(docs)) < 0.7 if masked else None
+    scores = idx.scores_tokens(query)
+    if mask is not None:
+        scores = np.where(mask, scores, np.float32(0.0))
+    best = sorted((i for i in range(len(docs)) if scores[i] > 0),
+                  key=lambda i: (-scores[i], i))[:limit]
+    got = idx.search(" ".join(query), limit, mask=mask)
+    assert [i for i, _ in got] == best
+    assert [s for _, s in got] == [float(scores[i]) for i in best]
+
+
 def test_add_tokenizes_like_add_tokens() -> None:
     by_text = BM25Index()
     by_text.add(DOCS)
