@@ -67,23 +67,44 @@ def blas_threads() -> int | None:
     return None if funcs is None else int(funcs[0]())
 
 
+_IN_FORCE: list[int] = []
+"""The caps of the blocks running now, in every thread (under ``_CAPS``)."""
+_SAVED: list[int] = [0]
+"""The thread count before the first of them."""
+_CAPS = threading.Lock()
+
+
 @contextmanager
 def limited(threads: int | None) -> Iterator[None]:
-    """Run the block with at most ``threads`` BLAS threads (None: leave BLAS alone)."""
+    """Run the block with at most ``threads`` BLAS threads (None: leave BLAS alone).
+
+    The count is process-wide, and blocks of two threads overlap (a build's dense search on a
+    worker, its lexical candidates' cosines on the caller): the smallest cap in force holds
+    until the last block ends. Restored by whichever block ended first, the count would change
+    under the other block's product, and OpenBLAS splits a product differently by its thread
+    count, so the same product would round differently from build to build."""
     funcs = None if threads is None else _openblas()
     if funcs is None:
         yield
         return
     get, put = funcs
-    before = int(get())
-    if before <= threads:  # type: ignore[operator]
-        yield
-        return
-    put(threads)
+    with _CAPS:
+        if not _IN_FORCE:
+            _SAVED[0] = int(get())
+        _IN_FORCE.append(threads)  # type: ignore[arg-type]
+        _apply(put)
     try:
         yield
     finally:
-        put(before)
+        with _CAPS:
+            _IN_FORCE.remove(threads)  # type: ignore[arg-type]
+            _apply(put)
+
+
+def _apply(put: Any) -> None:
+    """Set the count the blocks in force allow (the saved count when none is)."""
+    saved = _SAVED[0]
+    put(min(saved, *_IN_FORCE) if _IN_FORCE else saved)
 
 
 __all__ = ["blas_threads", "limited"]

@@ -437,8 +437,10 @@ class ContextBuilder:
                                                            else "duplicate")
                 kept_items = [it for it in kept_items if it.id not in shown]
             ordered[name] = rank_units(kept_items, st.question, opts, self._cost, st.reasons)
-        measured = (i for units in ordered.values() for u in units
-                    if u.items[0].tokens is not None for i in u.items)  # not the unmeasured rest
+        # the histories' measured units (the ranked sources' items are in to_rank already; a
+        # history's unmeasured rest is not viewed)
+        measured = (i for name, units in ordered.items() if name not in to_rank for u in units
+                    if u.items[0].tokens is not None for i in u.items)
         for it in (*window, *(i for its in to_rank.values() for i in its), *measured):
             st.views.setdefault((it.source, it.id), it)
         return ordered, window

@@ -15,7 +15,7 @@ import concurrent.futures
 import contextvars
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any, get_args
 
 import numpy as np
@@ -34,6 +34,7 @@ from loomctx.stores.protocol import Hit, Level, MemoryRecord, Scope
 from loomctx.text.decoration import index_text
 from loomctx.text.labels import without_terms
 from loomctx.text.lexical import tokenize
+from loomctx.tokens.protocol import TokenCounter
 
 MAX_RECALL = 256
 _ORIGIN = {level: f"memory:{level}" for level in get_args(Level)}  # one string per tier
@@ -253,14 +254,24 @@ class UnifiedRetrievalSource(BaseSource):
         # each failure is recorded on this build's request (``request.failed``) for the report.
         knowledge_recall = asyncio.gather(*(k.collect(request) for k in self.knowledge),
                                           return_exceptions=True)
+        cands: dict[str, Candidate] = {}
+        counter, memory = request.counter, self.memory
+        mine = counter is memory.counter  # this session's records: their counts are kept
         try:
             lexical_lists, kb = await asyncio.gather(lexical_recall(), knowledge_recall)
+            # The lexical list's candidates are made in the wait for the dense list: they come
+            # first in the candidates' order, so the order is the one made after it would be.
+            self._add_hits(cands, "lexical", lexical_lists[0])
+            self._count(cands.values(), counter, mine)
             similar, guess, early = None, None, []
             if self.scope == "session":  # the lexical lists' share of the work, in the wait
                 similar = Similarities(self.memory, await asyncio.wrap_future(embedding),
                                        context=self.context,
                                        short=None if self.own_words is None else self._short)
                 similar.add(h.record for hits in lexical_lists for h in hits)
+                for c in cands.values():
+                    if isinstance(r := c.payload, MemoryRecord) and c.id == r.id:
+                        c.vector = similar.cosine(r)  # a dense hit's own score replaces it
                 # The bridge list follows the best match, most often the best lexical one:
                 # searched now on that guess, it is kept if the best match adds the same names.
                 guess = self._bridge_query(query, self._matches(lexical_lists[0], []))
@@ -279,13 +290,12 @@ class UnifiedRetrievalSource(BaseSource):
             raise SourceError(f"memory store unavailable: {exc}", source=self.name) from exc
         finally:  # after a failure elsewhere the thread's result (or error) is dropped
             dense_recall.add_done_callback(_retrieved)
-        lexical, extra = lexical_lists[0], lexical_lists[1] if len(lexical_lists) > 1 else []
+        extra = lexical_lists[1] if len(lexical_lists) > 1 else []
         for k, answer in zip(self.knowledge, kb, strict=True):
             if isinstance(answer, BaseException):
                 request.failed(k.name, answer)
-        cands: dict[str, Candidate] = {}
-        for kind, hits in (("lexical", lexical), ("dense", dense), ("expanded", extra),
-                           ("time", dated), ("bridge", bridged)):
+        for kind, hits in (("dense", dense), ("expanded", extra), ("time", dated),
+                           ("bridge", bridged)):
             self._add_hits(cands, kind, hits)
         for r, match in near:  # session scope: the record's id is its key
             c = cands.setdefault(r.id, Candidate(id=r.id, content=r.content, role=r.role,
@@ -317,12 +327,7 @@ class UnifiedRetrievalSource(BaseSource):
                 c.vector = float(v @ qvec)
         if self.context and self.scope == "session" and similar is not None:
             similar.blend(list(cands.values()))
-        counter, memory = request.counter, self.memory
-        mine = counter is memory.counter  # this session's records: their counts are kept
-        for c in cands.values():
-            kept = c.payload
-            c.tokens = memory.tokens(kept) if mine and isinstance(kept, MemoryRecord) \
-                and kept.content is c.content else counter.count(c.content)
+        self._count(cands.values(), counter, mine)
         ranked = self.reranker.rerank(query, list(cands.values()))
         return [self._item(c) for c in ranked]
 
@@ -438,6 +443,17 @@ class UnifiedRetrievalSource(BaseSource):
             c.ranks[kind] = rank
             if dense:
                 c.vector = h.score
+
+    def _count(self, cands: Iterable[Candidate], counter: TokenCounter, mine: bool) -> None:
+        """Each candidate's tokens, unless counted already (``mine``: ``counter`` is the
+        session's own, whose counts of its records are kept)."""
+        memory = self.memory
+        for c in cands:
+            if c.tokens:
+                continue
+            kept = c.payload
+            c.tokens = memory.tokens(kept) if mine and isinstance(kept, MemoryRecord) \
+                and kept.content is c.content else counter.count(c.content)
 
     def _item(self, c: Candidate) -> ContextItem:
         if isinstance(c.payload, ContextItem):
