@@ -216,8 +216,13 @@ class UnifiedReranker:
         # Where every candidate has one role (documents, a monologue) the voice orders nothing.
         role = voice(query) if w.voice and len({c.role for c in cands}) > 1 else None
         top_vec = max((c.vector for c in cands), default=0.0) or 1.0
-        lists, k = w.list_weights, w.rrf_k  # looked up once for a thousand candidates
-        own = {c.id: _credit(c.ranks, lists, k) for c in cands}
+        weight, k = w.list_weights.get, w.rrf_k  # looked up once for a thousand candidates
+        own: dict[str, float] = {}
+        for c in cands:  # _credit inlined, summed in the same order
+            credit = 0.0
+            for kind, r in c.ranks.items():
+                credit += weight(kind, 1.0) / (k + r)
+            own[c.id] = credit
         rrf = [own[c.id] + w.adjacent * max((own[p] for p in c.adjacent_to if p in own),
                                             default=0.0)
                if c.adjacent_to else own[c.id] for c in cands]

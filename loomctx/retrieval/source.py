@@ -459,8 +459,7 @@ class UnifiedRetrievalSource(BaseSource):
         if isinstance(c.payload, ContextItem):
             it = c.payload
             return ContextItem(id=it.id, source=self.name, content=it.content, kind="evidence",
-                               tier=Tier.P2, seq=it.seq,
-                               scores={RAW_RELEVANCE: c.score, **c.signals},
+                               tier=Tier.P2, seq=it.seq, scores=_scores(c),
                                metadata={**it.metadata, "origin": c.origin})
         r = c.payload
         assert isinstance(r, MemoryRecord)
@@ -471,7 +470,16 @@ class UnifiedRetrievalSource(BaseSource):
         # (test_returns_ranked_evidence_items_that_keep_their_stored_ids checks each field)
         return ContextItem(c.id, self.name, r.content, "evidence", r.role, Tier.P2, 0.5,
                            r.timestamp, None, None, metadata,
-                           {RAW_RELEVANCE: c.score, **c.signals}, None, r.seq)
+                           _scores(c), None, r.seq)
+
+
+def _scores(c: Candidate) -> dict[str, float]:
+    """The item's scores: the reranker's signals, made for this candidate alone, become them
+    (no copy of a thousand small dictionaries), with the reranker's score as the raw
+    relevance the selector normalises."""
+    scores = c.signals
+    scores[RAW_RELEVANCE] = c.score
+    return scores
 
 
 __all__ = ["L2ImportantSource", "UnifiedRetrievalSource", "fused_best"]
