@@ -16,6 +16,7 @@ A unit is an atomic group: a tool call with its results goes in or out whole.
 from __future__ import annotations
 
 import heapq
+import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from operator import itemgetter
@@ -97,7 +98,7 @@ def pack(
     p = _Packing(ordered, allocation, available, tail_sources, pool, pool_limit)
     p.required()
     p.own_shares()
-    deferred = p.leftover(keep_cuttable=truncate is not None)
+    deferred = p.leftover(cut_from=min_fragment if truncate is not None else None)
     p.cut(deferred, truncate, min_fragment)
     return p.res  # anything without a reason did not fit: the report says "budget"
 
@@ -115,7 +116,7 @@ def fill(
         p.ids[it.id] = it
         p.res.used[it.source] = p.res.used.get(it.source, 0) + (it.tokens or 0)
         p.res.spent += it.tokens or 0
-    p.leftover(keep_cuttable=False)
+    p.leftover(cut_from=None)
     return p.res
 
 
@@ -211,15 +212,22 @@ class _Packing:
                     keep.append(u)
             self.queues[s] = keep
 
-    def leftover(self, *, keep_cuttable: bool) -> list[tuple[float, str, Unit]]:
+    def leftover(self, *, cut_from: int | None) -> list[tuple[float, str, Unit]]:
         """4: the unused room flows to the best next unit of any source, within ceilings;
-        returns the units that would fit only if cut (whole units first, fragments last)."""
+        returns the units that would fit only if cut (whole units first, fragments last), or
+        none when ``cut_from`` is None (nothing may be cut; else the least room a cut needs).
+
+        It stops once the room left is below every unit still queued and below ``cut_from``:
+        nothing more could go in, whole or cut, and a large recall has hundreds of units left
+        at that point."""
         res, available, queues = self.res, self.available, self.queues
         # Read through a position per queue, not ``pop(0)``: a recall queue holds hundreds of
         # units, and each pop moved all the rest.
         heads = dict.fromkeys(queues, 0)
         caps = {s: self.allocation.ceilings.get(s) for s in queues}
         pooled = frozenset() if self.pool_limit is None else self.pool
+        least = {s: _least_from(q) for s, q in queues.items()}  # cheapest unit from each place
+        floor = math.inf if cut_from is None else cut_from  # a cut needs this much room
         stopped: set[str] = set()
         heap = [(-q[0].score, s) for s, q in queues.items() if q]
         heapq.heapify(heap)
@@ -239,8 +247,12 @@ class _Packing:
                 room = min(room, self.pool_left(s))
             if u.cost <= room:
                 self.take(u, "selected")
+                left = available - res.spent
+                if left < floor and all(left < least[t][heads[t]] for t in queues
+                                        if t not in stopped):
+                    break
             else:
-                if keep_cuttable and not u.pinned:
+                if cut_from is not None and not u.pinned:
                     deferred.append((u.score, s, u))
                 if s in self.tail:
                     stopped.add(s)  # the tail stays contiguous: nothing older after a gap
@@ -274,6 +286,14 @@ class _Packing:
                 originals, copy = cut
                 self.res.truncated.update(originals)
                 self.take(copy, "selected")
+
+
+def _least_from(units: Sequence[Unit]) -> list[float]:
+    """The smallest cost among ``units[i:]`` for each ``i``, and infinity past the end."""
+    least = [math.inf] * (len(units) + 1)
+    for i in range(len(units) - 1, -1, -1):
+        least[i] = min(units[i].cost, least[i + 1])
+    return least
 
 
 def _cut_unit(

@@ -320,3 +320,42 @@ def test_units_that_fit_only_cut_go_by_score_then_by_source() -> None:
     pack(ordered, allocation=alloc(100, {}), available=100, tail_sources=frozenset(),
          truncate=cut, min_fragment=16)
     assert calls == ["c1", "a1"]
+
+
+@settings(max_examples=150, deadline=None)
+@given(queues=st.lists(st.lists(st.tuples(st.integers(1, 80), st.floats(0, 1)), max_size=25),
+                       min_size=1, max_size=4),
+       available=st.integers(0, 600), shares=st.lists(st.integers(0, 200), min_size=4,
+                                                      max_size=4),
+       ceiling=st.one_of(st.none(), st.integers(0, 300)), cuts=st.booleans(),
+       fragment=st.integers(1, 60), tail=st.booleans())
+def test_the_leftover_stops_only_when_nothing_more_could_go_in(
+        queues: list[list[tuple[int, float]]], available: int, shares: list[int],
+        ceiling: int | None, cuts: bool, fragment: int, tail: bool) -> None:
+    """Leftover packing stops once the room is below every queued unit (and below what a cut
+    needs): the same result as reading every queue to its end."""
+    import loomctx.select.packer as packer
+
+    def cut(it: ContextItem, target: int) -> ContextItem:
+        return replace(it, content=it.content[:3], tokens=target)
+
+    def run() -> tuple[list[str], dict[str, str], int, list[str]]:
+        ordered = {f"s{k}": units(*[item(f"s{k}.{n}", f"s{k}", c, score=sc, seq=n)
+                                    for n, (c, sc) in enumerate(q)])
+                   for k, q in enumerate(queues)}
+        res = pack(ordered, allocation=alloc(available, {f"s{k}": shares[k]
+                                                         for k in range(len(queues))},
+                                             {"s0": ceiling}),
+                   available=available, tail_sources=frozenset({"s0"} if tail else ()),
+                   truncate=cut if cuts else None, min_fragment=fragment)
+        return ([i.id for i in res.included], res.reasons, res.spent,
+                sorted(res.truncated))
+
+    stopping = run()
+    least = packer._least_from
+    # a lower bound of 0 never lets the room fall below it: every queue read to its end
+    packer._least_from = lambda us: [0] * (len(us) + 1)  # type: ignore[assignment]
+    try:
+        assert run() == stopping
+    finally:
+        packer._least_from = least
