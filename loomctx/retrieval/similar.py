@@ -71,9 +71,16 @@ class Similarities:
         w = self._context
         for c in own:
             rs = near[c.id]
-            if rs:
-                mean = sum([sims[r.id] if r.id in sims else cos[r.id] for r in rs]) / len(rs)
-                c.vector = (c.vector + w * mean) / (1.0 + w)
+            if not rs:
+                continue
+            # An exchange is a reply and what it replied to: one or two neighbours, summed
+            # as sum() would (from 0) without a comprehension per candidate.
+            a = rs[0].id
+            total = 0.0 + (sims[a] if a in sims else cos[a])
+            for r in rs[1:]:
+                b = r.id
+                total += sims[b] if b in sims else cos[b]
+            c.vector = (c.vector + w * (total / len(rs))) / (1.0 + w)
 
 
 __all__ = ["Similarities"]

@@ -58,6 +58,19 @@ def test_a_memory_is_blended_with_the_cosines_of_its_exchange(
     assert c.vector == pytest.approx((own + W * around) / (1 + W), abs=1e-6)
 
 
+def test_the_first_and_last_messages_are_blended_with_their_one_neighbour(
+        memory: TieredMemory, embedder: HashingEmbedder) -> None:
+    q = _qvec(embedder)
+    sims = Similarities(memory, q, context=W)
+    first, last = _candidates(memory, ["m0", f"m{len(TEXTS) - 1}"], sims)
+    own_first, own_last = first.vector, last.vector
+    sims.blend([first, last])
+    after_first = _cos(embedder, q, TEXTS[1])
+    before_last = _cos(embedder, q, TEXTS[-2])
+    assert first.vector == pytest.approx((own_first + W * after_first) / (1 + W), abs=1e-6)
+    assert last.vector == pytest.approx((own_last + W * before_last) / (1 + W), abs=1e-6)
+
+
 def test_a_neighbour_that_is_a_candidate_counts_with_its_own_score(
         memory: TieredMemory, embedder: HashingEmbedder) -> None:
     q = _qvec(embedder)
