@@ -237,9 +237,16 @@ class UnifiedReranker:
                                                            w.named, w.voice)
         length_tokens = w.length_tokens
         for c, terms, credit in zip(cands, docs, rrf, strict=True):
-            vector = max(0.0, c.vector) / top_vec
+            # max(0, v) and min(1, x) as comparisons: the same values, no call per candidate
+            v = c.vector
+            vector = (v if v > 0.0 else 0.0) / top_vec
             overlap = len(q_terms & terms) / n_terms if n_terms else 0.0
-            length = min(1.0, c.tokens / length_tokens) if c.tokens else 0.5
+            if c.tokens:
+                length = c.tokens / length_tokens
+                if not length < 1.0:
+                    length = 1.0
+            else:
+                length = 0.5
             fused = credit / top_rrf
             named = 1.0 if w_named and (label := label_terms(c.content)) and label <= q_terms \
                 else 0.0

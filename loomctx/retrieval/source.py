@@ -431,10 +431,11 @@ class UnifiedRetrievalSource(BaseSource):
     def _add_hits(self, cands: dict[str, Candidate], kind: str, hits: list[Hit]) -> None:
         agent, session = self.memory.scope.agent, self.memory.session
         dense = kind == "dense"
+        mine = self.scope == "session"  # every hit is this session's (the search's scope)
         for rank, h in enumerate(hits):
             r = h.record
             # Another session's record may reuse an id of this one: keep them apart.
-            key = r.id if r.session == session and r.agent == agent \
+            key = r.id if mine or (r.session == session and r.agent == agent) \
                 else f"{r.agent}/{r.session}/{r.id}"
             c = cands.get(key)
             if c is None:
