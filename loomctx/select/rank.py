@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterator, Sequence
 from itertools import islice
 from typing import overload
 
-from loomctx.items import ContextItem
+from loomctx.items import ContextItem, Tier
 from loomctx.select.packer import Unit, make_units
 from loomctx.select.scoring import SelectOptions, composite, mmr_order, recency
 from loomctx.text.lexical import term_set, tokenize
@@ -141,9 +141,10 @@ def rank_units(items: Sequence[ContextItem], query: str, options: SelectOptions,
                reasons: dict[str, str]) -> list[Unit]:
     """Scored items in preference order; evidence below ``min_relevance`` is left out."""
     kept = []
+    asked, floor = bool(query.strip()), options.min_relevance
     for it in items:
-        if (it.kind == "evidence" and query.strip() and not it.pinned
-                and it.scores.get("relevance", 0.0) < options.min_relevance):
+        if (asked and it.kind == "evidence" and it.tier != Tier.P0
+                and it.scores.get("relevance", 0.0) < floor):
             reasons[it.id] = "low_relevance"
             cost(it)
         else:

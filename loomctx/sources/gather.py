@@ -77,8 +77,14 @@ def _clean(items: Sequence[ContextItem]) -> list[ContextItem]:
     """A source's output is a boundary too: text holding lone surrogates (undecodable bytes
     from argv or a file, a cut UTF-16 string) would make the request unsendable as UTF-8, so
     such text is replaced by U+FFFD, the rule history input and the stores apply. History
-    messages are checked when added; the pass over the rest is one C-speed regex per item."""
+    messages are checked when added; the rest are encoded at once, and only when that fails
+    looked at one by one."""
     out = list(items)
+    try:  # one encoding of every text: a surrogate in any of them fails it
+        "".join([it.content for it in out if it.kind != "message"]).encode("utf-8")
+        return out
+    except UnicodeEncodeError:
+        pass
     for k, it in enumerate(out):
         if it.kind != "message" and clean_text(it.content) is not it.content:
             out[k] = replace(it, content=clean_text(it.content))
