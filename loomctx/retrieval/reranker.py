@@ -19,7 +19,8 @@ import re
 from collections.abc import Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
-from operator import attrgetter
+from itertools import islice, repeat
+from operator import attrgetter, contains, gt
 
 from loomctx.errors import ConfigError
 from loomctx.items import fingerprint
@@ -163,7 +164,7 @@ def specificity(q_terms: AbstractSet[str], docs: Sequence[AbstractSet[str]]) -> 
         return 0.0
     idfs = []
     for t in q_terms:
-        df = sum(1 for d in docs if t in d)
+        df = sum(map(contains, docs, repeat(t)))  # counted in C: a thousand candidates
         if df:
             idfs.append(bm25_idf(n, df) / top)
     return sum(idfs) / len(idfs) if idfs else 0.0
@@ -264,6 +265,11 @@ class UnifiedReranker:
             c.signals["diversity"] = bonus = 1.0 / (1 + n)
             c.score += w_diversity * bonus
             seen[origin] = n + 1
+        # One origin (a session's memories) gets ever smaller bonuses down the order, which
+        # mostly keeps it: then there is nothing to sort, and no tie for the ids to break.
+        scores = [c.score for c in ordered]
+        if all(map(gt, scores, islice(scores, 1, None))):
+            return ordered
         return _best_first(ordered)
 
 

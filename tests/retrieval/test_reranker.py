@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from itertools import pairwise
 
 import pytest
 
@@ -139,6 +140,23 @@ def test_diversity_can_lift_a_second_origin_above_a_third_repeat() -> None:
         cand("m3", "tide clock", vector=0.86, tokens=24, lexical=2),
         cand("k1", "tide almanac", origin="knowledge:docs", vector=0.84, tokens=24, lexical=3)])
     assert [c.id for c in ranked] == ["m1", "k1", "m2", "m3"]
+
+
+def test_a_tie_the_diversity_bonus_makes_is_broken_by_id() -> None:
+    # 0.5 + 0.25 · 1/2 and 0.375 + 0.25 · 1 are both exactly 0.625: "a" goes before "z",
+    # though "z" was ahead before the bonus.
+    ranked = UnifiedReranker(only(vector=1, diversity=0.25)).rerank("q", [
+        cand("m", origin="knowledge:x", vector=1.0), cand("z", origin="knowledge:x", vector=0.5),
+        cand("a", origin="knowledge:y", vector=0.375)])
+    assert [c.score for c in ranked] == [1.25, 0.625, 0.625]
+    assert [c.id for c in ranked] == ["m", "a", "z"]
+
+
+def test_one_origin_keeps_the_order_its_bonus_decays_along() -> None:
+    ranked = UnifiedReranker(only(vector=1, diversity=0.5)).rerank("q", [
+        cand(f"m{i}", vector=v) for i, v in enumerate([0.3, 0.9, 0.6, 0.6, 0.1])])
+    assert [c.id for c in ranked] == ["m1", "m2", "m3", "m0", "m4"]
+    assert all(a.score > b.score for a, b in pairwise(ranked))
 
 
 def test_memory_tiers_are_one_origin_and_knowledge_bases_are_many() -> None:
