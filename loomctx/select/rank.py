@@ -13,7 +13,7 @@ from typing import overload
 
 from loomctx.items import ContextItem, Tier
 from loomctx.select.packer import Unit, make_units
-from loomctx.select.scoring import SelectOptions, composite, mmr_order, recency
+from loomctx.select.scoring import SelectOptions, fill, mmr_order
 from loomctx.text.lexical import term_set, tokenize
 
 Cost = Callable[[ContextItem], int]
@@ -54,13 +54,10 @@ def tail_units(items: Sequence[ContextItem], available: int, query: str, now: fl
             measured.append(it)
             i -= 1
     q_terms = set(tokenize(query, drop_stopwords=True))
-    for it in measured:
-        # Query-term overlap: cheap (tokenization is memoised) and bounded by the budget.
-        rel = (len(q_terms.intersection(term_set(it.content)))
-               / len(q_terms)) if q_terms else 0.0
-        rec = recency(it.timestamp, now, options.recency_tau)
-        it.scores.update(relevance=rel, recency=rec,
-                         composite=composite(rel, rec, it.priority, options))
+    n = len(q_terms)
+    # Query-term overlap: cheap (tokenization is memoised) and bounded by the budget.
+    fill(measured, [len(q_terms.intersection(term_set(it.content))) / n if n else 0.0
+                    for it in measured], now, options)
     units = make_units(list(reversed(measured)), cost)
     units.reverse()
     if i >= 0:  # the rest cannot fit: one unmeasured unit stands for them in the queue

@@ -89,19 +89,27 @@ def score(items: Sequence[ContextItem], query: str, now: float, options: SelectO
             else:
                 raw = [0.0] * len(group)
         top = max((r for r in raw if r is not None), default=0.0)
-        asked = bool(query.strip())
-        # recency() and composite() inlined: a large build scores a thousand candidates
-        tau, w_rel, w_rec = options.recency_tau, options.relevance_weight, options.recency_weight
-        exp = math.exp
-        for it, r in zip(group, raw, strict=True):
-            # no question: fall back to the item's own importance
-            rel = ((r or 0.0) / top if top > 0 else 0.0) if asked else it.priority
-            ts = it.timestamp
-            rec = 1.0 if ts is None else exp(-max(0.0, now - ts) / tau)
-            scores = it.scores
-            scores["relevance"] = rel
-            scores["recency"] = rec
-            scores["composite"] = (w_rel * rel + w_rec * rec) * (0.5 + 0.5 * it.priority)
+        if query.strip():
+            fill(group, [(r or 0.0) / top if top > 0 else 0.0 for r in raw], now, options)
+        else:  # no question: fall back to the item's own importance
+            fill(group, [it.priority for it in group], now, options)
+
+
+def fill(items: Sequence[ContextItem], relevance: Sequence[float], now: float,
+         options: SelectOptions) -> None:
+    """Set each item's ``relevance`` (given), ``recency`` and ``composite`` scores.
+
+    :func:`recency` and :func:`composite` inlined: a large build scores a thousand candidates
+    and measures hundreds of history messages."""
+    tau, w_rel, w_rec = options.recency_tau, options.relevance_weight, options.recency_weight
+    exp = math.exp
+    for it, rel in zip(items, relevance, strict=True):
+        ts = it.timestamp
+        rec = 1.0 if ts is None else exp(-max(0.0, now - ts) / tau)
+        scores = it.scores
+        scores["relevance"] = rel
+        scores["recency"] = rec
+        scores["composite"] = (w_rel * rel + w_rec * rec) * (0.5 + 0.5 * it.priority)
 
 
 def mmr_order(
@@ -167,4 +175,4 @@ def _greedy(rel: list[float], sets: list[frozenset[str]], weight: float) -> list
     return taken
 
 
-__all__ = ["SCORED_KINDS", "SelectOptions", "composite", "mmr_order", "recency", "score"]
+__all__ = ["SCORED_KINDS", "SelectOptions", "composite", "fill", "mmr_order", "recency", "score"]
