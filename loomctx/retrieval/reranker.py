@@ -180,7 +180,12 @@ def _best_first(cands: Sequence[Candidate]) -> list[Candidate]:
 
 
 def _credit(ranks: Mapping[str, int], lists: Mapping[str, float], k: float) -> float:
-    return sum([lists.get(kind, 1.0) / (k + r) for kind, r in ranks.items()])
+    """Reciprocal-rank fusion over a candidate's ranks, summed in their order (a plain loop: a
+    build sums a thousand, and a comprehension per candidate cost more than its sum)."""
+    credit = 0.0
+    for kind, r in ranks.items():
+        credit += lists.get(kind, 1.0) / (k + r)
+    return credit
 
 
 class UnifiedReranker:
@@ -217,13 +222,8 @@ class UnifiedReranker:
         # Where every candidate has one role (documents, a monologue) the voice orders nothing.
         role = voice(query) if w.voice and len({c.role for c in cands}) > 1 else None
         top_vec = max((c.vector for c in cands), default=0.0) or 1.0
-        weight, k = w.list_weights.get, w.rrf_k  # looked up once for a thousand candidates
-        own: dict[str, float] = {}
-        for c in cands:  # _credit inlined, summed in the same order
-            credit = 0.0
-            for kind, r in c.ranks.items():
-                credit += weight(kind, 1.0) / (k + r)
-            own[c.id] = credit
+        lists, k = w.list_weights, w.rrf_k  # looked up once for a thousand candidates
+        own = {c.id: _credit(c.ranks, lists, k) for c in cands}
         rrf = [own[c.id] + w.adjacent * max((own[p] for p in c.adjacent_to if p in own),
                                             default=0.0)
                if c.adjacent_to else own[c.id] for c in cands]

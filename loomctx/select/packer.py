@@ -224,8 +224,6 @@ class _Packing:
         # Read through a position per queue, not ``pop(0)``: a recall queue holds hundreds of
         # units, and each pop moved all the rest.
         heads = dict.fromkeys(queues, 0)
-        caps = {s: self.allocation.ceilings.get(s) for s in queues}
-        pooled = frozenset() if self.pool_limit is None else self.pool
         least = {s: _least_from(q) for s, q in queues.items()}  # cheapest unit from each place
         floor = math.inf if cut_from is None else cut_from  # a cut needs this much room
         stopped: set[str] = set()
@@ -239,13 +237,7 @@ class _Packing:
                 continue
             u = q[i]
             heads[s] = i = i + 1
-            room = available - res.spent  # as ceiling_left, whose other terms are larger
-            cap = caps[s]
-            if cap is not None:
-                room = min(room, cap - res.used.get(s, 0))
-            if s in pooled:
-                room = min(room, self.pool_left(s))
-            if u.cost <= room:
+            if u.cost <= min(available - res.spent, self.ceiling_left(s)):
                 self.take(u, "selected")
                 left = available - res.spent
                 if left < floor and all(left < least[t][heads[t]] for t in queues

@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterator, Sequence
 from itertools import islice
 from typing import overload
 
-from loomctx.items import ContextItem, Tier
+from loomctx.items import ContextItem
 from loomctx.select.packer import Unit, make_units
 from loomctx.select.scoring import SelectOptions, fill, mmr_order
 from loomctx.text.lexical import term_set, tokenize
@@ -140,7 +140,7 @@ def rank_units(items: Sequence[ContextItem], query: str, options: SelectOptions,
     kept = []
     asked, floor = bool(query.strip()), options.min_relevance
     for it in items:
-        if (asked and it.kind == "evidence" and it.tier != Tier.P0
+        if (asked and it.kind == "evidence" and not it.pinned
                 and it.scores.get("relevance", 0.0) < floor):
             reasons[it.id] = "low_relevance"
             cost(it)
