@@ -65,21 +65,20 @@ class Similarities:
             return
         pairs = [(c, r) for c in cands if isinstance(r := c.payload, MemoryRecord) and c.id == r.id]
         self.add([r for _, r in pairs], cosines=False)
-        own = [c for c, _ in pairs]
-        sims = {c.id: c.vector for c in own}  # before any is blended
-        cos, near = self._cos, self._near
-        w = self._context
-        for c in own:
+        # A neighbour's score in one look-up: a candidate's own (before any is blended), else
+        # its cosine.
+        value = dict(self._cos)
+        value.update({c.id: c.vector for c, _ in pairs})
+        near, w = self._near, self._context
+        for c, _ in pairs:
             rs = near[c.id]
             if not rs:
                 continue
-            # An exchange is a reply and what it replied to: one or two neighbours, summed
-            # as sum() would (from 0) without a comprehension per candidate.
-            a = rs[0].id
-            total = 0.0 + (sims[a] if a in sims else cos[a])
+            # An exchange is a reply and what it replied to: one or two neighbours, summed as
+            # sum() would (from 0) without a comprehension per candidate.
+            total = 0.0 + value[rs[0].id]
             for r in rs[1:]:
-                b = r.id
-                total += sims[b] if b in sims else cos[b]
+                total += value[r.id]
             c.vector = (c.vector + w * (total / len(rs))) / (1.0 + w)
 
 

@@ -438,9 +438,11 @@ class UnifiedRetrievalSource(BaseSource):
             key = r.id if mine or (r.session == session and r.agent == agent) \
                 else f"{r.agent}/{r.session}/{r.id}"
             c = cands.get(key)
-            if c is None:
-                c = cands[key] = Candidate(key, r.content, _ORIGIN.get(r.level)
-                                           or f"memory:{r.level}", role=r.role, payload=r)
+            if c is None:  # positional, its rank in: twice as fast as keywords (~800 a build)
+                c = cands[key] = Candidate(
+                    key, r.content, _ORIGIN.get(r.level) or f"memory:{r.level}",
+                    h.score if dense else 0.0, {kind: rank}, (), r.role, 0, 0.0, {}, r)
+                continue
             c.ranks[kind] = rank
             if dense:
                 c.vector = h.score

@@ -20,6 +20,8 @@ import math
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
+from itertools import islice
+from operator import gt, itemgetter
 from typing import Any, get_args
 
 import numpy as np
@@ -269,12 +271,18 @@ def check_model(model: object) -> str:
 
 def top(scored: Iterable[tuple[MemoryRecord, float]], limit: int) -> list[Hit]:
     """The ``limit`` best hits, best first; ties ordered by (id, agent, session): deterministic."""
-    best = heapq.nsmallest(
-        limit,
-        list(scored),  # sized: when all are kept, nsmallest sorts once instead of a heap
-        key=lambda pair: (-pair[1], pair[0].id, pair[0].agent or "", pair[0].session or ""),
-    )
-    return [Hit(record, score) for record, score in best]
+    pairs = list(scored)
+    # By score alone first: a dense search's scores seldom tie, and a key tuple per hit cost
+    # more than the rest of the search's Python work. Only a tie (or a NaN) needs the full key.
+    best = sorted(pairs, key=itemgetter(1), reverse=True)
+    scores = [s for _, s in best]
+    if not all(map(gt, scores, islice(scores, 1, None))):
+        best = heapq.nsmallest(
+            limit,
+            pairs,  # sized: when all are kept, nsmallest sorts once instead of a heap
+            key=lambda pair: (-pair[1], pair[0].id, pair[0].agent or "", pair[0].session or ""),
+        )
+    return [Hit(record, score) for record, score in best[:limit]]
 
 
 __all__ = [
