@@ -122,7 +122,11 @@ class TieredMemory:
         # An in-process lexical index over this session's records: a session-scoped search
         # costs ~1 ms here against tens of ms through the store's full-text index.
         self._lex = BM25Index()
-        self._lex_ids: list[str] = []
+        # Its documents' records, by document (what ``records`` holds: a record changed in place
+        # there changes here too), so a search's hits cost no look-up by id; ``_lex_doc`` is each
+        # id's document. An id is indexed once: the history rejects a repeated one.
+        self._lex_records: list[MemoryRecord] = []
+        self._lex_doc: dict[str, int] = {}
         self.records: dict[str, MemoryRecord] = {}
         self._by_seq: dict[int, str] = {}  # a message's position in the session → its id
         self._labels: Counter[frozenset[str]] = Counter()  # label → messages that carry it
@@ -156,12 +160,15 @@ class TieredMemory:
             if r.level == "L2":
                 imp = max(r.importance, self.options.promote_threshold)
                 self._l2[r.id] = (imp, r.timestamp)
-                self.records[r.id] = replace(r, importance=imp)
+                self._keep(replace(r, importance=imp))
         self._near.clear()
 
     def _index(self, records: Sequence[MemoryRecord]) -> None:
         self._lex.add([index_text(r.content) for r in records])
-        self._lex_ids.extend(r.id for r in records)
+        start = len(self._lex_records)
+        self._lex_records.extend(records)
+        self._lex_doc.update(zip([r.id for r in records], range(start, start + len(records)),
+                                 strict=True))
         self._near.clear()
         for r in records:
             self.records[r.id] = r
@@ -180,12 +187,17 @@ class TieredMemory:
             r = self.records.get(i)
             if r is not None:
                 imp = r.importance if importance is None else importance.get(i, r.importance)
-                self.records[i] = replace(r, level=level, importance=imp)
+                self._keep(replace(r, level=level, importance=imp))
+
+    def _keep(self, record: MemoryRecord) -> None:
+        """``record`` in place of the indexed record with its id."""
+        self.records[record.id] = record
+        self._lex_records[self._lex_doc[record.id]] = record
 
     def search_lexical(self, query: str, limit: int) -> list[Hit]:
         """BM25 over this session's records (every tier), best first."""
-        records, ids = self.records, self._lex_ids
-        return [Hit(records[ids[i]], score) for i, score in self._lex.search(query, limit)]
+        records = self._lex_records
+        return [Hit(records[i], score) for i, score in self._lex.search(query, limit)]
 
     def vectors(self, records: Sequence[MemoryRecord]) -> np.ndarray:
         """The embeddings of ``records``' texts, one row each: what the embedder gives for their

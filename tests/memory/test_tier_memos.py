@@ -32,6 +32,27 @@ def test_neighbours_follow_new_messages_and_level_changes():
     assert [r.id for r in m.adjacent("m2")] == ["m3", "m1"]
 
 
+def test_lexical_hits_are_the_records_as_they_are_now():
+    s = _session(l1=10**6)
+    m = s.memory
+    _say(s, 0, 4)
+    m._set_level(["m1", "m2"], "L4")  # as eviction and expiry move them
+    hits = m.search_lexical("garden", 10)
+    assert {h.record.id: h.record.level for h in hits} == {
+        "m0": "L1", "m1": "L4", "m2": "L4", "m3": "L1"}
+    assert all(h.record is m.records[h.record.id] for h in hits)
+    _say(s, 4, 1)  # indexed after the change: its document follows the others'
+    assert {h.record.id for h in m.search_lexical("line 4", 10)} >= {"m4"}
+    # A session reopened from the store: its L2 memories come back with their importance.
+    m._set_level(["m3"], "L2", {"m3": 0.9})
+    reopened = Session(s.id, embedder=HashingEmbedder(), model="gpt-4o", store=m.store,
+                       clock=lambda: 1_700_000_000.0,
+                       memory=MemoryOptions(l1_max_tokens=10**6, l2_max_items=2)).memory
+    hits = reopened.search_lexical("garden", 10)
+    assert len(hits) == 5 and all(h.record is reopened.records[h.record.id] for h in hits)
+    assert reopened.records["m3"].level == "L2"
+
+
 def test_kept_vectors_are_the_embedders_whatever_the_order():
     s = _session(l1=10**6)
     _say(s, 0, 8)
