@@ -12,11 +12,13 @@ from __future__ import annotations
 import struct
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeAlias
 
 import numpy as np
 
 from loomctx.errors import ConfigError
+
+Buffer: TypeAlias = bytes | memoryview
 
 # TensorProto.DataType
 _DTYPES = {np.dtype(np.float32): 1, np.dtype(np.uint8): 2, np.dtype(np.int8): 3,
@@ -68,16 +70,29 @@ def _attribute(name: str, value: float | int | Sequence[int]) -> bytes:
     return out + b"".join(_int(8, v) for v in value) + _int(20, _INTS)
 
 
-def tensor(name: str, array: np.ndarray) -> bytes:
-    """A TensorProto holding ``array`` (float32/64, uint8, int8, int32 or int64) as raw
-    little-endian data."""
+def _message(number: int, pieces: Sequence[Buffer]) -> list[Buffer]:
+    """A length-delimited field holding ``pieces`` (joined), as pieces: a large array is copied
+    once, when the model's bytes are joined, not once per message it is nested in."""
+    return [_key(number, 2) + _varint(sum(memoryview(p).nbytes for p in pieces)), *pieces]
+
+
+def _tensor(name: str, array: np.ndarray) -> list[Buffer]:
     data = np.asarray(array)  # (np.ascontiguousarray would make a scalar one-dimensional)
     little = data.dtype.newbyteorder("<")
     code = _DTYPES.get(little)
     if code is None:
         raise ValueError(f"no ONNX type for {data.dtype}")
-    raw = data.astype(little, copy=False).tobytes()
-    return b"".join(_int(1, d) for d in data.shape) + _int(2, code) + _str(8, name) + _bytes(9, raw)
+    # the array's own bytes, not a copy: the model's join copies them (the caller leaves the
+    # array unchanged until then)
+    raw = np.ascontiguousarray(data.astype(little, copy=False)).reshape(-1).view(np.uint8).data
+    head = b"".join(_int(1, d) for d in data.shape) + _int(2, code) + _str(8, name)
+    return [head, *_message(9, [raw])]
+
+
+def tensor(name: str, array: np.ndarray) -> bytes:
+    """A TensorProto holding ``array`` (float32/64, uint8, int8, int32 or int64) as raw
+    little-endian data."""
+    return b"".join(_tensor(name, array))
 
 
 def value_info(name: str, elem_type: int, shape: Sequence[int | str]) -> bytes:
@@ -93,11 +108,14 @@ class Graph:
     """Nodes and initialisers appended in order; :meth:`model` is the ModelProto's bytes."""
 
     nodes: list[bytes] = field(default_factory=list)
-    initializers: list[bytes] = field(default_factory=list)
+    initializers: list[list[Buffer]] = field(default_factory=list)
+    """Each initializer's TensorProto as pieces (see :func:`_message`)."""
     _names: int = 0
 
     def constant(self, name: str, array: np.ndarray) -> str:
-        self.initializers.append(tensor(name, array))
+        """An initializer named ``name`` holding ``array``, which is read (not copied) when
+        :meth:`model` joins the model's bytes."""
+        self.initializers.append(_tensor(name, array))
         return name
 
     def node(self, op: str, inputs: Sequence[str], output: str | None = None, *,
@@ -118,12 +136,14 @@ class Graph:
 
     def model(self, inputs: Sequence[bytes], outputs: Sequence[bytes], *,
               opsets: dict[str, int]) -> bytes:
-        graph = b"".join(_bytes(1, n) for n in self.nodes) + _str(2, "loomctx")
-        graph += b"".join(_bytes(5, t) for t in self.initializers)
-        graph += b"".join(_bytes(11, i) for i in inputs) + b"".join(_bytes(12, o) for o in outputs)
-        model = _int(1, 8) + _str(2, "loomctx") + _bytes(7, graph)  # ir_version 8
-        return model + b"".join(_bytes(8, _str(1, domain) + _int(2, version))
-                                for domain, version in opsets.items())
+        graph: list[Buffer] = [b"".join(_bytes(1, n) for n in self.nodes) + _str(2, "loomctx")]
+        for t in self.initializers:
+            graph += _message(5, t)
+        graph.append(b"".join(_bytes(11, i) for i in inputs)
+                     + b"".join(_bytes(12, o) for o in outputs))
+        return b"".join([_int(1, 8) + _str(2, "loomctx"), *_message(7, graph),  # ir_version 8
+                         *(_bytes(8, _str(1, domain) + _int(2, version))
+                           for domain, version in opsets.items())])
 
 
 def session(model: bytes, threads: int | None, *, needed_by: str, instead: str) -> Any:

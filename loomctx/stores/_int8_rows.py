@@ -29,7 +29,9 @@ from loomctx import _onnx
 from loomctx._onnx import Graph, session, value_info
 
 _QUERY_LEVELS = 63  # the query's integers: -63..63 around a zero point of 64
-_CHUNK = 8192  # rows quantized at a time: no float32 temporary of the whole matrix
+_CHUNK = 256
+"""Rows quantized at a time: their float64 temporaries (1 MB at 512 dimensions) stay in cache;
+chunks of 8,192 rows took 3.5× as long over 100k rows (``benchmarks/HISTORY.md``)."""
 ROUNDING = 2.0 ** -23
 """Per term, relative to ``|q|·|x|``: the float32 product the estimates stand in for rounds
 (at most one unit in the last place of a float32 per multiply-add), so each bound is widened by
@@ -54,21 +56,25 @@ class Int8Rows:
         scale = np.empty(n, dtype=np.float64)
         norm = np.empty(n, dtype=np.float64)
         error = np.empty(n, dtype=np.float64)
-        codes = np.empty((n, dim), dtype=np.int8)
+        # transposed: the graph's right-hand side, the side onnxruntime prepacks (written a
+        # chunk at a time: a transpose of the whole int8 copy took as long as the quantizing)
+        codes = np.empty((dim, n), dtype=np.int8)
         for start in range(0, n, _CHUNK):
             block = matrix[start:start + _CHUNK]
-            s = np.abs(block).max(axis=1) / np.float32(127)
-            s[s == 0] = 1.0  # an all-zero row: any scale codes it exactly
-            c = np.clip(np.rint(block / s[:, None]), -127, 127)
             end = start + len(block)
-            codes[start:end] = c
+            s = np.maximum(block.max(axis=1), -block.min(axis=1)) / np.float32(127)  # max |x|
+            s[s == 0] = 1.0  # an all-zero row: any scale codes it exactly
+            c = block / s[:, None]
+            np.clip(np.rint(c, out=c), -127, 127, out=c)
+            codes[:, start:end] = c.T
             # the norms as they are, not as float32 would round them
-            wide, miss = block.astype(np.float64), block - c * s[:, None].astype(np.float64)
-            scale[start:end] = s
+            wide = block.astype(np.float64)
             norm[start:end] = np.sqrt(np.einsum("ij,ij->i", wide, wide))
-            error[start:end] = np.sqrt(np.einsum("ij,ij->i", miss, miss))
-        # transposed: the graph's right-hand side, the side onnxruntime prepacks
-        codes = np.ascontiguousarray(codes.T)
+            miss = c.astype(np.float64)
+            miss *= s[:, None].astype(np.float64)
+            error[start:end] = np.sqrt(np.einsum("ij,ij->i", np.subtract(wide, miss, out=miss),
+                                                 miss))
+            scale[start:end] = s
         self._session: Any = session(_graph(codes, scale, error), 1,
                                      needed_by="the int8 vector search", instead="a smaller store")
         self._widest = float(norm.max()) if n else 0.0

@@ -53,6 +53,35 @@ def test_the_bounds_hold_for_every_row(seed: int, n: int, dim: int, spike: float
     assert np.all(lower <= single) and np.all(single <= upper)
 
 
+def _plain_copy(matrix: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The int8 copy written the plain way: every row at once, then transposed."""
+    s = np.abs(matrix).max(axis=1) / np.float32(127)
+    s[s == 0] = 1.0
+    c = np.clip(np.rint(matrix / s[:, None]), -127, 127)
+    miss = matrix - c * s[:, None].astype(np.float64)
+    return (np.ascontiguousarray(c.astype(np.int8).T), s.astype(np.float64),
+            np.sqrt(np.einsum("ij,ij->i", miss, miss)))
+
+
+@pytest.mark.parametrize("n", [0, 1, 255, 256, 257, 700])
+def test_the_copy_made_a_chunk_at_a_time_is_the_plain_copy(
+        n: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    rng = np.random.default_rng(n)
+    matrix = rng.standard_normal((n, 24)).astype(np.float32)
+    if n:
+        matrix[0] = 0.0  # a zero row
+        matrix[-1] = -np.abs(matrix[-1])  # its largest magnitude negative
+        matrix[n // 2, 3] = 1e4  # a spike
+    seen = []
+    real = vector_index.Int8Rows.__init__.__globals__["_graph"]
+    monkeypatch.setitem(vector_index.Int8Rows.__init__.__globals__, "_graph",
+                        lambda *arrays: seen.append(arrays) or real(*arrays))
+    Int8Rows(matrix)
+    for got, want in zip(seen[0], _plain_copy(matrix), strict=True):
+        assert got.dtype == want.dtype and got.shape == want.shape
+        assert np.array_equal(got, want)
+
+
 def test_the_bounds_are_tight_enough_to_skip_most_rows() -> None:
     rng = np.random.default_rng(7)
     matrix = _units(rng, 20_000, 256)
