@@ -1,5 +1,6 @@
 """Session memory at scale: add N messages to a SQLite-backed session (embedding included),
-then time warm builds over the N stored items.
+then time warm builds over the N stored items (four questions, asked again and again), then
+builds of questions asked for the first time (``new_question_build_ms``).
 
 Run: python benchmarks/bench_memory.py [--messages 100000] [--embedder use|hashing]
 Writes benchmarks/results/memory.json.
@@ -88,6 +89,18 @@ def _texts(n: int, seed: int = 3) -> list[str]:
     return [
         f"msg {i}: " + " ".join(rng.choice(WORDS, size=int(rng.integers(8, 30)))) for i in range(n)
     ]
+
+
+NEW_QUESTIONS = 12
+
+
+def _new_questions(n: int) -> list[str]:
+    """Questions no earlier run asked (a number drawn per run): each costs its embedding and the
+    memories it finds first, as an agent's next user turn does."""
+    rng = np.random.default_rng()
+    run = int(rng.integers(10**9))
+    return [f"What happened with the {a} and the {b} (case {run}-{i})?"
+            for i, (a, b) in enumerate(rng.choice(WORDS[:33], size=(n, 2)))]
 
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -251,6 +264,12 @@ def main(argv: list[str] | None = None) -> int:
             times.append((time.perf_counter() - t) * 1000)
             cpu.append((time.process_time() - c) * 1000)
             assert r.tokens <= args.max_tokens
+        fresh = []
+        for q in _new_questions(NEW_QUESTIONS):
+            t = time.perf_counter()
+            r = s.build_sync(q, max_tokens=args.max_tokens)
+            fresh.append((time.perf_counter() - t) * 1000)
+            assert r.tokens <= args.max_tokens
         file_mb = sum(f.stat().st_size for f in path.parent.iterdir()
                       if f.name.startswith(path.name)) / 1e6
         stored = store.count(scope=Scope())
@@ -271,6 +290,10 @@ def main(argv: list[str] | None = None) -> int:
             "max": round(times[-1], 2),
             "n": len(times),
         },
+        # a question asked for the first time: its embedding, and the memories it finds first
+        # (read from the store, counted and tokenized once per process) — an agent's next turn
+        "new_question_build_ms": {"median": round(statistics.median(fresh), 2),
+                                  "max": round(max(fresh), 2), "n": len(fresh)},
         # CPU of the process (both threads) per build: steadier than wall time on a busy host
         "warm_build_cpu_ms": {"median": round(statistics.median(cpu), 2),
                               "min": round(min(cpu), 2)},

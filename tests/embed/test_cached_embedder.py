@@ -192,3 +192,17 @@ def test_two_steps_take_what_the_store_holds_in_the_second() -> None:
     assert (cached.hits, cached.misses) == (1, 0)
     store.fail = True  # a failing store costs its vectors, not the call
     assert np.array_equal(cached.embed_later(["another"])(), HashingEmbedder(16).embed(["another"]))
+
+
+def test_embed_reads_the_store_before_the_inner_embedder_does_any_work() -> None:
+    """One-step ``embed`` (a reopened session's memories) runs no inner first step for what the
+    store holds, and one plain inner call for the rest."""
+    store = DictStore()
+    CachedEmbedder(SpyEmbedder(), store=store).embed(["stored a", "stored b"])
+    inner = TwoStepSpy()
+    cached = CachedEmbedder(inner, store=store)
+    rows = cached.embed(["stored a", "fresh", "stored b"])
+    assert inner.steps == [] and inner.calls == [["fresh"]]
+    assert np.array_equal(rows, HashingEmbedder(16).embed(["stored a", "fresh", "stored b"]))
+    assert (cached.hits, cached.misses) == (2, 1)
+    assert cached.embed(["stored b", "fresh"]).shape == (2, 16) and inner.calls == [["fresh"]]
