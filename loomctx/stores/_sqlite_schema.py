@@ -9,6 +9,13 @@ of them (half the file would be empty space); a 16 KiB page holds seven.
 
 The two FTS5 tables are *external content* tables over ``records`` (no second copy of the text),
 kept in step by triggers, so a write to ``records`` and to its indexes is one transaction.
+
+``meta.index_version`` counts the writes a process's in-memory vector index depends on (vectors,
+and records changed or deleted), by triggers, so every writer counts them, an older loomctx too.
+``PRAGMA data_version`` tells a process that another one wrote; this count tells whether that
+write matters to its index: an embedding another process cached does not, and reloading 100k
+vectors for it took about a second. Files without the count get it when they open (no version
+change: an older loomctx still opens them, and its writes are counted).
 """
 
 from __future__ import annotations
@@ -103,6 +110,15 @@ CREATE TABLE meta (
 ) WITHOUT ROWID;
 """
 
+_INDEX_VERSION = "".join(f"""
+CREATE TRIGGER IF NOT EXISTS {name} AFTER {event} ON {table} BEGIN
+    UPDATE meta SET value = value + 1 WHERE key = 'index_version';
+END;
+""" for name, event, table in (
+    ("vectors_counted_ai", "INSERT", "vectors"), ("vectors_counted_au", "UPDATE", "vectors"),
+    ("vectors_counted_ad", "DELETE", "vectors"), ("records_counted_au", "UPDATE", "records"),
+    ("records_counted_ad", "DELETE", "records")))
+
 _DDL = _RECORDS + _FTS + _VECTORS + _EMBEDDING_CACHE + _META + _RECORD_INDEXES
 
 # Version 1 had one global id per record (``id TEXT UNIQUE``), vectors keyed by that id and one
@@ -180,6 +196,7 @@ def ensure_schema(
                 )
             if version == 0:
                 _run(conn, _DDL)
+                _run(conn, _INDEX_VERSION)
                 conn.execute(
                     "INSERT INTO meta (key, value) VALUES ('tokenizer', ?)", (tokenizer_id,)
                 )
@@ -188,6 +205,7 @@ def ensure_schema(
                 if version == 1:
                     _run(conn, _MIGRATE_1_TO_2)
                     conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+                _run(conn, _INDEX_VERSION)
                 row = conn.execute("SELECT value FROM meta WHERE key = 'tokenizer'").fetchone()
                 if row is None or row[0] != tokenizer_id:
                     tokenize_all(conn)
@@ -195,12 +213,19 @@ def ensure_schema(
                         "INSERT OR REPLACE INTO meta (key, value) VALUES ('tokenizer', ?)",
                         (tokenizer_id,),
                     )
+            conn.execute("INSERT OR IGNORE INTO meta (key, value) VALUES ('index_version', 0)")
             conn.execute("COMMIT")
         except BaseException:
             conn.execute("ROLLBACK")
             raise
     except sqlite3.Error as exc:
         raise StoreError(f"cannot use {target!r} as a loomctx SQLite store: {exc}") from exc
+
+
+def index_version(conn: sqlite3.Connection) -> str | None:
+    """The count of writes the vector index depends on (None in a file that has none yet)."""
+    row = conn.execute("SELECT value FROM meta WHERE key = 'index_version'").fetchone()
+    return None if row is None else str(row[0])
 
 
 def _run(conn: sqlite3.Connection, script: str) -> None:
@@ -219,4 +244,4 @@ def _statements(script: str) -> list[str]:
     return [s for s in out if s]
 
 
-__all__ = ["SCHEMA_VERSION", "connect", "ensure_schema"]
+__all__ = ["SCHEMA_VERSION", "connect", "ensure_schema", "index_version"]

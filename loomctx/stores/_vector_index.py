@@ -22,6 +22,7 @@ import numpy as np
 
 from loomctx._blas import limited
 from loomctx.stores._int8_rows import Int8Rows
+from loomctx.stores._sqlite_schema import index_version
 from loomctx.stores.protocol import Level, MemoryRecord, Scope
 
 _LEVEL_CODES = {"L1": 0, "L2": 1, "L3": 2, "L4": 3}
@@ -38,7 +39,8 @@ well above what one session's searches return between two changes of the data)."
 
 
 class VectorIndex:
-    """Every stored vector as one matrix; ``data_version`` tells when it went stale.
+    """Every stored vector as one matrix; ``data_version`` and ``index_version`` tell when it
+    went stale.
 
     The store keeps it current through its own writes: new rows are appended (the buffers grow
     by doubling, so an append is amortised O(rows added)) and level changes are applied in
@@ -53,6 +55,7 @@ class VectorIndex:
         self._int8_lock = threading.Lock()  # searches run on several threads; one copy
         self._wide = 0  # searches that could have used the int8 copy
         self.data_version = -1
+        self.index_version: str | None = None  # the file's count of writes it depends on
         self._dim = dim
         self._matrix = np.empty((0, dim), dtype=np.float32)
         self._codes: dict[str, dict[str, int]] = {c: {} for c in _COLUMNS}
@@ -146,6 +149,7 @@ class VectorIndex:
         try:
             n, dim = conn.execute(f"SELECT COUNT(*), MAX(v.dim) {_JOIN}").fetchone()
             index = cls(dim or 0)
+            index.index_version = index_version(conn)  # in the same snapshot as the rows
             index._reserve(n)
             cursor = conn.execute(
                 f"SELECT v.pk, v.vec, r.tenant, r.agent, r.session, r.level {_JOIN}"

@@ -6,9 +6,10 @@ FTS5 gives ranked full-text search. Rows are keyed by an integer ``pk``; a recor
 or, for the vector matrix, by a mask. Chinese is handled by two external-content FTS5 indexes (see
 :mod:`loomctx.stores._fts`): a ``trigram`` index over the raw text and a ``unicode61`` index over
 CJK-aware tokens, their bm25 scores summed. Vectors are float32 blobs; search loads them once
-into a numpy matrix (about 200 MB for 100k x 512) kept until the next write — by this object or,
-detected with ``PRAGMA data_version``, by another process — so repeated searches are one matrix
-product.
+into a numpy matrix (about 200 MB for 100k x 512) kept current through this object's writes and
+reloaded after another connection's write to the records or their vectors (``PRAGMA
+data_version`` and the file's ``index_version``, :mod:`loomctx.stores._sqlite_schema`; an
+embedding another process caches reloads nothing), so repeated searches are one matrix product.
 
 Durability: ``journal_mode=WAL`` and ``synchronous=NORMAL``. A ``put`` that returned is committed
 and survives the process being killed; an OS crash or power loss may lose the last commits since
@@ -44,7 +45,7 @@ from loomctx.stores._sqlite_rows import (
     to_row,
     where_sql,
 )
-from loomctx.stores._sqlite_schema import connect, ensure_schema
+from loomctx.stores._sqlite_schema import connect, ensure_schema, index_version
 from loomctx.stores._text import tokenizer_id
 from loomctx.stores._vector_index import VectorIndex
 from loomctx.stores.protocol import Hit, Level, MemoryRecord, Scope
@@ -101,7 +102,12 @@ class SQLiteStore:
             try:
                 conn.execute("BEGIN IMMEDIATE")
                 try:
+                    if keep_index:  # not kept current over another connection's changes
+                        self._current_index(conn)
                     yield conn
+                    if keep_index and self._vectors is not None:
+                        # this write's own changes counted: the index holds them
+                        self._vectors.index_version = index_version(conn)
                     conn.execute("COMMIT")
                 except BaseException:
                     conn.execute("ROLLBACK")
@@ -310,10 +316,25 @@ class SQLiteStore:
 
     def _vector_index(self, conn: sqlite3.Connection) -> VectorIndex:
         """The cached index, reloaded when this or another connection changed the data."""
+        index = self._current_index(conn)
+        if index is None:
+            version = conn.execute("PRAGMA data_version").fetchone()[0]
+            self._vectors = index = VectorIndex.load(conn, version)
+        return index
+
+    def _current_index(self, conn: sqlite3.Connection) -> VectorIndex | None:
+        """The kept index if the file still holds what it holds; else it is dropped."""
+        index = self._vectors
+        if index is None:
+            return None
         version = conn.execute("PRAGMA data_version").fetchone()[0]
-        if self._vectors is None or self._vectors.data_version != version:
-            self._vectors = VectorIndex.load(conn, version)
-        return self._vectors
+        if index.data_version != version:  # another connection wrote: something it depends on?
+            counted = index_version(conn)
+            if counted is None or counted != index.index_version:
+                self._vectors = None
+                return None
+            index.data_version = version
+        return index
 
     # -- embedding cache ------------------------------------------------------------------------
 

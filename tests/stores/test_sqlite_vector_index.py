@@ -147,3 +147,62 @@ def test_a_scope_of_every_row_gives_the_full_product_order(tmp_path):
     assert [h.record.id for h in hits] == [f"r{i}" for i in order]
     assert len(store.search_vector(q, limit=100, scope=TENANT)) == 40
     store.close()
+
+
+def test_an_embedding_another_process_caches_does_not_reload_the_index(tmp_path):
+    rng = np.random.default_rng(5)
+    path = tmp_path / "c.db"
+    store, other = SQLiteStore(path), SQLiteStore(path)
+    vecs = _unit(rng, 30)
+    store.put(_recs(0, 30), vecs)
+    before = store.search_vector(vecs[4], limit=3, scope=TENANT)
+    index = store._vectors
+    other.cache_vectors("m", {"h": vecs[0]}, tenant="default")
+    assert store.search_vector(vecs[4], limit=3, scope=TENANT) == before
+    assert store._vectors is index  # kept: the other write was not one the index depends on
+    other.close()
+    store.close()
+
+
+def test_another_processes_vectors_and_levels_are_seen_after_this_ones_own_writes(tmp_path):
+    """A write of this store keeps its index current with its own change; it must not also
+    stamp the index as holding another connection's earlier change."""
+    rng = np.random.default_rng(6)
+    path = tmp_path / "o.db"
+    store, other = SQLiteStore(path), SQLiteStore(path)
+    vecs = _unit(rng, 40)
+    store.put(_recs(0, 30), vecs[:30])
+    store.search_vector(vecs[0], limit=3, scope=TENANT)
+    other.put(_recs(30, 10), vecs[30:])  # another process's new memories
+    store.cache_vectors("m", {"h": vecs[0]}, tenant="default")  # then a write of this one
+    assert store.search_vector(vecs[35], limit=1, scope=TENANT)[0].record.id == "r35"
+    other.set_level(["r35"], "L4", scope=TENANT)
+    store.put(_recs(100, 1), vecs[:1])  # this process's own write, kept in its index
+    [hit] = store.search_vector(vecs[35], limit=1, scope=TENANT)
+    assert (hit.record.id, hit.record.level) == ("r35", "L4")
+    assert store.search_vector(vecs[35], limit=1, scope=TENANT, level="L1")[0].record.id != "r35"
+    other.close()
+    store.close()
+
+
+def test_a_file_without_the_index_count_gets_it_when_it_opens(tmp_path):
+    import sqlite3
+
+    from loomctx.stores._sqlite_schema import index_version
+
+    path = tmp_path / "old.db"
+    SQLiteStore(path).close()
+    conn = sqlite3.connect(path)  # a file as an earlier loomctx left it
+    for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'trigger' "
+                                "AND name LIKE '%counted%'").fetchall():
+        conn.execute(f"DROP TRIGGER {name}")
+    conn.execute("DELETE FROM meta WHERE key = 'index_version'")
+    conn.commit()
+    assert index_version(conn) is None
+    conn.close()
+    store = SQLiteStore(path)
+    store.put(_recs(0, 3), _unit(np.random.default_rng(1), 3))
+    conn = sqlite3.connect(path)
+    assert index_version(conn) == "3"  # three vectors inserted, counted from 0
+    conn.close()
+    store.close()
