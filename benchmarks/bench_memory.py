@@ -94,12 +94,13 @@ def _texts(n: int, seed: int = 3) -> list[str]:
 NEW_QUESTIONS = 12
 
 
-def _new_questions(n: int) -> list[str]:
+def _new_questions(n: int, *, seed: int | None = None, tag: str = "") -> list[str]:
     """Questions no earlier run asked (a number drawn per run): each costs its embedding and the
-    memories it finds first, as an agent's next user turn does."""
-    rng = np.random.default_rng()
+    memories it finds first, as an agent's next user turn does. One ``seed`` gives the same
+    words and number; ``tag`` tells two such lists apart."""
+    rng = np.random.default_rng(seed)
     run = int(rng.integers(10**9))
-    return [f"What happened with the {a} and the {b} (case {run}-{i})?"
+    return [f"What happened with the {a} and the {b} (case {tag}{run}-{i})?"
             for i, (a, b) in enumerate(rng.choice(WORDS[:33], size=(n, 2)))]
 
 
@@ -118,15 +119,16 @@ def _open(db: Path, embedder_name: str) -> Any:  # a Session of whichever checko
 
 def _serve(args: argparse.Namespace) -> int:
     """One side of ``--peer``: open the stored session, then build once per line read (the
-    line is the build's number) and answer with its wall and CPU time."""
+    line is the build's number, or a new question after ``?``) and answer with its wall and
+    CPU time."""
     s = _open(args.db, args.embedder)
     for i in range(WARM_UP):
         s.build_sync(QUERIES[i % len(QUERIES)], max_tokens=args.max_tokens)
     print("ready", flush=True)
     for line in sys.stdin:
-        i = int(line)
+        query = line[1:].strip() if line.startswith("?") else QUERIES[int(line) % len(QUERIES)]
         t, c = time.perf_counter(), time.process_time()
-        r = s.build_sync(QUERIES[i % len(QUERIES)], max_tokens=args.max_tokens)
+        r = s.build_sync(query, max_tokens=args.max_tokens)
         wall, cpu = (time.perf_counter() - t) * 1000, (time.process_time() - c) * 1000
         print(json.dumps({"ms": wall, "cpu_ms": cpu, "over": r.tokens > args.max_tokens}),
               flush=True)
@@ -146,17 +148,20 @@ def _commit(tree: Path) -> str:
 
 
 def _paired(args: argparse.Namespace) -> int:
-    """``--peer``: this checkout and the peer's, build for build on the same stored session."""
-    if not args.db.exists():
-        raise SystemExit(f"--peer needs a filled --db: {args.db} does not exist (run once "
-                         "with --db to fill it)")
+    """``--peer``: this checkout and the peer's, build for build on the same stored session
+    (or, with ``--peer-db``, the peer on its own copy of it)."""
+    dbs = {"this": args.db, "peer": args.peer_db or args.db}
+    for db in dbs.values():
+        if not db.exists():
+            raise SystemExit(f"--peer needs a filled --db: {db} does not exist (run once "
+                             "with --db to fill it)")
     if not (args.peer / "loomctx" / "__init__.py").exists():
         raise SystemExit(f"--peer {args.peer} is not a loomctx checkout (no loomctx/ in it)")
     sides = {"this": ROOT, "peer": args.peer.resolve()}
     procs = {}
     for name, tree in sides.items():
         procs[name] = subprocess.Popen(
-            [sys.executable, __file__, "--serve", "--db", str(args.db), "--max-tokens",
+            [sys.executable, __file__, "--serve", "--db", str(dbs[name]), "--max-tokens",
              str(args.max_tokens), "--embedder", args.embedder],
             env={**os.environ, "PYTHONPATH": str(tree)}, stdin=subprocess.PIPE,
             stdout=subprocess.PIPE, text=True)
@@ -166,11 +171,16 @@ def _paired(args: argparse.Namespace) -> int:
             if p.stdout.readline().strip() != "ready":
                 raise SystemExit(f"the {name} side did not open the session")
         times: dict[str, list[dict]] = {name: [] for name in procs}
+        # New questions: the same two words for both sides, each its own number (a question
+        # one side asked is in the other's embedding cache when they share a file).
+        seed = int(np.random.default_rng().integers(2**32))
+        fresh = {name: _new_questions(args.builds, seed=seed, tag=name) for name in procs} \
+            if args.new_questions else None
         for i in range(args.builds):
             for name in (("this", "peer") if i % 2 == 0 else ("peer", "this")):
                 p = procs[name]
                 assert p.stdin is not None and p.stdout is not None
-                p.stdin.write(f"{i}\n")
+                p.stdin.write(f"?{fresh[name][i]}\n" if fresh else f"{i}\n")
                 p.stdin.flush()
                 times[name].append(json.loads(p.stdout.readline()))
     finally:
@@ -179,13 +189,15 @@ def _paired(args: argparse.Namespace) -> int:
                 p.stdin.close()
             p.wait()
     ratio = [a["ms"] / b["ms"] for a, b in zip(times["this"], times["peer"], strict=True)]
+    kind = "new_question_build" if args.new_questions else "warm_build"
     out = {
         "builds": args.builds, "max_tokens": args.max_tokens, "embedder": args.embedder,
         "peer": _commit(sides["peer"]), "this": _commit(ROOT),
+        "same_file": dbs["this"].resolve() == dbs["peer"].resolve(),
         "load_average": os.getloadavg()[0],
-        "warm_build_ms": {name: _spread([t["ms"] for t in ts]) for name, ts in times.items()},
-        "warm_build_cpu_ms": {name: _spread([t["cpu_ms"] for t in ts])
-                              for name, ts in times.items()},
+        f"{kind}_ms": {name: _spread([t["ms"] for t in ts]) for name, ts in times.items()},
+        f"{kind}_cpu_ms": {name: _spread([t["cpu_ms"] for t in ts])
+                           for name, ts in times.items()},
         "this_over_peer": _spread(ratio),
         "over_budget": sum(t["over"] for ts in times.values() for t in ts),
     }
@@ -212,12 +224,19 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--peer", type=Path, default=None,
                     help="another loomctx checkout: time its builds and this one's in turn "
                          "on the session --db holds")
+    ap.add_argument("--peer-db", type=Path, default=None,
+                    help="with --peer: the peer opens this copy of --db (default: the same "
+                         "file, as two processes of one deployment would)")
+    ap.add_argument("--new-questions", action="store_true",
+                    help="with --peer: each build asks a question neither side asked before")
     ap.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.quick:
         args.messages, args.builds = 10_000, 10
     if args.serve:
         return _serve(args)
+    if args.peer is None and (args.peer_db is not None or args.new_questions):
+        ap.error("--peer-db and --new-questions go with --peer")
     if args.peer is not None:
         if args.db is None:
             ap.error("--peer needs --db: the stored session both checkouts open")

@@ -32,6 +32,28 @@ def test_two_checkouts_are_timed_build_for_build(bench: ModuleType, tmp_path: Pa
         spread = result["warm_build_ms"][side]
         assert 0 < spread["min"] <= spread["p25"] <= spread["median"] <= spread["p75"]
     assert result["this_over_peer"]["median"] > 0
+    fill = json.loads((tmp_path / "fill.json").read_text())
+    assert fill["new_question_build_ms"]["n"] == bench.NEW_QUESTIONS
+    # new questions, the peer on its own copy of the session
+    copy = tmp_path / "copy.db"
+    copy.write_bytes(db.read_bytes())
+    assert bench.main(["--db", str(db), "--peer", str(ROOT), "--peer-db", str(copy),
+                       "--new-questions", "--builds", "3", "--embedder", "hashing",
+                       "--out", str(out)]) == 0
+    fresh = json.loads(out.read_text())
+    assert not fresh["same_file"] and "warm_build_ms" not in fresh
+    assert fresh["new_question_build_ms"]["this"]["min"] > 0
+    questions = bench._new_questions(3, seed=7, tag="this")
+    assert len(set(questions)) == 3
+    assert [q.split(" (")[0] for q in questions] == [
+        q.split(" (")[0] for q in bench._new_questions(3, seed=7, tag="peer")]
+
+
+def test_new_questions_and_a_peer_copy_need_a_peer(bench: ModuleType,
+                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        bench.main(["--new-questions"])
+    assert "go with --peer" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize(("args", "says"), [
