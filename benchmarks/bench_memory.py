@@ -283,11 +283,11 @@ def main(argv: list[str] | None = None) -> int:
             times.append((time.perf_counter() - t) * 1000)
             cpu.append((time.process_time() - c) * 1000)
             assert r.tokens <= args.max_tokens
-        fresh = []
+        new_ms = []
         for q in _new_questions(NEW_QUESTIONS):
             t = time.perf_counter()
             r = s.build_sync(q, max_tokens=args.max_tokens)
-            fresh.append((time.perf_counter() - t) * 1000)
+            new_ms.append((time.perf_counter() - t) * 1000)
             assert r.tokens <= args.max_tokens
         file_mb = sum(f.stat().st_size for f in path.parent.iterdir()
                       if f.name.startswith(path.name)) / 1e6
@@ -311,8 +311,8 @@ def main(argv: list[str] | None = None) -> int:
         },
         # a question asked for the first time: its embedding, and the memories it finds first
         # (read from the store, counted and tokenized once per process) — an agent's next turn
-        "new_question_build_ms": {"median": round(statistics.median(fresh), 2),
-                                  "max": round(max(fresh), 2), "n": len(fresh)},
+        "new_question_build_ms": {"median": round(statistics.median(new_ms), 2),
+                                  "max": round(max(new_ms), 2), "n": len(new_ms)},
         # CPU of the process (both threads) per build: steadier than wall time on a busy host
         "warm_build_cpu_ms": {"median": round(statistics.median(cpu), 2),
                               "min": round(min(cpu), 2)},

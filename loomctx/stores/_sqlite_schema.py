@@ -196,7 +196,6 @@ def ensure_schema(
                 )
             if version == 0:
                 _run(conn, _DDL)
-                _run(conn, _INDEX_VERSION)
                 conn.execute(
                     "INSERT INTO meta (key, value) VALUES ('tokenizer', ?)", (tokenizer_id,)
                 )
@@ -205,7 +204,6 @@ def ensure_schema(
                 if version == 1:
                     _run(conn, _MIGRATE_1_TO_2)
                     conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
-                _run(conn, _INDEX_VERSION)
                 row = conn.execute("SELECT value FROM meta WHERE key = 'tokenizer'").fetchone()
                 if row is None or row[0] != tokenizer_id:
                     tokenize_all(conn)
@@ -213,6 +211,7 @@ def ensure_schema(
                         "INSERT OR REPLACE INTO meta (key, value) VALUES ('tokenizer', ?)",
                         (tokenizer_id,),
                     )
+            _run(conn, _INDEX_VERSION)  # a new file, or one from before the count
             conn.execute("INSERT OR IGNORE INTO meta (key, value) VALUES ('index_version', 0)")
             conn.execute("COMMIT")
         except BaseException:

@@ -48,11 +48,6 @@ def test_every_attribute_kind_reaches_onnxruntime() -> None:
 
 
 
-def _nested(number: int, value: bytes) -> bytes:
-    """A length-delimited field written the plain way: its bytes inside its parent's."""
-    return _onnx._key(number, 2) + _onnx._varint(len(value)) + value
-
-
 def test_a_model_with_large_constants_is_the_plain_nested_encoding() -> None:
     # The writer copies a constant's data once, when the model is joined; the bytes must be
     # those of each message written inside its parent.
@@ -68,12 +63,12 @@ def test_a_model_with_large_constants_is_the_plain_nested_encoding() -> None:
     inputs = [_onnx.value_info("x", _onnx.FLOAT, ["n"])]
     outputs = [_onnx.value_info("y", _onnx.INT32, [300, 70])]
     tensors = [b"".join(_onnx._int(1, d) for d in a.shape) + _onnx._int(2, _onnx._DTYPES[a.dtype])
-               + _onnx._str(8, name) + _nested(9, np.ascontiguousarray(a).tobytes())
+               + _onnx._str(8, name) + _onnx._bytes(9, np.ascontiguousarray(a).tobytes())
                for name, a in arrays.items()]
     assert [_onnx.tensor(name, a) for name, a in arrays.items()] == tensors
-    graph = (b"".join(_nested(1, n) for n in g.nodes) + _onnx._str(2, "loomctx")
-             + b"".join(_nested(5, t) for t in tensors) + _nested(11, inputs[0])
-             + _nested(12, outputs[0]))
-    plain = (_onnx._int(1, 8) + _onnx._str(2, "loomctx") + _nested(7, graph)
-             + _nested(8, _onnx._str(1, "") + _onnx._int(2, 13)))
+    graph = (b"".join(_onnx._bytes(1, n) for n in g.nodes) + _onnx._str(2, "loomctx")
+             + b"".join(_onnx._bytes(5, t) for t in tensors) + _onnx._bytes(11, inputs[0])
+             + _onnx._bytes(12, outputs[0]))
+    plain = (_onnx._int(1, 8) + _onnx._str(2, "loomctx") + _onnx._bytes(7, graph)
+             + _onnx._bytes(8, _onnx._str(1, "") + _onnx._int(2, 13)))
     assert g.model(inputs, outputs, opsets={"": 13}) == plain
