@@ -14,7 +14,9 @@ checkout at DIR each open the stored session in a process of its own, and the bu
 between them (which goes first alternates too). A shared machine's speed drifts by a quarter
 within minutes; builds taken side by side see the same drift, so the ratio of each pair says
 which version is faster where two runs one after the other would not. Writes
-``results/memory_paired.json``.
+``results/memory_paired.json``. With ``--peer-db PATH`` the peer opens a copy of its own; a
+copy not there yet is filled by the peer's code (the same messages), since an older checkout
+may not read the schema this one writes.
 """
 
 from __future__ import annotations
@@ -91,6 +93,13 @@ def _texts(n: int, seed: int = 3) -> list[str]:
     ]
 
 
+def _batch(texts: list[str], start: int, size: int) -> list[dict[str, Any]]:
+    """The messages ``texts[start:start + size]``, users and assistants in turn."""
+    return [{"role": ("user", "assistant")[(start + i) % 2], "content": t, "id": f"m{start + i}",
+             "timestamp": 1.6e9 + 60 * (start + i)}
+            for i, t in enumerate(texts[start:start + size])]
+
+
 NEW_QUESTIONS = 12
 
 
@@ -118,10 +127,15 @@ def _open(db: Path, embedder_name: str) -> Any:  # a Session of whichever checko
 
 
 def _serve(args: argparse.Namespace) -> int:
-    """One side of ``--peer``: open the stored session, then build once per line read (the
-    line is the build's number, or a new question after ``?``) and answer with its wall and
-    CPU time."""
+    """One side of ``--peer``: open the stored session (filling it first with ``--fill``),
+    then build once per line read (the line is the build's number, or a new question after
+    ``?``) and answer with its wall and CPU time."""
     s = _open(args.db, args.embedder)
+    if args.fill:  # this side's own code writes its own schema
+        add = getattr(s, "add_messages_sync", None) or s.add_messages  # older: sync
+        texts = _texts(args.messages)
+        for start in range(0, len(texts), args.batch):
+            add(_batch(texts, start, args.batch))
     for i in range(WARM_UP):
         s.build_sync(QUERIES[i % len(QUERIES)], max_tokens=args.max_tokens)
     print("ready", flush=True)
@@ -151,10 +165,12 @@ def _paired(args: argparse.Namespace) -> int:
     """``--peer``: this checkout and the peer's, build for build on the same stored session
     (or, with ``--peer-db``, the peer on its own copy of it)."""
     dbs = {"this": args.db, "peer": args.peer_db or args.db}
-    for db in dbs.values():
-        if not db.exists():
-            raise SystemExit(f"--peer needs a filled --db: {db} does not exist (run once "
-                             "with --db to fill it)")
+    if not args.db.exists():
+        raise SystemExit(f"--peer needs a filled --db: {args.db} does not exist (run once "
+                         "with --db to fill it)")
+    # A --peer-db not there yet is filled by the peer's own code (--messages of them): an
+    # older checkout may not read the schema this one writes.
+    fill = {"this": False, "peer": not dbs["peer"].exists()}
     if not (args.peer / "loomctx" / "__init__.py").exists():
         raise SystemExit(f"--peer {args.peer} is not a loomctx checkout (no loomctx/ in it)")
     sides = {"this": ROOT, "peer": args.peer.resolve()}
@@ -162,7 +178,8 @@ def _paired(args: argparse.Namespace) -> int:
     for name, tree in sides.items():
         procs[name] = subprocess.Popen(
             [sys.executable, __file__, "--serve", "--db", str(dbs[name]), "--max-tokens",
-             str(args.max_tokens), "--embedder", args.embedder],
+             str(args.max_tokens), "--embedder", args.embedder, "--messages",
+             str(args.messages), "--batch", str(args.batch), *(["--fill"] if fill[name] else [])],
             env={**os.environ, "PYTHONPATH": str(tree)}, stdin=subprocess.PIPE,
             stdout=subprocess.PIPE, text=True)
     try:
@@ -226,10 +243,12 @@ def main(argv: list[str] | None = None) -> int:
                          "on the session --db holds")
     ap.add_argument("--peer-db", type=Path, default=None,
                     help="with --peer: the peer opens this copy of --db (default: the same "
-                         "file, as two processes of one deployment would)")
+                         "file, as two processes of one deployment would); a file not there "
+                         "yet is filled by the peer's own code, --messages of them")
     ap.add_argument("--new-questions", action="store_true",
                     help="with --peer: each build asks a question neither side asked before")
     ap.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--fill", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.quick:
         args.messages, args.builds = 10_000, 10
@@ -259,18 +278,7 @@ def main(argv: list[str] | None = None) -> int:
             texts = []  # a kept session: only the builds are timed
         t0 = time.perf_counter()
         for start in range(0, len(texts), args.batch):
-            chunk = texts[start : start + args.batch]
-            s.add_messages_sync(
-                [
-                    {
-                        "role": ("user", "assistant")[(start + i) % 2],
-                        "content": t,
-                        "id": f"m{start + i}",
-                        "timestamp": 1.6e9 + 60 * (start + i),
-                    }
-                    for i, t in enumerate(chunk)
-                ]
-            )
+            s.add_messages_sync(_batch(texts, start, args.batch))
         add_s = time.perf_counter() - t0
         first = time.perf_counter()
         s.build_sync(QUERIES[0], max_tokens=args.max_tokens)

@@ -49,6 +49,23 @@ def test_two_checkouts_are_timed_build_for_build(bench: ModuleType, tmp_path: Pa
         q.split(" (")[0] for q in bench._new_questions(3, seed=7, tag="peer")]
 
 
+def test_a_peer_copy_not_there_yet_is_filled_by_the_peer(bench: ModuleType,
+                                                          tmp_path: Path) -> None:
+    db, copy, out = tmp_path / "memory.db", tmp_path / "peer.db", tmp_path / "paired.json"
+    assert bench.main(["--messages", "120", "--builds", "1", "--embedder", "hashing",
+                       "--db", str(db), "--out", str(tmp_path / "fill.json")]) == 0
+    assert not copy.exists()
+    assert bench.main(["--db", str(db), "--peer", str(ROOT), "--peer-db", str(copy),
+                       "--messages", "120", "--builds", "2", "--embedder", "hashing",
+                       "--out", str(out)]) == 0
+    assert not json.loads(out.read_text())["same_file"]
+    # the peer's copy holds the same messages as --db: reopened, it is timed without a fill
+    assert bench.main(["--messages", "120", "--builds", "1", "--embedder", "hashing",
+                       "--db", str(copy), "--out", str(tmp_path / "reopened.json")]) == 0
+    reopened = json.loads((tmp_path / "reopened.json").read_text())
+    assert reopened["stored"] == 120 and "reopened_seconds" in reopened
+
+
 def test_new_questions_and_a_peer_copy_need_a_peer(bench: ModuleType,
                                                     capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit):
