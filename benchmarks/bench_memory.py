@@ -161,6 +161,17 @@ def _commit(tree: Path) -> str:
     return done.stdout.strip() or "unknown"
 
 
+def _stored(db: Path) -> int:
+    """How many messages the session stored at ``db`` holds."""
+    from loomctx import Scope, SQLiteStore
+
+    store = SQLiteStore(db)
+    try:
+        return store.count(scope=Scope())
+    finally:
+        store.close()
+
+
 def _paired(args: argparse.Namespace) -> int:
     """``--peer``: this checkout and the peer's, build for build on the same stored session
     (or, with ``--peer-db``, the peer on its own copy of it)."""
@@ -168,9 +179,9 @@ def _paired(args: argparse.Namespace) -> int:
     if not args.db.exists():
         raise SystemExit(f"--peer needs a filled --db: {args.db} does not exist (run once "
                          "with --db to fill it)")
-    # A --peer-db not there yet is filled by the peer's own code (--messages of them): an
-    # older checkout may not read the schema this one writes.
-    fill = {"this": False, "peer": not dbs["peer"].exists()}
+    # A --peer-db not there yet is filled by the peer's own code with as many messages as --db
+    # holds (the same ones): an older checkout may not read the schema this one writes.
+    fill = None if dbs["peer"].exists() else _stored(args.db)
     if not (args.peer / "loomctx" / "__init__.py").exists():
         raise SystemExit(f"--peer {args.peer} is not a loomctx checkout (no loomctx/ in it)")
     sides = {"this": ROOT, "peer": args.peer.resolve()}
@@ -178,8 +189,8 @@ def _paired(args: argparse.Namespace) -> int:
     for name, tree in sides.items():
         procs[name] = subprocess.Popen(
             [sys.executable, __file__, "--serve", "--db", str(dbs[name]), "--max-tokens",
-             str(args.max_tokens), "--embedder", args.embedder, "--messages",
-             str(args.messages), "--batch", str(args.batch), *(["--fill"] if fill[name] else [])],
+             str(args.max_tokens), "--embedder", args.embedder, "--batch", str(args.batch),
+             *(["--fill", "--messages", str(fill)] if name == "peer" and fill else [])],
             env={**os.environ, "PYTHONPATH": str(tree)}, stdin=subprocess.PIPE,
             stdout=subprocess.PIPE, text=True)
     try:
@@ -244,7 +255,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--peer-db", type=Path, default=None,
                     help="with --peer: the peer opens this copy of --db (default: the same "
                          "file, as two processes of one deployment would); a file not there "
-                         "yet is filled by the peer's own code, --messages of them")
+                         "yet is filled by the peer's own code with the messages --db holds")
     ap.add_argument("--new-questions", action="store_true",
                     help="with --peer: each build asks a question neither side asked before")
     ap.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
