@@ -33,13 +33,22 @@ def fingerprint(message: Mapping[str, Any]) -> str:
     if isinstance(content, list) and all(isinstance(p, Mapping) and p.get("type") == "text"
                                          for p in content):
         content = "".join(str(p.get("text", "")) for p in content)
-    calls = [(c.get("id"), (c.get("function") or {}).get("name"),
-              (c.get("function") or {}).get("arguments"))
-             for c in message.get("tool_calls") or [] if isinstance(c, Mapping)]
+    # A digest, not a check: a malformed shape is refused later with the message's own error
+    # (a request is routed by its digests first), so anything that is not a list of calls with
+    # a function object counts as none; well-formed messages keep the digest they always had.
+    raw = message.get("tool_calls")
+    calls = [(c.get("id"), *_name_and_arguments(c.get("function")))
+             for c in (raw if isinstance(raw, list) else ()) if isinstance(c, Mapping)]
     key = [message.get("role"), content or "", calls, message.get("tool_call_id"),
            message.get("name")]
     return hashlib.blake2b(_dump(key).encode("utf-8", "surrogatepass"),
                            digest_size=16).hexdigest()
+
+
+def _name_and_arguments(function: Any) -> tuple[Any, Any]:
+    if not isinstance(function, Mapping):
+        return None, None
+    return function.get("name"), function.get("arguments")
 
 
 def chain(previous: str, message_fingerprint: str) -> str:

@@ -89,6 +89,22 @@ def test_fuzzed_bodies_never_get_a_500(fuzz_server: RunningServer, path: str,
         _one_line_reason(resp)
 
 
+@pytest.mark.parametrize(("message", "says"), [
+    ({"role": "user", "content": None, "tool_calls": True}, "only assistant messages call"),
+    ({"role": "user", "content": "hi", "tool_calls": 5}, "only assistant messages call"),
+    ({"role": "assistant", "tool_calls": [{"id": "c", "type": "function", "function": "x"}]},
+     "'function' must be an object"),
+])
+def test_malformed_tool_calls_are_refused_not_routed_into_a_500(
+        fuzz_server: RunningServer, message: dict[str, object], says: str) -> None:
+    # a request is routed by its messages' digests before they are checked: the digest must
+    # take any shape, and the check then names the message
+    body = {"model": "gpt-4o", "messages": [{"role": "user", "content": "hi"}, message]}
+    resp = httpx.post(fuzz_server.url + "/v1/chat/completions", json=body, timeout=30)
+    assert 400 <= resp.status_code < 500, resp.text
+    assert says in _one_line_reason(resp)
+
+
 def test_limits_on_body_size_and_message_count(fuzz_server: RunningServer) -> None:
     big = {"model": "gpt-4o", "messages": [{"role": "user", "content": "x" * 30_000}]}
     resp = httpx.post(fuzz_server.url + "/v1/chat/completions", json=big)
