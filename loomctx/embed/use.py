@@ -12,6 +12,15 @@ from the same float32 weights, and runs it with onnxruntime: the vectors are the
 ~1e-6, and a forward pass is one call that leaves Python's lock free for the rest of a build
 (the numpy pass is some thirty small numpy calls that hold it). ``engine="numpy"`` is the
 package's own pass.
+
+What one text costs is bounded. The model has no length limit, and a whole text's activations
+grow with it (~7 MB a kilobyte of text: a 300 KB pasted log took a process from 0.5 to 2 GB).
+A token's features depend only on the tokens within ``_REACH`` of it (two n-gram convolutions
+of at most two tokens each side), and the text's vector on their sum, so a text longer than
+``_WHOLE`` tokens is run ``_PIECE`` tokens at a time, each piece with its neighbours beside it,
+and the sums added: the same vector, in the memory of one piece. Only the first
+:data:`MAX_TOKENS` tokens of a text are embedded (the characters past ``MAX_TOKENS *
+_MAX_TOKEN_CHARS`` are not even tokenised), which bounds its time as well.
 """
 
 from __future__ import annotations
@@ -28,6 +37,13 @@ from loomctx.embed._model import ModelEmbedder
 from loomctx.errors import ConfigError
 
 _BATCH = 256
+MAX_TOKENS = 8192
+"""The tokens of a text that are embedded (its first ones, ~25 KB of English); the rest of a
+longer text does not change its vector. No message of the evaluation sets comes near it."""
+_MAX_TOKEN_CHARS = 16  # no sentencepiece piece of the model is longer
+_WHOLE = 1024  # texts up to this many tokens run whole, as the package runs them
+_PIECE = 256
+_REACH = 4  # two convolutions, each reaching two tokens to either side
 _MODELS: dict[int | None, Any] = {}
 _GRAPHS: dict[int | None, _Graph] = {}
 _MODELS_LOCK = threading.Lock()
@@ -80,7 +96,13 @@ class _Graph:
         group: list[list[int]] = []
         n_tokens = first = 0
         for i, text in enumerate(texts):
-            ids = self.backend.sp.encode(text, out_type=int, add_bos=True, add_eos=True)
+            ids = self.tokens(text)
+            if len(ids) > _WHOLE:  # alone, in pieces
+                if group:
+                    out[first:i] = self._run(group, n_tokens)
+                out[i] = self._long(ids)
+                group, n_tokens, first = [], 0, i + 1
+                continue
             if group and n_tokens + len(ids) > self.reference._TOKEN_BUDGET:
                 out[first:i] = self._run(group, n_tokens)
                 group, n_tokens, first = [], 0, i
@@ -90,16 +112,42 @@ class _Graph:
             out[first:] = self._run(group, n_tokens)
         return out
 
+    def tokens(self, text: str) -> list[int]:
+        """The model's tokens of ``text`` (start and end markers included), at most
+        :data:`MAX_TOKENS` of them."""
+        return tokens(self.backend.sp, text)
+
+    def _long(self, ids: list[int]) -> np.ndarray:
+        """The unit vector of one long text, a piece at a time: each piece's own tokens are
+        pooled, its ``_REACH`` neighbours on either side only feed their windows."""
+        b, n = self.backend, len(ids)
+        pooled = np.zeros(self.reference._EMB_DIM + 3 * self.reference._CNN_DIM, np.float64)
+        for start in range(0, n, _PIECE):
+            stop = min(n, start + _PIECE)
+            lo, hi = max(0, start - _REACH), min(n, stop + _REACH)
+            feed = self._feed([ids[lo:hi]], hi - lo)
+            feed["pool"][0, :] = 0.0
+            feed["pool"][0, start - lo:stop - lo] = 1.0
+            (part,) = self.session.run(["pooled"], feed)
+            pooled += part[0]
+        # the graph's head after the token sum (graph_bytes), for one text of n tokens
+        mean = (pooled @ b.cnn_W + n * np.asarray(b.cnn_b, np.float64)) / np.sqrt(n)
+        y0 = np.maximum(mean @ b.d0, 0.0)
+        y1 = np.maximum(mean @ b.p1 + y0 @ b.d1, 0.0)
+        y2 = np.maximum(y1 @ b.d2, 0.0)
+        z = np.tanh(y1 @ b.p3 + y2 @ b.d3).astype(np.float32)[None, :]
+        return self._normed(z)[0]
+
     def _run(self, group: list[list[int]], n_tokens: int) -> np.ndarray:
         return self._forward(self._feed(group, n_tokens))
 
     def prepared(self, texts: list[str]) -> Callable[[], np.ndarray] | None:
         """The pass over ``texts`` with its input work done now (tokens, look-ups, the
         window index), when they fit one micro-batch; None when they do not."""
-        group = [self.backend.sp.encode(t, out_type=int, add_bos=True, add_eos=True)
-                 for t in texts]
+        group = [self.tokens(t) for t in texts]
         n_tokens = sum(map(len, group))
-        if n_tokens > self.reference._TOKEN_BUDGET and len(group) > 1:
+        if (n_tokens > self.reference._TOKEN_BUDGET and len(group) > 1) \
+                or n_tokens > _WHOLE:
             return None
         feed = self._feed(group, n_tokens)
         return lambda: self._forward(feed)
@@ -121,6 +169,9 @@ class _Graph:
 
     def _forward(self, feed: dict[str, np.ndarray]) -> np.ndarray:
         (z,) = self.session.run(["z"], feed)
+        return self._normed(z)
+
+    def _normed(self, z: np.ndarray) -> np.ndarray:
         norms = np.sqrt(np.clip(np.einsum("ij,ij->i", z, z), self.backend.eps, None))
         return z / norms[:, None]
 
@@ -171,7 +222,7 @@ def graph_bytes(backend: Any, reference: Any) -> bytes:
         features.append(conv(h, backend.w2[i], backend.b2[i], f"conv{i}_2"))
     features_normed = norm(g.node("Concat", features, axis=1), backend.ln_g, backend.ln_b, "norm")
     # sum over each text's tokens, then project (the sum commutes with the projection)
-    mean = matmul(g.node("MatMul", ["pool", features_normed]), backend.cnn_W, "cnn")
+    mean = matmul(g.node("MatMul", ["pool", features_normed], "pooled"), backend.cnn_W, "cnn")
     mean = g.node("Add", [mean, g.node("Mul", ["lengths",
                                                c("cnn_bias", np.asarray(backend.cnn_b))])])
     mean = g.node("Div", [mean, g.node("Sqrt", ["lengths"])])
@@ -187,8 +238,20 @@ def graph_bytes(backend: Any, reference: Any) -> bytes:
                                ["tokens", reference._MAX_LEFT + reference._MAX_RIGHT + 1]),
               _onnx.value_info("pool", f, ["texts", "tokens"]),
               _onnx.value_info("lengths", f, ["texts", 1])]
-    output = _onnx.value_info("z", f, ["texts", reference._EMB_DIM])
-    return g.model(inputs, [output], opsets={"": 17})
+    outputs = [_onnx.value_info("z", f, ["texts", reference._EMB_DIM]),
+               _onnx.value_info("pooled", f, ["texts", reference._EMB_DIM + 3 * width])]
+    return g.model(inputs, outputs, opsets={"": 17})
+
+
+def tokens(sp: Any, text: str) -> list[int]:
+    """``sp``'s tokens of ``text`` with the start and end markers, cut to :data:`MAX_TOKENS`
+    (the cut text ends with the end marker, as a text of that length would)."""
+    if len(text) > MAX_TOKENS * _MAX_TOKEN_CHARS:
+        text = text[:MAX_TOKENS * _MAX_TOKEN_CHARS]
+    ids: list[int] = sp.encode(text, out_type=int, add_bos=True, add_eos=True)
+    if len(ids) > MAX_TOKENS:
+        ids = [*ids[:MAX_TOKENS - 1], ids[-1]]
+    return ids
 
 
 class UniversalSentenceEncoder(ModelEmbedder):
@@ -224,10 +287,31 @@ class UniversalSentenceEncoder(ModelEmbedder):
         return _load_graph(self.threads).prepared(batch)
 
     def _fill(self, batch: list[str], out: np.ndarray) -> None:
-        model = _load_graph(self.threads) if self.engine == "onnxruntime" else _load(self.threads)
+        if self.engine == "onnxruntime":
+            model: Any = _load_graph(self.threads)
+        else:  # the package's pass, on texts cut to the tokens the default engine embeds
+            model = _load(self.threads)
+            sp = model._model.sp
+            batch = [_cut(sp, text) for text in batch]
         for start in range(0, len(batch), _BATCH):
             chunk = batch[start : start + _BATCH]
             out[start : start + len(chunk)] = model.encode(chunk)
 
 
-__all__ = ["ENGINES", "UniversalSentenceEncoder", "graph_bytes"]
+def _cut(sp: Any, text: str) -> str:
+    """``text``, or its longest prefix of at most :data:`MAX_TOKENS` tokens when it has more
+    (the package's tokenizer cannot decode, so the prefix is found by bisection: ~17 passes,
+    each over a bounded prefix, and only for texts past the cap)."""
+    if len(text) <= MAX_TOKENS or len(tokens(sp, text)) < MAX_TOKENS:
+        return text
+    lo, hi = 0, min(len(text), MAX_TOKENS * _MAX_TOKEN_CHARS)
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if len(sp.encode(text[:mid], out_type=int, add_bos=True, add_eos=True)) <= MAX_TOKENS:
+            lo = mid
+        else:
+            hi = mid - 1
+    return text[:lo]
+
+
+__all__ = ["ENGINES", "MAX_TOKENS", "UniversalSentenceEncoder", "graph_bytes", "tokens"]
