@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from loomctx.errors import ConfigError
+from loomctx.render.placement import PLACEMENTS
 
 PROVIDERS = ("openai", "anthropic")
 
@@ -52,6 +53,12 @@ def add_run_parser(verbs: Any) -> None:
     v.add_argument("--count-as", metavar="NAME",
                    help="count tokens as this model, encoding (cl100k_base...) or tokenizer."
                         "json path, for a model loomctx has no tokenizer for")
+    v.add_argument("--placement", choices=PLACEMENTS, default=None,
+                   help="where each request puts the turn's state and evidence: user_block "
+                        "(default: in the user's turn, every chat template takes it), "
+                        "first_system (in the one system message) or system (a system message "
+                        "before the input, for endpoints that take one anywhere); with a strict "
+                        "one every request is checked against the template before it is sent")
     v.add_argument("--timeout", type=float, default=120.0,
                    help="seconds per model call (default: 120)")
     v.add_argument("--retries", type=int, default=2,
@@ -101,6 +108,8 @@ def _options(args: argparse.Namespace) -> Any:
         extra["actions"] = actions
     if args.count_as is not None:
         extra["count_as"] = args.count_as
+    if args.placement is not None:
+        extra["placement"] = args.placement
     from loomctx.tokens import counter_for_model
     try:
         counter_for_model(args.count_as or args.model)
