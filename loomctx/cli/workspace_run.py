@@ -52,7 +52,8 @@ def add_run_parser(verbs: Any) -> None:
                    help="the contexts' labels (default: auto, the task's language)")
     v.add_argument("--count-as", metavar="NAME",
                    help="count tokens as this model, encoding (cl100k_base...) or tokenizer."
-                        "json path, for a model loomctx has no tokenizer for")
+                        "json path, for a model loomctx has no tokenizer for; 'estimate': a "
+                        "character estimate that errs high (+10%% margin), for any model")
     v.add_argument("--placement", choices=PLACEMENTS, default=None,
                    help="where each request puts the turn's state and evidence: user_block "
                         "(default: in the user's turn, every chat template takes it), "
@@ -117,8 +118,9 @@ def _options(args: argparse.Namespace) -> Any:
         flag = "--count-as" if args.count_as else "--model"
         raise ConfigError(f"{flag} {args.count_as or args.model!r} has no tokenizer loomctx "
                           "knows, so no budget can be kept: pass --count-as with a model "
-                          "family (gpt-4o, llama-3, qwen3...), an encoding (cl100k_base) or a "
-                          "tokenizer.json path") from exc
+                          "family (gpt-4o, llama-3, qwen3...), an encoding (cl100k_base), a "
+                          "tokenizer.json path, or 'estimate' (a character estimate that errs "
+                          "high)") from exc
     return TeamOptions(language=language, **extra)
 
 
@@ -176,6 +178,9 @@ def run_task(args: argparse.Namespace) -> int:
           "--contexts`")
     for note in notes:
         print(f"note: {note}")
+    if any(not c.build.report.exact for c in team.calls):
+        print(f"token counts are estimates ({team.calls[0].build.report.counter}: characters "
+              "per token with a safety margin, erring high), not the model's own counts")
     return 0
 
 
