@@ -28,6 +28,8 @@ from typing import Any
 from loomctx.text.messages import content_text
 
 ROLES = ("system", "user", "assistant", "tool")
+_UNSAID = ("tool_use", "thinking", "redacted_thinking")
+"""Assistant blocks that are not the reply's text (its tool calls, its reasoning)."""
 
 
 def template_problems(messages: Sequence[Any]) -> list[str]:
@@ -83,8 +85,7 @@ def anthropic_conversation(payload: Mapping[str, Any]) -> list[dict[str, Any]]:
         if role == "assistant":
             calls = [{"id": str(b.get("id")), "type": "function"} for b in blocks
                      if isinstance(b, Mapping) and b.get("type") == "tool_use"]
-            text = [b for b in blocks if not (isinstance(b, Mapping)
-                                              and b.get("type") in ("tool_use", "thinking"))]
+            text = [b for b in blocks if not (isinstance(b, Mapping) and b.get("type") in _UNSAID)]
             msg: dict[str, Any] = {"role": "assistant", "content": content_text(text)}
             if calls:
                 msg["tool_calls"] = calls
