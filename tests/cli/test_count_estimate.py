@@ -111,3 +111,7 @@ def test_workspace_run_on_an_unlisted_model_with_the_estimate(
     assert main(["workspace", "show", "--db", str(db), "--session", "s1", "--contexts"]) == 0
     shown = capsys.readouterr().out
     assert shown.count(" tokens (estimated); report: ") == 8
+    page = tmp_path / "calls.html"
+    assert main(["workspace", "show", "--db", str(db), "--session", "s1", "--html",
+                 str(page)]) == 0
+    assert "tokens sent (estimated: " in page.read_text(encoding="utf-8")
