@@ -40,6 +40,7 @@ from loomctx.embed.use import UniversalSentenceEncoder
 from loomctx.eval.datasets import load_locomo
 from loomctx.eval.metric import count_tokens, recall
 from loomctx.eval.records import EvalQuestion
+from loomctx.sources.static import UserInputSource
 from loomctx.testing import HashingEmbedder
 
 HERE = Path(__file__).resolve().parent
@@ -68,13 +69,14 @@ def _controller(questions: list[EvalQuestion], embedder: Any) -> tuple[ContextCo
 
 
 async def _equal_split(c: ContextController, query: str, budget: int) -> str:
-    """The seed's policy: the same sources, each capped at an equal share of the budget."""
+    """The seed's policy: the same sources, each capped at an equal share of the budget (the
+    question is the pinned input in both policies, as in ``aggregate_context``)."""
     sessions = list(c.sessions.values())
     share = budget // len(sessions)
     names = [f"session:{s.id}" for s in sessions]
     manager = BudgetManager(ratios={n: 1 / len(names) for n in names},
                             limits={n: Limit(ceiling=share) for n in names})
-    builder = ContextBuilder([SessionSource(s) for s in sessions],
+    builder = ContextBuilder([*(SessionSource(s) for s in sessions), UserInputSource()],
                              options=BuildOptions(model=MODEL, format="text"), budget=manager,
                              tenant=c.tenant)
     result = await builder.build(query, max_tokens=budget)

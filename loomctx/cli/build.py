@@ -76,7 +76,11 @@ def add_build_parser(sub: Any) -> None:
     p.add_argument("--knowledge", type=Path, help="folder of .md/.txt files to retrieve from")
     p.add_argument("--query", help="the current user input (default: the last user message)")
     p.add_argument("--model", default="gpt-4o", help="target model (decides the tokenizer)")
-    p.add_argument("--fallback-encoding", help="encoding for an unknown model, e.g. cl100k_base")
+    p.add_argument("--count-as", "--fallback-encoding", dest="fallback_encoding", metavar="NAME",
+                   help="how to count tokens for a model loomctx has no tokenizer for: an "
+                        "encoding (cl100k_base, o200k_base, llama3, qwen3), or 'estimate' (a "
+                        "character estimate that errs high, +10%% margin; the report says the "
+                        "counts are estimates)")
     p.add_argument("--max-tokens", type=int, help="hard cap on the rendered input context")
     p.add_argument("--window", type=int, help="context window (with --reserve)")
     p.add_argument("--reserve", type=float, default=None,
@@ -121,6 +125,7 @@ def builder_from_args(args: argparse.Namespace,
         raise ConfigError(f"--reserve {args.reserve!r} has no effect with --max-tokens (the "
                           "budget is exactly max_tokens): drop --reserve, or use --window N "
                           "--reserve R")
+    _check_model(args)
     _check_window(args)
     history = _read_history(args.history) if args.history else []
     query = args.query
@@ -159,6 +164,21 @@ def _budget(args: argparse.Namespace) -> BudgetManager | None:
     if args.window is not None:
         return BudgetManager(window=args.window, reserve=reserve)
     return None
+
+
+def _check_model(args: argparse.Namespace) -> None:
+    """Refuse a model loomctx cannot count for, naming the flag that fixes it: a guessed
+    tokenizer could let the request overflow the budget without a word."""
+    if args.fallback_encoding is not None:
+        return
+    try:
+        counter_for_model(args.model)
+    except ConfigError:
+        raise ConfigError(
+            f"unknown model {args.model!r}: loomctx has no tokenizer for it, so no budget can "
+            "be kept: pass --count-as with an encoding (cl100k_base, o200k_base, llama3, "
+            "qwen3) or 'estimate' (a character estimate that errs high), or --model with a "
+            "known family or a tokenizer.json path") from None
 
 
 def _check_window(args: argparse.Namespace) -> None:

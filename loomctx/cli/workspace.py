@@ -158,7 +158,9 @@ def print_contexts(calls: list[dict[str, Any]]) -> None:
     for n, c in enumerate(calls, start=1):
         r = c["report"]
         role = c["role"] + (f" {c['action']}" if c.get("action") else "")
-        print(f"\n#{n} {role} ({c['format']}): {c['tokens']}/{c['budget']} tokens; report: "
+        counted = "" if r.get("exact", True) else " (estimated)"
+        print(f"\n#{n} {role} ({c['format']}): {c['tokens']}/{c['budget']} tokens{counted}; "
+              "report: "
               f"{r['included']}/{r['items']} items shown, shortened: "
               f"{' '.join(r['shortened']) or '-'}, dropped: {' '.join(r['dropped']) or '-'}")
         print(f"   expanded: {' '.join('@' + e for e in c['expanded']) or '-'}")

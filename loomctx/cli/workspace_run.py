@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from loomctx.errors import ConfigError
+from loomctx.render.placement import PLACEMENTS
 
 PROVIDERS = ("openai", "anthropic")
 
@@ -51,7 +52,14 @@ def add_run_parser(verbs: Any) -> None:
                    help="the contexts' labels (default: auto, the task's language)")
     v.add_argument("--count-as", metavar="NAME",
                    help="count tokens as this model, encoding (cl100k_base...) or tokenizer."
-                        "json path, for a model loomctx has no tokenizer for")
+                        "json path, for a model loomctx has no tokenizer for; 'estimate': a "
+                        "character estimate that errs high (+10%% margin), for any model")
+    v.add_argument("--placement", choices=PLACEMENTS, default=None,
+                   help="where each request puts the turn's state and evidence: user_block "
+                        "(default: in the user's turn, every chat template takes it), "
+                        "first_system (in the one system message) or system (a system message "
+                        "before the input, for endpoints that take one anywhere); with a strict "
+                        "one every request is checked against the template before it is sent")
     v.add_argument("--timeout", type=float, default=120.0,
                    help="seconds per model call (default: 120)")
     v.add_argument("--retries", type=int, default=2,
@@ -101,6 +109,8 @@ def _options(args: argparse.Namespace) -> Any:
         extra["actions"] = actions
     if args.count_as is not None:
         extra["count_as"] = args.count_as
+    if args.placement is not None:
+        extra["placement"] = args.placement
     from loomctx.tokens import counter_for_model
     try:
         counter_for_model(args.count_as or args.model)
@@ -108,8 +118,9 @@ def _options(args: argparse.Namespace) -> Any:
         flag = "--count-as" if args.count_as else "--model"
         raise ConfigError(f"{flag} {args.count_as or args.model!r} has no tokenizer loomctx "
                           "knows, so no budget can be kept: pass --count-as with a model "
-                          "family (gpt-4o, llama-3, qwen3...), an encoding (cl100k_base) or a "
-                          "tokenizer.json path") from exc
+                          "family (gpt-4o, llama-3, qwen3...), an encoding (cl100k_base), a "
+                          "tokenizer.json path, or 'estimate' (a character estimate that errs "
+                          "high)") from exc
     return TeamOptions(language=language, **extra)
 
 
@@ -167,6 +178,9 @@ def run_task(args: argparse.Namespace) -> int:
           "--contexts`")
     for note in notes:
         print(f"note: {note}")
+    if any(not c.build.report.exact for c in team.calls):
+        print(f"token counts are estimates ({team.calls[0].build.report.counter}: characters "
+              "per token with a safety margin, erring high), not the model's own counts")
     return 0
 
 

@@ -38,6 +38,7 @@ from loomctx.items import fingerprint
 from loomctx.report import BuildReport
 from loomctx.retrieval.shared import SharedL2Source
 from loomctx.session import Session, SessionState
+from loomctx.sources.static import UserInputSource
 from loomctx.stores.protocol import DEFAULT_TENANT, MemoryRecord, MemoryStore, check_name
 
 
@@ -202,7 +203,9 @@ class ContextController:
                                 options: BuildOptions | None = None, remember: bool = False,
                                 now: float | None = None) -> BuildResult:
         """One context for ``query`` from several sessions (all registered when None), under
-        one ``budget`` of tokens; each item's report source is ``session:<id>`` (or L3).
+        one ``budget`` of tokens; each item's report source is ``session:<id>`` (or L3). The
+        query is the request's user input (pinned, last), so the result is a request the model
+        can be sent in every format, also when the sessions are fresh and hold nothing yet.
 
         ``remember=True`` stores what the sessions contributed as one L3 record of the agent
         (id ``aggregate:<hash of the query and sessions>``: asking again replaces it), kind
@@ -214,7 +217,7 @@ class ContextController:
         if not chosen:
             raise ConfigError("aggregate_context needs at least one session")
         per_session = [SessionSource(s) for s in chosen]
-        sources: list[Any] = list(per_session)
+        sources: list[Any] = [*per_session, UserInputSource()]
         if include_agent_memory:
             sources.append(self.agent_memory)
         builder = ContextBuilder(sources, options=options or BuildOptions(model=self.model),

@@ -50,9 +50,11 @@ def render_workspace_html(session: str, calls: Sequence[Mapping[str, Any]], *,
         f'<tr><td class="mono">@{esc(x["id"])}</td><td>{esc(x.get("source") or "")}</td>'
         f'<td><pre class="text">{esc(x["content"])}</pre></td></tr>' for x in notes)
     sent = sum(int(c["tokens"]) for c in calls)
+    estimated = any(not c["report"].get("exact", True) for c in calls)
     body = (f"<h1>{esc(head)}</h1>"
-            f'<p class="meta"><b>{len(calls)}</b> model calls · <b>{sent}</b> tokens sent · '
-            f"<b>{len(notes)}</b> notes</p>"
+            f'<p class="meta"><b>{len(calls)}</b> model calls · <b>{sent}</b> tokens sent'
+            + (" (estimated: a character estimate that errs high)" if estimated else "")
+            + f" · <b>{len(notes)}</b> notes</p>"
             '<table id="calls"><thead><tr><th class="num">#</th><th>role</th><th>format</th>'
             '<th class="num">tokens</th><th class="num">budget</th><th>of budget</th>'
             '<th class="num">items shown</th><th>shortened</th><th>dropped</th>'

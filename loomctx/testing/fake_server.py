@@ -25,7 +25,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from loomctx.testing.fake_script import Format, Step, anthropic_error, openai_error, render
-from loomctx.testing.strict_template import template_problems
+from loomctx.testing.strict_template import request_template_problems
 
 __all__ = ["FakeModelServer", "RecordedRequest"]
 
@@ -60,9 +60,10 @@ class FakeModelServer:
                  strict_template: bool = False) -> None:
         self._script: list[Step | str] = list(script)
         self.strict_template = strict_template
-        """Refuse (400, before taking a script step) an OpenAI request whose ``messages`` a
-        strict open-model chat template would refuse
-        (:func:`loomctx.testing.strict_template.template_problems`)."""
+        """Refuse (400, before taking a script step) a request a strict open-model chat
+        template would refuse (:func:`loomctx.testing.strict_template.template_problems`); an
+        Anthropic request is checked as the conversation such a server lays it out as
+        (:func:`~loomctx.testing.strict_template.request_template_problems`)."""
         self.respond = respond
         """Answers each request past the end of the script from the request itself (e.g.
         :class:`~loomctx.testing.ToolFollower`); None: such a request is a 400."""
@@ -160,14 +161,15 @@ def _handler(server: FakeModelServer) -> type[BaseHTTPRequestHandler]:
                 self._send(404, {}, json.dumps(openai_error(f"no route {path!r}",
                                                             "invalid_request_error")).encode())
                 return
-            if server.strict_template and fmt == "openai" and isinstance(body, dict):
-                problems = template_problems(body.get("messages") or [])
+            if server.strict_template and isinstance(body, dict):
+                problems = request_template_problems(fmt, body)
                 if problems:
                     with server._lock:
                         server.requests.append(request)
                         server.template_refusals.append(problems)
-                    err = openai_error("chat template error: " + "; ".join(problems),
-                                       "BadRequestError")
+                    text = "chat template error: " + "; ".join(problems)
+                    err = (anthropic_error(text, "invalid_request_error") if fmt == "anthropic"
+                           else openai_error(text, "BadRequestError"))
                     self._send(400, {}, json.dumps(err).encode())
                     return
             step = server._next(request)

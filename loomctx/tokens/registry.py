@@ -4,6 +4,13 @@ Budgets are exact only when counted with the target model's own tokenizer, and a
 guess (cl100k for an o200k model) is off by 10-30% on non-English text. So the mapping is
 explicit: known families resolve to their encoding, anything else is a :class:`ConfigError`
 unless the caller names a ``fallback`` encoding, which is then recorded on the result.
+
+``"estimate"`` (:data:`ESTIMATE`), as a name or as the fallback, is the explicit choice for a
+model whose tokenizer loomctx does not have: the character estimator of the GSSC design
+(:class:`~loomctx.tokens.estimate.EstimatingCounter`) with ratios that err high and a +10 %
+margin, so a budget holds for English, Chinese and code under the tokenizers measured
+(docs/build.md, "Models loomctx has no tokenizer for"). Its counts are marked inexact
+(``counter.exact`` is False) and every build report says they are estimates.
 """
 
 from __future__ import annotations
@@ -61,12 +68,17 @@ _WINDOWS: dict[str, int] = {
     "qwen3": 32_768,
 }
 
+ESTIMATE = "estimate"
+"""The name of the character estimator, for any model (``counter_for_model("estimate")``,
+``fallback="estimate"``, ``--count-as estimate``)."""
+
 KNOWN_FAMILIES = (
     "gpt-4o*, chatgpt-4o*, gpt-4.1*, gpt-4.5*, gpt-5*, o1*, o3*, o4* (o200k_base); "
     "gpt-4, gpt-4-turbo, gpt-3.5-turbo* (cl100k_base); gpt-oss* (o200k_harmony); "
     "llama-3*, meta-llama/Llama-3*, meta-llama/Meta-Llama-3* (llama3); "
     "qwen2*, qwen3* (qwen3); claude-* (estimate); "
-    f"encodings {', '.join(BUNDLED_ENCODINGS)}; a path to a tokenizer.json"
+    f"encodings {', '.join(BUNDLED_ENCODINGS)}; a path to a tokenizer.json; "
+    f"{ESTIMATE!r} (a character estimate with a safety margin, for any other model)"
 )
 
 
@@ -100,8 +112,8 @@ class ModelTokenizer:
 
 @functools.cache
 def _cached_encoding(encoding: str) -> CachedCounter:
-    if encoding == "estimate:claude":
-        return CachedCounter(EstimatingCounter(name="estimate:claude"))
+    if encoding in ("estimate:claude", ESTIMATE):
+        return CachedCounter(EstimatingCounter(name=encoding))
     return CachedCounter(BPECounter(encoding))
 
 
@@ -122,17 +134,18 @@ def counter_for_model(model: str, *, fallback: str | None = None) -> ModelTokeni
     """Resolve ``model`` (a model id, an encoding name or a tokenizer.json path).
 
     Unknown names raise :class:`ConfigError` unless ``fallback`` names a bundled encoding, e.g.
-    ``counter_for_model("my-finetune", fallback="cl100k_base")``; the result then records
-    ``fallback="cl100k_base"`` and has no known context window.
+    ``counter_for_model("my-finetune", fallback="cl100k_base")``, or ``"estimate"`` (the
+    character estimator, inexact and erring high); the result then records the fallback and
+    has no known context window.
     """
     if not isinstance(model, str) or not model.strip():
         raise ConfigError(f"model must be a non-empty string, got {model!r}")
-    if fallback is not None and fallback not in BUNDLED_ENCODINGS:
+    if fallback is not None and fallback not in (*BUNDLED_ENCODINGS, ESTIMATE):
         raise ConfigError(
             f"fallback {fallback!r} is not a bundled encoding: use one of "
-            f"{', '.join(BUNDLED_ENCODINGS)}"
+            f"{', '.join(BUNDLED_ENCODINGS)}, or {ESTIMATE!r} for a character estimate"
         )
-    if model in BUNDLED_ENCODINGS:
+    if model in (*BUNDLED_ENCODINGS, ESTIMATE):
         return ModelTokenizer(
             model=model, counter=_cached_encoding(model), provider="openai", context_window=None
         )
@@ -159,7 +172,8 @@ def counter_for_model(model: str, *, fallback: str | None = None) -> ModelTokeni
         raise ConfigError(
             f"unknown model {model!r}: known families are {KNOWN_FAMILIES}. For another model "
             "pass an explicit fallback, e.g. counter_for_model(model, fallback='cl100k_base'), "
-            "or the path of its tokenizer.json"
+            "the path of its tokenizer.json, or fallback='estimate' for a character estimate "
+            "that errs high"
         )
     return ModelTokenizer(
         model=model,
@@ -170,4 +184,4 @@ def counter_for_model(model: str, *, fallback: str | None = None) -> ModelTokeni
     )
 
 
-__all__ = ["KNOWN_FAMILIES", "ModelTokenizer", "counter_for_model"]
+__all__ = ["ESTIMATE", "KNOWN_FAMILIES", "ModelTokenizer", "counter_for_model"]

@@ -7,7 +7,9 @@ exchange of the current turn (its ``dispatch_task`` call and the result), both p
 model's format (:mod:`loomctx.workflow.wire`). Both are counted first and the context is built
 with what is left, so the whole request — context, tools, exchange — stays within the role's
 budget; the request is then counted once more as sent and checked with
-:func:`loomctx.check_request`.
+:func:`loomctx.check_request` and, under a strict placement (``first_system``, ``user_block``),
+against the strict chat-template rules (:mod:`loomctx.providers.template`): a request that
+breaks them is an :class:`InvalidRequestError` here and is never sent.
 
 Model settings: ``max_output_tokens`` is the call's ``max_tokens``; ``temperature`` and
 ``thinking_budget`` go in the request as the format allows (:func:`~loomctx.workflow.wire.
@@ -24,6 +26,8 @@ from loomctx import providers
 from loomctx.builder import MIN_BUDGET, BuildResult
 from loomctx.errors import BudgetError, InvalidRequestError
 from loomctx.models.protocol import ChatModel, ModelResponse
+from loomctx.providers.template import request_template_problems
+from loomctx.render.placement import Placement
 from loomctx.render.validate import check
 from loomctx.tokens import ChatCounter, counter_for_model
 from loomctx.workflow.wire import check_format, exchange_for, settings_for, tools_for
@@ -65,6 +69,10 @@ class RoleCall:
         return out
 
 
+STRICT: tuple[Placement, ...] = ("first_system", "user_block")
+"""The placements whose requests every strict chat template takes."""
+
+
 def check_model(model: ChatModel, role: str) -> None:
     """Refuse a model whose request format a team cannot send."""
     check_format(str(getattr(model, "format", None)), role)
@@ -81,10 +89,13 @@ async def call_role(role: str, model: ChatModel, build: Callable[[int], BuildRes
                     tools: Sequence[Mapping[str, Any]] = (),
                     exchange: Sequence[Mapping[str, Any]] = (),
                     action: str | None = None,
-                    count_as: str | None = None) -> tuple[RoleCall, ModelResponse]:
+                    count_as: str | None = None,
+                    placement: Placement | None = None) -> tuple[RoleCall, ModelResponse]:
     """Build the role's context with the budget left after ``tools`` and ``exchange`` (both
     OpenAI-shaped; sent in the model's format), send it with them, and return the record and
-    the reply. ``count_as``: the tokenizer's model name when not the model's own."""
+    the reply. ``count_as``: the tokenizer's model name when not the model's own;
+    ``placement``: the one ``build`` renders with; a strict one holds the request to the strict
+    chat-template rules before it leaves."""
     fmt = model.format
     counter = _counter(model, count_as)
     wire_tools = tools_for(fmt, tools)
@@ -116,6 +127,14 @@ async def call_role(role: str, model: ChatModel, build: Callable[[int], BuildRes
     if problems:
         raise InvalidRequestError(f"the {role} request is not valid: {problems!r}",
                                   problems=problems)
+    if placement in STRICT:
+        problems = request_template_problems(fmt, payload)
+        if problems:
+            raise InvalidRequestError(
+                f"the {role} request breaks the chat template that placement {placement!r} "
+                f"promises, so it was not sent: {problems!r}; report it as a loomctx bug, or "
+                "use placement='system' for an endpoint that takes system messages anywhere",
+                problems=problems)
     reply = await model.complete(payload, max_tokens=settings.max_output_tokens)
     record = RoleCall(role=role, action=action, budget=budget, tokens=tokens, build=result,
                       payload=payload, settings=settings, reply=dict(reply.message),
@@ -123,4 +142,4 @@ async def call_role(role: str, model: ChatModel, build: Callable[[int], BuildRes
     return record, reply
 
 
-__all__ = ["RoleCall", "call_role", "check_model"]
+__all__ = ["STRICT", "RoleCall", "call_role", "check_model"]

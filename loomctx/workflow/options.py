@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from loomctx.errors import ConfigError
+from loomctx.render.placement import PLACEMENTS, Placement
 from loomctx.workspace import RoleOptions
 
 ACTIONS: tuple[str, ...] = ("websearch", "knowledge", "persona", "resonant", "hitpoint",
@@ -57,6 +58,15 @@ class TeamOptions:
     count_as: str | None = None
     """The model name, encoding or ``tokenizer.json`` path whose tokenizer counts every
     request (None: each model's own name; set it for a model loomctx has no tokenizer for)."""
+    placement: Placement = "user_block"
+    """Where each request puts the turn's state and evidence (the choices of
+    :attr:`~loomctx.options.BuildOptions.placement`). A role's request is its system message
+    and one user turn (then the tool exchange), and the turn's context sits right before the
+    input either way, so ``"user_block"`` (joined into that user turn) keeps the same cached
+    prefix as ``"system"`` and passes every chat template; ``"system"`` (a system message
+    before the input) is for endpoints that take one. With a strict placement every request
+    is checked against the strict template rules before it is sent
+    (:func:`loomctx.providers.template.request_template_problems`)."""
     language: str = "auto"
     """The labels' language: ``zh``, ``en``, or ``auto``: the prompts' language
     (:func:`~loomctx.workspace.language_of`) unless ``roles.labels`` was set by hand."""
@@ -73,6 +83,9 @@ class TeamOptions:
             v = getattr(self, name)
             if not isinstance(v, int) or isinstance(v, bool) or v < 1:
                 raise ConfigError(f"TeamOptions.{name} must be an int >= 1, got {v!r}")
+        if self.placement not in PLACEMENTS:
+            raise ConfigError(f"TeamOptions.placement must be one of {list(PLACEMENTS)!r}, got "
+                              f"{self.placement!r}")
         if self.language not in ("auto", "zh", "en"):
             raise ConfigError(f"TeamOptions.language must be 'auto', 'zh' or 'en', got "
                               f"{self.language!r}")

@@ -2,10 +2,10 @@
 
 Each role sees a different context, and that is what a reader of a run wants to check. A saved
 workspace keeps, beside its notes and timeline, one summary per model call — role (and action),
-wire format, budget and tokens, the build report's summary (items shown whole, shortened, dropped),
-the notes its context expanded (``@refs``), the settings notes (what the provider could not take),
-and the context itself as text — so ``loomctx workspace show --contexts`` can print them after the
-run.
+wire format, budget and tokens (and whether they are exact or estimated), the build report's
+summary (items shown whole, shortened, dropped), the notes its context expanded (``@refs``), the
+settings notes (what the provider could not take), and the context itself as text — so
+``loomctx workspace show --contexts`` can print them after the run.
 
 The calls of one :class:`~loomctx.workflow.Team` carry its ``run`` id; saving again replaces that
 run's calls and keeps earlier runs' in the same scope.
@@ -53,7 +53,8 @@ def call_summary(call: RoleCall, run: str, index: int) -> dict[str, Any]:
         "report": {"items": len(items), "included": sum(r.included for r in items),
                    "shortened": shortened,
                    "dropped": [r.id for r in items if not r.included],
-                   "context_tokens": call.build.report.tokens},
+                   "context_tokens": call.build.report.tokens,
+                   "exact": call.build.report.exact},
         "context": context_text(call.payload, call.format),
         "reply": content_text(call.reply.get("content")) + "".join(
             f"\n-> {c['function']['name']}({c['function']['arguments']})"

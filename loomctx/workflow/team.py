@@ -197,10 +197,11 @@ class Team:
             lambda b: build_concierge_context(
                 message, self.workspace, self.conversation, budget=b,
                 model=o.count_as or self.concierge.model, format=self.concierge.format,
-                options=o.roles,
+                options=o.roles, placement=o.placement,
                 instructions=o.concierge_prompt, event=event),
             budget=o.concierge_budget, settings=CONCIERGE_MODEL,
-            tools=[self._dispatch], exchange=exchange, count_as=o.count_as)
+            tools=[self._dispatch], exchange=exchange, count_as=o.count_as,
+            placement=o.placement)
         self.calls.append(record)
         return reply.message
 
@@ -264,9 +265,9 @@ class Team:
                     task, self.workspace, conv, budget=b,
                     model=o.count_as or self.orchestrator.model,
                     format=self.orchestrator.format, options=o.roles,
-                    instructions=o.orchestrator_prompt),
+                    instructions=o.orchestrator_prompt, placement=o.placement),
                 budget=o.orchestrator_budget, settings=ORCHESTRATOR_MODEL,
-                tools=self._action_tools, count_as=o.count_as)
+                tools=self._action_tools, count_as=o.count_as, placement=o.placement)
             self.calls.append(record)
             stored, calls = assistant_message(reply.message, len(self.calls))
             text = text_of(stored)
@@ -302,8 +303,10 @@ class Team:
             lambda b: build_action_context(
                 action, instruction, self.workspace, self.conversation, budget=b,
                 model=o.count_as or model.model, format=model.format, options=o.roles,
-                instructions=o.action_prompt.format(action=action), found=found),
-            budget=o.action_budget, settings=settings, action=action, count_as=o.count_as)
+                instructions=o.action_prompt.format(action=action), found=found,
+                placement=o.placement),
+            budget=o.action_budget, settings=settings, action=action, count_as=o.count_as,
+            placement=o.placement)
         self.calls.append(record)
         text = text_of(reply.message).strip()
         if not text:

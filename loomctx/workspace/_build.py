@@ -17,6 +17,7 @@ from dataclasses import dataclass, replace
 from loomctx.builder import BuildResult, ContextBuilder
 from loomctx.items import ContextItem, Kind, Tier
 from loomctx.options import BuildOptions
+from loomctx.render.placement import Placement
 from loomctx.select.scoring import SelectOptions
 from loomctx.sources.protocol import BaseSource, SourceRequest
 
@@ -70,11 +71,14 @@ def fits(result: BuildResult) -> bool:
 
 
 def build_adaptive(role: str, describe: Callable[[int], list[ContextItem]], levels: int, *,
-                   budget: int, model: str, format: str) -> BuildResult:
-    """Build at level 0, 1, ... until every item fits; the last level when none does."""
+                   budget: int, model: str, format: str,
+                   placement: Placement | None = None) -> BuildResult:
+    """Build at level 0, 1, ... until every item fits; the last level when none does.
+    ``placement``: where a chat format puts the turn's state and evidence
+    (:attr:`BuildOptions.placement`; None: the format's default)."""
     # Repeated lines are distinct positions here (the same action in two rounds): no dedup.
-    options = BuildOptions(model=model, format=format, summarize_history=False,
-                           select=SelectOptions(dedup=False))
+    options = BuildOptions(model=model, format=format, placement=placement,
+                           summarize_history=False, select=SelectOptions(dedup=False))
     result: BuildResult | None = None
     for level in range(levels):
         builder = ContextBuilder([ItemsSource(describe(level), name=role)], options=options)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from loomctx.builder import BuildResult
 from loomctx.items import ContextItem, Tier
+from loomctx.render.placement import Placement
 from loomctx.workspace._build import Items, build_adaptive, preview, priority_by_age
 from loomctx.workspace.conversation import ConversationManager
 from loomctx.workspace.notes import WorkSpace, parse_refs
@@ -84,14 +85,16 @@ def build_action_context(action: str, instruction: str, workspace: WorkSpace,
                          conversation: ConversationManager, *, budget: int,
                          model: str = "gpt-4o", format: str = "text",
                          options: RoleOptions | None = None,
-                         instructions: str = "", found: str = "") -> BuildResult:
+                         instructions: str = "", found: str = "",
+                         placement: Placement | None = None) -> BuildResult:
     """The context of one ``action`` (its type) told ``instruction``, within ``budget``
-    (``found``: its lookup's result, see :func:`action_items`)."""
+    (``found``: its lookup's result, see :func:`action_items`; ``placement``: where a chat
+    format puts it, :attr:`~loomctx.options.BuildOptions.placement`)."""
     return build_adaptive(
         ROLE, lambda level: action_items(action, instruction, workspace, conversation,
                                          level=level, options=options,
                                          instructions=instructions, found=found),
-        len(AUTO_PREVIEW), budget=budget, model=model, format=format)
+        len(AUTO_PREVIEW), budget=budget, model=model, format=format, placement=placement)
 
 
 def action_model_settings(action: str, options: RoleOptions | None = None) -> ModelSettings:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from loomctx.builder import BuildResult
 from loomctx.items import ContextItem, Tier
+from loomctx.render.placement import Placement
 from loomctx.workspace._build import Items, build_adaptive, preview, priority_by_age
 from loomctx.workspace.conversation import ConversationManager
 from loomctx.workspace.notes import WorkSpace
@@ -100,15 +101,17 @@ def build_concierge_context(user_msg: str, workspace: WorkSpace,
                             conversation: ConversationManager, *, budget: int,
                             model: str = "gpt-4o", format: str = "text",
                             options: RoleOptions | None = None,
-                            instructions: str = "", event: str | None = None) -> BuildResult:
+                            instructions: str = "", event: str | None = None,
+                            placement: Placement | None = None) -> BuildResult:
     """The concierge's context for ``user_msg`` within ``budget`` tokens of ``model``
     (``event``: the orchestrator's outcome the turn answers instead, see
-    :func:`concierge_items`)."""
+    :func:`concierge_items`; ``placement``: where a chat format puts the turn's state,
+    :attr:`~loomctx.options.BuildOptions.placement`)."""
     return build_adaptive(
         ROLE, lambda level: concierge_items(user_msg, workspace, conversation, level=level,
                                             options=options, instructions=instructions,
                                             event=event),
-        len(_SHRINK), budget=budget, model=model, format=format)
+        len(_SHRINK), budget=budget, model=model, format=format, placement=placement)
 
 
 __all__ = ["build_concierge_context", "concierge_items"]

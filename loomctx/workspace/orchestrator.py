@@ -21,6 +21,7 @@ from typing import Any
 from loomctx.builder import BuildResult
 from loomctx.errors import ConfigError
 from loomctx.items import ContextItem, Kind, Tier
+from loomctx.render.placement import Placement
 from loomctx.workspace._build import Items, build_adaptive, one_line, preview, priority_by_age
 from loomctx.workspace.conversation import ActionRecord, ConversationManager
 from loomctx.workspace.notes import WorkSpace, parse_refs
@@ -168,16 +169,18 @@ def build_orchestrator_context(task_message: str, workspace: WorkSpace,
                                execution_log: Sequence[LogEntry] | None = None, *,
                                budget: int, model: str = "gpt-4o", format: str = "text",
                                options: RoleOptions | None = None,
-                               instructions: str = "") -> BuildResult:
+                               instructions: str = "",
+                               placement: Placement | None = None) -> BuildResult:
     """The orchestrator's context within ``budget`` tokens of ``model``.
 
     ``execution_log`` is the actions executed so far in the current call (default: the latest
-    call's actions in ``conversation``)."""
+    call's actions in ``conversation``); ``placement``: where a chat format puts the working
+    state (:attr:`~loomctx.options.BuildOptions.placement`)."""
     return build_adaptive(
         ROLE, lambda level: orchestrator_items(task_message, workspace, conversation,
                                                execution_log, level=level, options=options,
                                                instructions=instructions),
-        len(LEVELS), budget=budget, model=model, format=format)
+        len(LEVELS), budget=budget, model=model, format=format, placement=placement)
 
 
 __all__ = ["LogEntry", "as_action", "build_orchestrator_context", "material_status",

@@ -7,7 +7,14 @@ from pathlib import Path
 
 import pytest
 
-from loomctx import ConfigError, HashingEmbedder, InMemoryStore, SQLiteStore
+from loomctx import (
+    BuildOptions,
+    ConfigError,
+    HashingEmbedder,
+    InMemoryStore,
+    SQLiteStore,
+    check_request,
+)
 from loomctx.controller import ContextController, session_of, tokens_by_session
 from loomctx.stores.protocol import MemoryStore
 
@@ -56,7 +63,9 @@ def test_the_most_relevant_session_gets_more_than_an_equal_share(
 
 def test_every_item_is_attributed_to_its_session(controller: ContextController) -> None:
     result = asyncio.run(controller.aggregate_context(["shipping", "lunch"], QUERY, 400))
-    items = result.report.items
+    [query] = [it for it in result.report.items if it.source == "user_input"]
+    assert query.reason == "pinned"  # the question is the request's input
+    items = [it for it in result.report.items if it is not query]
     assert {session_of(it.source) for it in items} == {"shipping", "lunch"}
     for it in items:
         sid = session_of(it.source)
@@ -70,7 +79,7 @@ def test_every_item_is_attributed_to_its_session(controller: ContextController) 
 def test_included_text_comes_from_the_named_session(controller: ContextController) -> None:
     result = asyncio.run(controller.aggregate_context(None, QUERY, 400))
     for it in result.report.items:
-        if not it.included:
+        if not it.included or it.source == "user_input":
             continue
         sid = session_of(it.source)
         record = controller.sessions[sid].memory.records[it.id.split("/", 1)[1]]  # type: ignore[index]
@@ -111,3 +120,21 @@ def test_remember_writes_the_aggregate_to_the_agent_s_l3(controller: ContextCont
     later = controller.create_session("later")
     built = later.build_sync(QUERY, max_tokens=900)
     assert any(i.source == "L3_agent" and i.included for i in built.report.items)
+
+
+@pytest.mark.parametrize("fmt", ["openai", "anthropic", "text"])
+def test_fresh_sessions_alone_give_a_request_with_the_question(fmt: str) -> None:
+    """The first aggregate of a new deployment: sessions with no messages yet. The question is
+    the request's input, so the build is a valid request of the format, within the budget."""
+    c = ContextController("ops", store=InMemoryStore(), embedder=HashingEmbedder())
+    c.create_session("first")
+    c.create_session("second")
+    result = asyncio.run(c.aggregate_context(None, QUERY, 200,
+                                             options=BuildOptions(format=fmt)))
+    assert 0 < result.tokens <= 200
+    assert tokens_by_session(result.report) == {}
+    if fmt == "text":
+        assert result.text.endswith(QUERY)
+    else:
+        assert check_request(fmt, result.payload) == []
+        assert result.messages[-1]["role"] == "user" and QUERY in str(result.messages[-1])
