@@ -53,6 +53,7 @@ from loomctx.sources.protocol import (
     declared_share,
     makes_fresh,
 )
+from loomctx.text.need import need_of
 from loomctx.tokens.registry import counter_for_model
 
 FORMATS = formats()
@@ -184,19 +185,20 @@ class ContextBuilder:
         if query is not None:
             query = clean_text(query)  # lone surrogates → U+FFFD, as for every input text
         alloc = self.budget.allocate(max_tokens, phase=phase)
-        if query:  # a question about the past: the tail's share shrinks at small budgets
-            scale = tail_share_scale(query, alloc.total, self.options.tail_full_at)
+        need = need_of(query or "")
+        if need.text:  # a question about the past: the tail's share shrinks at small budgets
+            scale = tail_share_scale(need.text, alloc.total, self.options.tail_full_at)
             if scale < 1.0:
                 alloc = replace(alloc, shares={
                     k: int(v * scale) if any(s.name == k and is_history(s) for s in self.sources)
                     else v for k, v in alloc.shares.items()})
-        st = BuildState(question=query or "", turn=query is None,
+        st = BuildState(question=need.text, asks=need.asks, turn=query is None,
                         now=time.time() if now is None else now, allocation=alloc)
         ctx = dict(context or {})
         st.timings["budget"] = (time.perf_counter() - t0) * 1000
 
         t = time.perf_counter()
-        await self._gather(st, ctx, phase)
+        await self._gather(st, ctx, phase, query or "")
         if st.turn and query:  # the question was the history's last user message: a turn
             st.allocation = self.budget.allocate(max_tokens, phase=phase)
         st.timings["gather"] = (time.perf_counter() - t) * 1000
@@ -317,7 +319,8 @@ class ContextBuilder:
                              total=st.allocation.total, phase=phase,
                              context={**ctx, "turn": st.turn})
 
-    async def _gather(self, st: BuildState, ctx: dict[str, Any], phase: str | None) -> None:
+    async def _gather(self, st: BuildState, ctx: dict[str, Any], phase: str | None,
+                      asked: str = "") -> None:
         """Collect every source. The history comes first (it is in memory): a turn takes its
         input from it, and the other sources get it as ``context["history"]`` (per-turn
         retrieval re-derives its query from the newest step)."""
@@ -329,7 +332,7 @@ class ContextBuilder:
         if history:
             items = st.gathered[history[0].name].items or []
             ctx = {**ctx, "history": items}
-            if not st.turn and _asked_last(items, st.question):
+            if not st.turn and _asked_last(items, asked):
                 st.turn = True  # build(question) after adding it: show it once, as a turn
             if st.turn:
                 take_input(st, history[0].name)

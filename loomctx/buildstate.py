@@ -50,6 +50,8 @@ class BuildState:
     originals: dict[str, ContextItem] = field(default_factory=dict)
     """Full originals of items that were cut, by id."""
     summary: ContextItem | None = None
+    asks: bool = False
+    """Whether the message asks (:class:`~loomctx.text.need.Need`), not only states."""
     recall_need: float = 0.0
     """Turn builds: the share of retrieval's best candidates the history window does not show."""
     recall_own: bool = False

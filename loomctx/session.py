@@ -101,8 +101,11 @@ class Session:
                                    importance=importance, events=self.events, tenant=tenant)
         self._prompt = SystemPromptSource(system_prompt)
         built_in: list[Any] = [self._prompt, UserInputSource(),
-                               self.memory.history, L2ImportantSource(self.memory),
-                               UnifiedRetrievalSource(self.memory, knowledge)]
+                               self.memory.history,
+                               # retrieval before L2: in a turn, a memory both find is kept
+                               # with its relevance to the message, not only its importance
+                               UnifiedRetrievalSource(self.memory, knowledge),
+                               L2ImportantSource(self.memory)]
         mem = self.memory.options
         if mem.l2_shared:
             built_in.append(SharedL2Source(self.store, self.embedder, tenant=tenant,

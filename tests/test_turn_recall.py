@@ -13,6 +13,7 @@ from loomctx.buildstate import BuildState
 from loomctx.items import ContextItem
 from loomctx.render.chat import EVIDENCE_HEADER
 from loomctx.select.window import INPUT_SOURCE
+from loomctx.text.need import need_of
 
 NAMES = ["alder", "birch", "cedar", "dogwood", "elm", "fir", "ginkgo", "hazel", "ironwood",
          "juniper", "larch", "maple", "nutmeg", "oak", "pine", "quince", "rowan", "spruce",
@@ -115,7 +116,8 @@ def test_chatter_keeps_to_the_volatile_share():
 
 
 def _state(need: float, question: str, input_id: str) -> BuildState:
-    st = BuildState(question=question, turn=True, now=0.0,
+    asked = need_of(question)
+    st = BuildState(question=asked.text, asks=asked.asks, turn=True, now=0.0,
                     allocation=BudgetManager().allocate(2000))
     st.available = 2000
     st.recall_need = need
@@ -128,8 +130,9 @@ def test_the_window_yields_once_most_of_the_latest_turns_asked_what_is_out_of_vi
     s = _session(options=BuildOptions(model="gpt-4o", recall_share=0.8))
     window = s.builder.window
     reserves = []
-    for i, (need, text) in enumerate([(0.9, "where?"), (0.9, "and there?"), (0.2, "ok."),
-                                      (0.9, "and then?"), (0.9, "and after?")]):
+    for i, (need, text) in enumerate([(0.9, "where is the crate?"), (0.9, "and the crate there?"),
+                                      (0.2, "ok."), (0.9, "and the gate then?"),
+                                      (0.9, "and the dock after?")]):
         st = _state(need, text, f"u{i}")
         st.recall_wide = window.wide(st)
         reserves.append(window.reserve(st))
@@ -143,14 +146,14 @@ def test_the_window_yields_once_most_of_the_latest_turns_asked_what_is_out_of_vi
     assert reserves[4] == int(0.9 * 0.8 * 2000)
     # A question none of whose best matches is in view yields at once.
     fresh = _session(options=BuildOptions(model="gpt-4o", recall_share=0.8)).builder.window
-    st = _state(1.0, "where?", "n0")
+    st = _state(1.0, "where is the crate?", "n0")
     st.recall_wide = fresh.wide(st)
     assert fresh.reserve(st) == 0  # none of them the session's own: knowledge, say
     st.recall_own = True
     assert fresh.reserve(st) == int(0.8 * 2000)
     kept = _session(options=BuildOptions(model="gpt-4o", recall_share=0.0)).builder.window
     for i in range(4):
-        st = _state(0.9, "where?", f"k{i}")
+        st = _state(0.9, "where is the crate?", f"k{i}")
         st.recall_wide = kept.wide(st)
         assert kept.reserve(st) == 0
 
@@ -216,3 +219,67 @@ def test_a_turn_that_shows_the_whole_session_skips_recall_of_it(monkeypatch):
     r = s.build_sync(max_tokens=800)  # the history is now over half the budget: recall runs
     assert searched == ["recall"]
     assert any(row.source == "L4_semantic" for row in r.report.items)
+
+
+def _example_turn(last: str, budget: int = 1500):
+    """The bundled example conversation with its last user message said as ``last``, built as
+    `loomctx build --example` builds it."""
+    import argparse
+    import json
+
+    from loomctx.cli.build import example_dir
+
+    path = example_dir() / "conversation.jsonl"
+    lines = path.read_text().splitlines()
+    message = json.loads(lines[-1])
+    assert message["role"] == "user"
+    message["content"] = last
+    args = argparse.Namespace(
+        example=True, history=None, system=None, tools=None, knowledge=None, query=None,
+        model="gpt-4o", fallback_encoding=None, max_tokens=budget, window=None, reserve=None,
+        format="openai", placement=None, text_style="plain", report="table", report_out=None,
+        phase=None)
+    return args, [*lines[:-1], json.dumps(message)]
+
+
+@pytest.mark.parametrize("last", [
+    "What is our refund policy for a shipment delayed by a customs hold, and what should I "
+    "tell the Lyon customer about SHP-40233?",
+    "Tell me our refund policy for a shipment delayed by a customs hold and what to tell the "
+    "Lyon customer about SHP-40233.",
+    "Morning! Busy day here. I need our refund policy for a shipment delayed by a customs hold "
+    "and what to tell the Lyon customer about SHP-40233, thanks",
+])
+def test_a_request_gets_the_evidence_the_question_gets(tmp_path, last):
+    from loomctx.cli.build import builder_from_args
+
+    args, lines = _example_turn(last)
+    args.history = tmp_path / "conversation.jsonl"
+    args.history.write_text("\n".join(lines) + "\n")
+    builder, query, ctx = builder_from_args(args)
+    r = builder.build_sync(query, max_tokens=1500, context=ctx)
+    included = {x.id for x in r.report.items if x.included}
+    assert {"refunds.md#0", "customs.md#0"} <= included
+    assert r.tokens <= 1500
+
+
+def test_a_fact_to_remember_reaches_every_later_turn():
+    s = Session(embedder=HashingEmbedder(dim=1024), clock=lambda: 1_700_000_000.0,
+                model="gpt-4o")
+    s.add_message_sync("user", "Please remember: our warehouse gate code is 4471-B.")
+    s.add_message_sync("assistant", "Noted, the gate code is 4471-B.")
+    for i in range(150):  # 300 messages that never mention it again
+        s.add_message_sync("user", f"Status of shipment SHP-{10000 + i} to Rotterdam, please.")
+        s.add_message_sync("assistant", f"SHP-{10000 + i} is in transit, arriving day {i % 7}.")
+    s.add_message_sync("user", "Next one: the Valencia pallets.")
+    r = s.build_sync(max_tokens=2000)
+    assert "4471-B" in _texts(r.payload) and r.tokens <= 2000
+    row = next(x for x in r.report.items if x.source == "L2_important")
+    assert row.included
+
+
+def test_small_talk_spends_nothing_on_evidence():
+    s = _session()
+    s.add_message_sync("user", "Thanks, that's great, have a nice day!")
+    r = s.build_sync(max_tokens=2000)
+    assert not any(x.included for x in r.report.items if x.source == "L4_semantic")

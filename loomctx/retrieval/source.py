@@ -96,7 +96,13 @@ def fused_best(lexical: list[Hit], dense: list[Hit], want: int,
 
 
 class L2ImportantSource(BaseSource):
-    """The session's L2 (important) memories for builds without a question, by importance."""
+    """The session's L2 (important) memories, by importance, for turn builds and builds without
+    a question.
+
+    A turn is the agent loop: what the user asked to be remembered, decided or preferred must
+    reach every later turn, not only the turns whose words happen to match it (seed 001 gives
+    L2 its own share, 12 %, for this). Those the window still shows are dropped as shown, so
+    they cost room only once they are out of view."""
 
     def __init__(self, memory: TieredMemory, *, name: str = "L2_important") -> None:
         self.name = name
@@ -106,15 +112,18 @@ class L2ImportantSource(BaseSource):
         ids = self.memory.l2_ids
         if not ids:
             return []
-        if request.query.strip():
+        if request.query.strip() and not request.context.get("turn"):
             # With a question, unified retrieval (which searches L2 as well as L4) ranks every
             # memory on one scale; a second, L2-only ranking would crowd it out.
             return []
         records = [self.memory.records[i] for i in ids if i in self.memory.records]
+        # In a turn they are ranked by importance, whatever the message says: the importance is
+        # their relevance (a question build has no turn and goes through unified retrieval).
         return [
             ContextItem(id=r.id, source=self.name, content=r.content, kind="evidence",
                         role=r.role, tier=Tier.P2, priority=r.importance,
                         timestamp=r.timestamp, seq=r.seq,
+                        scores={RAW_RELEVANCE: r.importance} if request.query.strip() else {},
                         metadata={"origin": "memory:L2", "level": r.level})
             for r in records
         ]

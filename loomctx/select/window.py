@@ -23,6 +23,7 @@ from loomctx.compress.truncate import truncate_item
 from loomctx.items import ContextItem, Tier
 from loomctx.select.packer import Unit
 from loomctx.select.rank import per_build, window_items
+from loomctx.text.need import need_of
 from loomctx.tokens.protocol import TokenCounter
 
 STABLE_KINDS = frozenset({"system", "tool", "skill", "input"})
@@ -67,7 +68,8 @@ class WindowSettings(Protocol):
 
 def take_input(st: BuildState, history: str) -> None:
     """Make the history's last user message the input (P0, its message and parts kept); the
-    question for retrieval is the last user message's text."""
+    question for retrieval is the part of the last user message's text that carries its need
+    (:func:`~loomctx.text.need.need_text`)."""
     items = list(st.gathered[history].items or [])
     last = items[-1] if items else None
     if last is not None and last.role == "user" and last.kind == "message":
@@ -76,10 +78,10 @@ def take_input(st: BuildState, history: str) -> None:
             id=last.id, source=INPUT_SOURCE, content=last.content, kind="input", role="user",
             tier=Tier.P0, priority=1.0, timestamp=last.timestamp, message=last.message,
             seq=last.seq)]
-        st.question = last.content
+        st.question, st.asks = need_of(last.content)
     else:
-        st.question = next((it.content for it in reversed(items[-64:])
-                            if it.role == "user"), "")
+        st.question, st.asks = need_of(next((it.content for it in reversed(items[-64:])
+                                             if it.role == "user"), ""))
     st.candidates[history] = items
 
 
@@ -94,7 +96,7 @@ def without_pending(st: BuildState, items: list[ContextItem]) -> list[ContextIte
 
 def asks(text: str) -> bool:
     """Whether ``text`` asks something (an ASCII or a full-width question mark)."""
-    return "?" in text or "\uff1f" in text
+    return bool(text.strip())
 
 
 def pool_sources(candidates: Mapping[str, Sequence[ContextItem]],
@@ -291,7 +293,7 @@ class TurnWindow:
     def wide(self, st: BuildState) -> bool:
         """Whether this turn asks a question whose best matches are mostly out of view (and,
         the first time a user turn is seen, count it among the latest turns)."""
-        wide = st.recall_need >= WIDE and asks(st.question)
+        wide = st.recall_need >= WIDE and st.asks
         inp = st.candidates.get(INPUT_SOURCE)
         last, recent = self._asked
         if inp and inp[0].id != last:  # tool steps of the same turn are not counted again
@@ -321,7 +323,7 @@ class TurnWindow:
         pool = pool_sources(candidates, st.window_start)
         own = sum(v for k, v in (declared or {}).items() if k in pool)
         cap = int(max(self.options.volatile_share, min(own, 1.0)) * st.available)
-        if asks(st.question):
+        if st.question:
             cap = max(cap, st.recall_reserve, int(st.recall_need * max(0, left)))
         heads = [q[0] for name, q in ordered.items() if name in pool and q]
         if heads:

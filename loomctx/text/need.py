@@ -1,0 +1,189 @@
+"""The part of a message that carries its need: what retrieval searches for.
+
+People rarely say only the question. "Hi again! Thanks for yesterday. Tell me what we decided
+about the Hamburg pickups, if you still have it." holds one need among greetings, thanks, a
+request frame and a closing courtesy; searched whole, the small talk pulls the query's vector
+towards every friendly message of the history and its words into the lexical lists. The
+question mark is no guide either: a request has none, and chatter can ask ("How are you?").
+
+:func:`need_text` keeps, sentence by sentence, what names something: a sentence whose every
+content word is small talk (:data:`CHATTER`) goes, request frames at a sentence's start ("tell
+me", "can you remind me", "I need to know", "请帮我查一下") and courtesies at its end ("if you
+can", "thanks") are cut. The sentences that ask (a request frame, an interrogative word, a
+question mark) are the need; the others (context, a pasted log) join them only when what asks
+leans on them (fewer than :data:`LEANS` content words: "What did she research?"), nearest
+first, up to :data:`MAX_WORDS`; a message where nothing asks is its own need. A message of
+small talk only has no need: :func:`need_text` returns an empty string, and a turn made of it
+spends no room on evidence. The rules are word lists, English and Chinese; everything else
+passes through unchanged (a message in another language is its own need).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import NamedTuple
+
+from loomctx.text.lexical import tokenize
+
+_ENDS = 2000
+MAX_WORDS = 48
+"""The most content words a need gathers from the sentences around what asks."""
+LEANS = 2
+"""What asks with fewer content words than this leans on the sentences around it."""
+
+CHATTER = frozenset("""
+hi hey hello hiya yo morning afternoon evening night good great awesome cool nice fine ok okay
+thanks thank thx ty cheers appreciate appreciated appreciation welcome glad happy pleased sorry
+please pls sure yes yeah yep no nope alright right well hope hoping day week weekend today
+helpful help helps helped quick question questions way btw anyway also again back just really
+lovely wonderful amazing perfect excellent brilliant fantastic superb hmm um uh oh ah wow lol
+haha bye goodbye later soon talk chat chatting catch earlier doing going things everything
+wanted wondering curious thinking thought checking bother bothering mind wait another last one
+something stuff bit time little lot much many kind kinda sort sorta everyone guys friend buddy
+assistant bot ai dear sir madam there
+你好 您好 嗨 谢谢 谢 感谢 多谢 好的 好 嗯 哈哈 早上好 晚上好 下午好 辛苦 麻烦 请 一下 那个 对了 顺便
+问 问题 一个 再 还有 今天 最近 怎么样 不错 太好了 棒
+""".split())  # noqa: SIM905 (a word list reads best as text)
+"""Words of small talk: a sentence with no content word outside these carries no need."""
+_CHATTER_TERMS = frozenset(t for word in CHATTER for t in tokenize(word))  # stemmed as searched
+
+_FRAMES_EN = (
+    r"(?:hi|hey|hello|ok(?:ay)?|so|well|also|and|oh|btw|by the way|anyway|quick question"
+    r"|one more thing|actually|now|next|right|alright|great|thanks)\b[,!.:;-]*",
+    r"(?:can|could|would|will) you (?:please |kindly )?(?:tell|remind|show|give|help|let)"
+    r" me(?: know)?(?: (?:about|with|of|on))?",
+    r"(?:can|could|would|will) you (?:please |kindly )?(?:find out|look up|check|figure out"
+    r"|recall|remember|pull up|dig up|confirm|say)(?: for me)?",
+    r"(?:please |pls |kindly )?(?:tell|remind|show|give|let) me(?: know)?"
+    r"(?: again)?(?: (?:about|with|of|on))?",
+    r"(?:please |pls |kindly )?(?:find out|look up|check|figure out|recall|remember|pull up"
+    r"|dig up|confirm|refresh my memory(?: on| about)?)(?: for me)?",
+    r"(?:i|we) (?:really )?(?:need|want|would like|'d like|wanna|have) to (?:know|find out"
+    r"|check|confirm|understand)(?: about)?",
+    r"i(?:'m| am) (?:wondering|curious|trying to remember|not sure)(?: about)?",
+    r"i (?:was )?(?:wondering|wonder)(?: about| if| whether)?",
+    r"do you (?:happen to )?(?:remember|recall|know)(?: about)?",
+    r"(?:i have|i've got|i got) a (?:quick )?question(?: (?:about|on|for you))?",
+    r"(?:any idea|no idea)",
+    r"(?:this|that|here)(?: is my question)?:",
+    r"please",
+)
+_FRAMES_ZH = (
+    r"(?:请|麻烦|能不能|可以|你能|能否|帮忙)?(?:你)?(?:帮我|给我)?\s*"
+    r"(?:查一下|查查|查|看一下|看看|找一下|找找|确认一下|回忆一下|说一下|讲一下|告诉我|提醒我"
+    r"|check一下|check 一下)",
+    r"我(?:想|想要|需要|要)(?:知道|了解|确认|问问|问一下|问)",
+    r"(?:你还记得|你记得|还记得|记得)",
+    r"(?:请问|问一下|顺便问一下|对了)",
+)
+_FRAME = re.compile(
+    r"^\s*(?:(?:" + "|".join(_FRAMES_EN) + r")(?:\b|(?<=:))\s*[,:;]?\s*)+", re.IGNORECASE)
+_FRAME_ZH = re.compile(r"^\s*(?:(?:" + "|".join(_FRAMES_ZH) + r")\s*[,，:：]?\s*)+")
+_TAIL = re.compile(
+    r"(?:[,;]?\s*(?:please|pls|thanks|thank you|thx|cheers|if you (?:can|could|know|remember"
+    r"|have it|still have it|find it|don't mind)(?: (?:find|recall|remember) it)?|for me|again"
+    r"|by any chance|real quick)\b)+\s*[.!?]*\s*$", re.IGNORECASE)
+_TAIL_ZH = re.compile(
+    r"(?:[，,]?\s*(?:谢谢|谢了|多谢|麻烦了|好吗|可以吗|行吗|吧|呢|啊|呀)\s*)+[。！？!?]*\s*$")
+_SENTENCES = re.compile(r"(?<=[.!?。！？])\s+|(?<=[。！？])|[\n\r]+")
+_LEANING = re.compile(
+    r"\b(?:he|she|her|him|his|hers|they|them|their|it|its|that|those|this|these|one|ones|first"
+    r"|second|third|last|other|latter|former|there|then)\b|他|她|它|那|这|第", re.IGNORECASE)
+_ABBREVIATION = re.compile(r"(?:\b(?:dr|mr|mrs|ms|st|mt|jr|sr|vs|etc|e\.g|i\.e|no)|\b[A-Z])\.$",
+                           re.IGNORECASE)
+_ASKS = re.compile(
+    r"[?？]|^\s*(?:what|when|where|who|whom|whose|which|why|how|did|does|do|is|are|was|were"
+    r"|has|have|had|can|could|would|will|should|shall|may|might|am)\b"
+    r"|什么|哪|谁|几|多少|吗|呢|怎么|为什么|为何|是否|有没有|是不是", re.IGNORECASE)
+
+
+def _asking(sentence: str, framed: bool) -> bool:
+    """Whether a sentence asks (a request frame was cut from it, or it reads as a question)."""
+    return framed or bool(_ASKS.search(sentence))
+
+
+def _content(sentence: str) -> list[str]:
+    """The sentence's content words that are not small talk."""
+    return [w for w in tokenize(sentence, drop_stopwords=True) if w not in _CHATTER_TERMS]
+
+
+def _unframed(sentence: str) -> tuple[str, bool]:
+    """The sentence without its request frame and closing courtesy; whether a frame was cut."""
+    s = sentence.strip()
+    cut = _FRAME.sub("", s, count=1)
+    cut = _FRAME_ZH.sub("", cut, count=1)
+    framed = cut != s and bool(re.search(
+        r"tell|remind|show|give|let|find|look|check|figure|recall|remember|pull|dig|confirm"
+        r"|refresh|know|wonder|curious|question|idea|查|看|找|确认|回忆|说|讲|告诉|提醒|知道|了解|问|记得",
+        s[:len(s) - len(cut)], re.IGNORECASE))
+    cut = _TAIL.sub("", cut)
+    cut = _TAIL_ZH.sub("", cut)
+    return cut.strip(), framed
+
+
+class Need(NamedTuple):
+    """What a message needs: the text retrieval searches for, and whether the message asks
+    (a request frame, an interrogative word or a question mark in what it needs)."""
+
+    text: str
+    asks: bool
+
+
+def need_text(message: str) -> str:
+    """The part of ``message`` that carries its need (empty for small talk alone)."""
+    return need_of(message).text
+
+
+def need_of(message: str) -> Need:
+    """The part of ``message`` that carries its need, and whether it asks."""
+    if len(message) > 2 * _ENDS:  # a pasted log or document: the ask is at its start or end
+        message = message[:_ENDS] + "\n" + message[-_ENDS:]
+    sentences: list[str] = []
+    for part in _SENTENCES.split(message):
+        if not part or not part.strip():
+            continue
+        if sentences and _ABBREVIATION.search(sentences[-1]):  # "Dr. Seuss" is one sentence
+            sentences[-1] += " " + part
+        else:
+            sentences.append(part)
+    if not sentences:
+        return Need("", False)
+    kept: list[tuple[str, bool, int]] = []
+    for sentence in sentences:
+        text, framed = _unframed(sentence)
+        words = _content(text)
+        asking = _asking(sentence, framed)
+        if words or (asking and _LEANING.search(text)):  # "What about her?" asks of before
+            kept.append((text, asking, len(words)))
+    if not kept:
+        return Need("", False)
+    asking = [i for i, (_, a, _) in enumerate(kept) if a]
+    if not asking:
+        return Need(_joined(t for t, _, _ in kept), False)
+    # What asks is the need; the other sentences (context, a pasted log) join it only when
+    # it leans on them ("I have a question about Caroline. What did she research?"),
+    # nearest first, up to MAX_WORDS.
+    chosen = set(asking)
+    words = sum(kept[i][2] for i in asking)
+    if words < LEANS:
+        others = sorted((i for i in range(len(kept)) if i not in chosen),
+                        key=lambda i: (min(abs(i - j) for j in asking), -i))
+        for i in others:
+            if words + kept[i][2] > MAX_WORDS:
+                break
+            chosen.add(i)
+            words += kept[i][2]
+    return Need(_joined(kept[i][0] for i in sorted(chosen)), True)
+
+
+def _joined(parts: object) -> str:
+    """Sentences joined with a space (Chinese ones with none)."""
+    out = ""
+    for part in parts:  # type: ignore[attr-defined]
+        if out and not (out[-1] in "。！？" or re.match(r"[\u4e00-\u9fff]", part[:1])):
+            out += " "
+        out += part
+    return out
+
+
+__all__ = ["CHATTER", "LEANS", "MAX_WORDS", "Need", "need_of", "need_text"]
