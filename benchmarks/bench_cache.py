@@ -24,7 +24,7 @@ but the first).
 
 Run: python benchmarks/bench_cache.py [--quick] [--embedder use|default|hashing] [--locomo PATH]
          [--budgets 4000,16000,128000] [--turns 50] [--systems loomctx,naive]
-         [--replays tool,locomo,scan,long,mixed,nopast] [--json PATH]
+         [--replays tool,locomo,scan,long,mixed,nopast] [--option recall_share=0] [--json PATH]
 Writes benchmarks/results/cache.json (``--json -`` prints it instead) and a table to stdout.
 """
 
@@ -49,6 +49,8 @@ QUICK_TURNS = 12
 REPLAYS = {"tool": "tool agent", "locomo": "LoCoMo conv 1", "scan": "scan logs",
            "long": "long outputs", "mixed": "mixed", "nopast": "no past"}
 """``--replays`` keys and the replays' names."""
+OPTIONS = ("low_water", "volatile_share", "summary_share", "recall_share")
+"""``BuildOptions`` fields ``--option`` may set."""
 TARGETS = {4000: 0.75, 16000: 0.90}
 """Mean reuse each replay should reach at these budgets (issue 40), besides naive's."""
 _MESSAGE_KEYS = ("id", "timestamp", "tool_calls", "tool_call_id", "name")
@@ -60,12 +62,14 @@ class LoomctxRun:
 
     name = "loomctx"
 
-    def __init__(self, replay: Replay, embedder: Any) -> None:
-        from loomctx import Session
+    def __init__(self, replay: Replay, embedder: Any, options: dict[str, float] | None = None,
+                 ) -> None:
+        from loomctx import BuildOptions, Session
 
         self.now = 0.0
-        self.session = Session(model=MODEL, system_prompt=replay.system_prompt,
-                               tools=replay.tools, embedder=embedder, clock=lambda: self.now)
+        self.session = Session(options=BuildOptions(model=MODEL, **(options or {})),
+                               system_prompt=replay.system_prompt, tools=replay.tools,
+                               embedder=embedder, clock=lambda: self.now)
 
     def add(self, msg: dict[str, Any]) -> None:
         self.now = float(msg["timestamp"])
@@ -168,6 +172,20 @@ def replay_one(replay: Replay, system: Any, budget: int, counter: Any) -> dict[s
     }
 
 
+def _options(ap: argparse.ArgumentParser, given: list[str]) -> dict[str, float]:
+    """``--option NAME=VALUE`` pairs as BuildOptions keywords."""
+    out: dict[str, float] = {}
+    for text in given:
+        name, _, value = text.partition("=")
+        try:
+            out[name] = float(value)
+        except ValueError:
+            ap.error(f"--option {text!r}: the value must be a number, e.g. recall_share=0")
+        if name not in OPTIONS:
+            ap.error(f"--option {text!r}: use one of {', '.join(OPTIONS)}")
+    return out
+
+
 def _spread(ms: list[float]) -> dict[str, float]:
     """Median and quartiles of build times (ms)."""
     q = statistics.quantiles(ms, n=4) if len(ms) > 1 else [ms[0]] * 3
@@ -250,6 +268,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--embedder", choices=("use", "default", "hashing"), default="use",
                     help="loomctx's embedder: USE (this benchmark's default), the library's "
                          "default (USE + MiniLM) or the hashing fake")
+    ap.add_argument("--option", action="append", default=[], metavar="NAME=VALUE",
+                    help="a BuildOptions share for loomctx, e.g. recall_share=0 (repeatable): "
+                         f"{', '.join(OPTIONS)}")
     ap.add_argument("--replays", default=",".join(REPLAYS),
                     help=f"comma-separated, of {', '.join(REPLAYS)} (default: all)")
     ap.add_argument("--locomo", default=None, help=f"locomo10.json (default {DEFAULT_LOCOMO})")
@@ -267,6 +288,7 @@ def main(argv: list[str] | None = None) -> int:
     systems = [s for s in args.systems.split(",") if s]
     if unknown := set(systems) - {"loomctx", "naive"}:
         ap.error(f"unknown --systems {sorted(unknown)}: use loomctx and/or naive")
+    options = _options(ap, args.option)
     args.replays = [k for k in args.replays.split(",") if k]
     if unknown := set(args.replays) - set(REPLAYS):
         ap.error(f"unknown --replays {sorted(unknown)}: use some of {', '.join(REPLAYS)}")
@@ -281,14 +303,14 @@ def main(argv: list[str] | None = None) -> int:
     for replay in replays:
         for budget in budgets:
             for name in systems:
-                system = (LoomctxRun(replay, embedder) if name == "loomctx"
+                system = (LoomctxRun(replay, embedder, options) if name == "loomctx"
                           else NaiveRun(replay, chat))
                 runs.append(replay_one(replay, system, budget, tokenizer.counter))
                 print(f"  {replay.name} {budget} {name}: {runs[-1]['mean_reuse']:.2f} "
                       f"({runs[-1]['seconds']} s)", file=sys.stderr, flush=True)
     out = {
         "model": MODEL, "embedder": args.embedder if embedder is not None else None,
-        "api": "turn",
+        "api": "turn", "options": options,
         "turns": args.turns, "quick": args.quick, "notes": notes,
         "replays": [{"name": r.name, "turns": len(r.turns), "messages": len(r.messages),
                      "tokens": chat.messages(r.messages), "questions": len(r.questions)}

@@ -214,3 +214,15 @@ def test_loomctx_run_builds_turns_and_asks_questions(
     builds = [q for kind, q in calls if kind == "build"]
     assert builds[: run["builds"]] == [None] * run["builds"]  # turn builds
     assert builds[run["builds"]:] == [q.text for q in replay.questions]
+
+
+@pytest.mark.parametrize("bad", ["foo=1", "recall_share=x", "recall_share"])
+def test_a_bad_option_or_replay_is_a_usage_error(
+    bad: str, bench_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bench = importlib.import_module("bench_cache")
+    for argv in (["--option", bad], ["--replays", "scan," + bad]):
+        with pytest.raises(SystemExit) as exc:
+            bench.main([*argv, "--json", "-"])
+        assert exc.value.code == 2
+        assert bad in capsys.readouterr().err
