@@ -44,7 +44,14 @@ from loomctx.select.packer import Unit, fill, pack
 from loomctx.select.rank import per_build, rank_units, tail_units
 from loomctx.select.scoring import score
 from loomctx.select.tail import about_the_past, tail_share_scale
-from loomctx.select.window import NOTE, STABLE_KINDS, TurnWindow, take_input, without_pending
+from loomctx.select.window import (
+    NOTE,
+    STABLE_KINDS,
+    TurnWindow,
+    history_end,
+    take_input,
+    without_pending,
+)
 from loomctx.sources.gather import gather, is_history
 from loomctx.sources.protocol import (
     ContextSource,
@@ -262,11 +269,16 @@ class ContextBuilder:
         byte (:mod:`loomctx.select.window`). Only when the window's room still holds it and the
         next step's messages: a note must never be what makes the window compact."""
         lay = place(st.included)
-        evidence = [it for it in lay.evidence if it.kind != "custom"]
-        if not st.recall_wide or not evidence or not lay.history or not st.window_start:
-            return  # a small pool stays volatile: kept, it would fill the window sooner
+        if not lay.history or not st.window_start:
+            return
         source = next(iter(st.window_start))
         after = lay.history[-1]
+        # notes an earlier build at this same history end left here were not shown: this
+        # build's evidence (or none) replaces them
+        evidence = [it for it in lay.evidence if it.kind != "custom"]
+        if not st.recall_wide or not evidence:
+            self.window.remember(source, after.id, None)
+            return  # a small pool stays volatile: kept, it would fill the window sooner
         text = EVIDENCE_HEADER + "\n\n" + "\n\n".join(it.content for it in evidence)
         note = ContextItem(
             id=f"recall:{after.id}:{fingerprint(text)[:8]}", source=source, content=text,
@@ -274,10 +286,10 @@ class ContextBuilder:
             seq=after.seq, timestamp=after.timestamp,
             metadata={NOTE: tuple(it.id for it in evidence)})
         shown = sum(it.tokens or 0 for it in st.included if st.reasons.get(it.id) == "window")
-        if shown + self._measure(note) > st.window_room - self.options.volatile_share * \
-                st.available:
-            return  # kept, it would make the next request compact: it stays volatile
-        self.window.remember(source, after.id, note)
+        # kept, a note that would make the next request compact stays volatile
+        fits = shown + self._measure(note) <= st.window_room - self.options.volatile_share * \
+            st.available
+        self.window.remember(source, after.id, note if fits else None)
 
     def _top_up(self, st: BuildState, ordered: Mapping[str, list[Unit]]) -> None:
         """Spend the framing of sections that stayed empty on the best units still out.
@@ -349,7 +361,8 @@ class ContextBuilder:
         later than the first message, and the history is at most half the budget with no
         message near the size the window clips to. Recall of the session's own messages then
         finds only what is in view, and its source may skip it (``context["history_in_view"]``)."""
-        if any(key[0] == source and at > 0 for key, (_, at) in self.window.starts()):
+        if any(key[0] == source and at > 0
+               for key, (_, at) in self.window.starts(history_end(items))):
             return False
         total = st.allocation.total
         # The history only grows at its end: sum what was added since the last turn.

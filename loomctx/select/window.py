@@ -109,6 +109,27 @@ def pool_sources(candidates: Mapping[str, Sequence[ContextItem]],
                                                  and it.kind != "message" for it in items))
 
 
+def history_end(items: Sequence[ContextItem]) -> tuple[str, int] | None:
+    """What tells one state of a history from another: its last item's id and its length. A
+    turn built again at the same end (a retry, nothing added) reads the window's state as the
+    first build of it did, so it sends the same request."""
+    return (items[-1].id, len(items)) if items else None
+
+
+@dataclass(frozen=True)
+class _Start:
+    """Where the window started (id and index of its first message) at the builds of a
+    history ending at ``end``, and where it had started before the history reached it."""
+
+    end: tuple[str, int] | None
+    at: tuple[str, int]
+    before: tuple[str, int] | None
+
+    def seen(self, end: tuple[str, int] | None) -> tuple[str, int] | None:
+        """Where the window last started, for a build of the history ending at ``end``."""
+        return self.before if end == self.end else self.at
+
+
 @dataclass
 class _Clipped:
     """A history as :meth:`TurnWindow._clipped` shows it, for its first ``done`` items (the
@@ -135,8 +156,8 @@ class TurnWindow:
         """(History source, clip size, start) → the clipped history as far as it was seen."""
         self._notes: dict[str, dict[str, list[ContextItem]]] = {}
         """History source → id of the message a note follows → the notes after it."""
-        self._starts: dict[tuple[str, int], tuple[str, int]] = {}
-        """(History source, gap) → id and index of the message the window last started at."""
+        self._starts: dict[tuple[str, int], _Start] = {}
+        """(History source, gap) → where the window started, as the next build reads it."""
         self._asked: tuple[str | None, tuple[bool, ...]] = (None, ())
         """The latest user turn's input id, and whether each of the latest turns was wide."""
 
@@ -166,18 +187,20 @@ class TurnWindow:
         room, gap, clip = self.room(st, stable)
         room = max(0, room - max(0, reserve - int(self.options.volatile_share * st.available)))
         st.window_room = room
+        gathered = st.gathered.get(source)
+        end = history_end(gathered.items or [] if gathered is not None else items)
         items = self._with_notes(st, source, list(items))
         # A window that yielded room to a turn's evidence does not grow back at its front on
         # the next turn (that would change the request right after the summary): it appends
         # from where it last started, and what lies before needs no clipping or measuring.
-        last = self._last_start(source, gap, items)
+        last = self._last_start(source, gap, items, end)
         items = self._clipped(st, source, items, clip, last)
         if not items:
             st.window_start[source] = 0
             return []
         # measured once per message: kept between turns, read by the start and the copies
         sums = self.compactor.sums(source, items, self.measure, (clip, last))
-        start = self._started(source, gap, items, max(last, self.compactor.window_start(
+        start = self._started(source, gap, items, end, max(last, self.compactor.window_start(
             source, items, room, gap, sums)))
         if start >= len(items):
             return None
@@ -186,9 +209,12 @@ class TurnWindow:
         return window_items(items[start:], cost,
                             [prefix[i + 1] - prefix[i] for i in range(start, len(items))])
 
-    def _last_start(self, source: str, gap: int, items: Sequence[ContextItem]) -> int:
-        """The index of the message the window last started at (0 when it never did)."""
-        last = self._starts.get((source, gap))
+    def _last_start(self, source: str, gap: int, items: Sequence[ContextItem],
+                    end: tuple[str, int] | None) -> int:
+        """The index of the message the window last started at (0 when it never did), before
+        the history reached ``end``: a build again at the same end starts where the first did."""
+        entry = self._starts.get((source, gap))
+        last = None if entry is None else entry.seen(end)
         if last is None:
             return 0
         first, hint = last
@@ -196,33 +222,42 @@ class TurnWindow:
             return hint
         return next((i for i, it in enumerate(items) if it.id == first), 0)
 
-    def _started(self, source: str, gap: int, items: Sequence[ContextItem], start: int) -> int:
-        """Record that the window starts at ``start`` (for :meth:`_last_start`); return it."""
+    def _started(self, source: str, gap: int, items: Sequence[ContextItem],
+                 end: tuple[str, int] | None, start: int) -> int:
+        """Record that the window starts at ``start`` when the history ends at ``end`` (for
+        :meth:`_last_start`); return it."""
         key = (source, gap)
         if start < len(items):
             if len(self._starts) > 64 and key not in self._starts:  # budgets change rarely
                 self._starts.pop(next(iter(self._starts)))
-            self._starts[key] = (items[start].id, start)
+            entry = self._starts.get(key)
+            before = None if entry is None else entry.seen(end)
+            self._starts[key] = _Start(end, (items[start].id, start), before)
         return start
 
-    def starts(self) -> list[tuple[tuple[str, int], tuple[str, int]]]:
-        """Where the window last started, per (history source, gap): (message id, index)."""
-        return list(self._starts.items())
+    def starts(self, end: tuple[str, int] | None) -> list[tuple[tuple[str, int], tuple[str, int]]]:
+        """Where the window last started, per (history source, gap): (message id, index), as a
+        build of the history ending at ``end`` (:func:`history_end`) sees it."""
+        return [(key, at) for key, entry in self._starts.items()
+                if (at := entry.seen(end)) is not None]
 
     def _with_notes(self, st: BuildState, source: str, items: list[ContextItem],
                     ) -> list[ContextItem]:
         """The history with each recall note right after the message it followed when it was
         made. A note is made at the end of the history, so the list still only grows at its end
-        and the compaction points stay where they were. The notes join the candidates (the
-        report shows them) and their evidence counts as shown."""
+        and the compaction points stay where they were. A note after the history's last message
+        waits until something follows it: the build that made it showed that evidence where this
+        turn's goes, and a build again of the same history makes its own. The notes join the
+        candidates (the report shows them) and their evidence counts as shown."""
         notes = self._notes.get(source)
         if not notes:
             return items
         out: list[ContextItem] = []
+        last = items[-1] if items else None
         for it in items:
             out.append(it)
             after = notes.get(it.id)
-            if after:
+            if after and it is not last:
                 out.extend(after)
         if len(out) > len(items) and source not in st.noted_sources:
             # the report's rows and the window's indices must agree (pending calls stay last)
@@ -230,10 +265,15 @@ class TurnWindow:
             st.noted_sources.add(source)
         return out
 
-    def remember(self, source: str, after: str, note: ContextItem) -> None:
-        """Keep ``note`` (this turn's evidence as rendered) after the message ``after``."""
+    def remember(self, source: str, after: str, note: ContextItem | None) -> None:
+        """Keep ``note`` (this turn's evidence as rendered) after the message ``after``, in
+        place of notes an earlier build of the same turn left there (this build did not show
+        them); None only drops those."""
         notes = self._notes.setdefault(source, {})
-        notes.setdefault(after, []).append(note)
+        notes.pop(after, None)
+        if note is None:
+            return
+        notes[after] = [note]
         if sum(len(v) for v in notes.values()) > MAX_NOTES:
             notes.pop(next(iter(notes)))
 
@@ -353,5 +393,5 @@ class TurnWindow:
             return
 
 
-__all__ = ["INPUT_SOURCE", "NOTE", "STABLE_KINDS", "TurnWindow", "asks", "take_input",
-           "without_pending"]
+__all__ = ["INPUT_SOURCE", "NOTE", "STABLE_KINDS", "TurnWindow", "asks", "history_end",
+           "take_input", "without_pending"]

@@ -93,6 +93,57 @@ def test_locomo_turns_start_at_a_user_after_someone_else(
     assert [q.text for q in head.questions] == ["What was topic 10?", "Topics 12 and 21?"]
 
 
+@pytest.mark.parametrize("name", ["scan logs", "long outputs", "mixed", "no past"])
+def test_held_out_replays_are_seeded_agent_conversations(name: str, bench_path: Path) -> None:
+    held_out = importlib.import_module("_replays_held_out")
+    make = held_out.HELD_OUT[name]
+    replay = make(50)
+    assert replay.name == name and len(replay.turns) == 50
+    assert replay.turns == make(50).turns and replay.turns != make(50, seed=2).turns
+    assert make(12).turns == replay.turns[:12]
+    chat = counter_for_model("gpt-4o").chat()
+    assert 10_000 <= chat.messages(replay.messages) <= 90_000
+    for turn in replay.turns:
+        assert turn[0]["role"] == "user" and turn[-1]["role"] == "assistant"
+        for i, msg in enumerate(turn):
+            for call in msg.get("tool_calls") or []:
+                json.loads(call["function"]["arguments"])
+                assert call["id"] in [m.get("tool_call_id") for m in turn[i + 1:]]
+    ids = [m["id"] for m in replay.messages]
+    assert len(ids) == len(set(ids))
+    texts = {m["id"]: m["content"] for m in replay.messages}
+    for question in replay.questions:  # each planted in a user message, asked in other words
+        (gold,) = question.gold
+        assert gold in texts and question.text not in texts[gold]
+
+
+def test_held_out_replays_have_the_shapes_they_are_named_for(bench_path: Path) -> None:
+    held_out = importlib.import_module("_replays_held_out")
+    chat = counter_for_model("gpt-4o").chat()
+    scans = held_out.scan_logs()
+    logs = [m["content"] for m in scans.messages if m["role"] == "tool"
+            and m["content"].startswith("2026-")]
+    assert all(10 <= _lines(t) <= 120 for t in logs) and len(logs) >= 25
+    assert min(map(_lines, logs)) <= 20 and max(map(_lines, logs)) >= 100
+    asked = [m["content"] for m in scans.messages if m["role"] == "user"]
+    shipments = [w.strip("?.,") for a in asked for w in a.split() if w.startswith("SHP-")]
+    assert len(shipments) - len(set(shipments)) >= 30  # the same shipments, asked again
+    long = held_out.long_outputs()
+    big = [chat.message(m) for m in long.messages if m["role"] == "tool"]
+    assert sum(t >= 1000 for t in big) >= 15
+    listed = "\n".join(m["content"] for m in long.messages if m["role"] == "tool")
+    back = [m["content"] for m in long.messages if m["role"] == "user" and "PAL-" in m["content"]]
+    assert len(back) >= 15 and all(w.strip("?.,()") in listed for a in back
+                                   for w in a.split() if w.startswith("PAL-"))
+    firsts = [t[0]["content"].split("\n")[0] for t in held_out.mixed().turns]
+    assert sum("?" in f for f in firsts) >= 10 and sum("?" not in f for f in firsts) >= 20
+    assert not held_out.no_past().questions
+
+
+def _lines(text: str) -> int:
+    return text.count("\n") + 1
+
+
 def test_quick_run_end_to_end(tmp_path: Path) -> None:
     out = tmp_path / "cache.json"
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(
@@ -105,25 +156,34 @@ def test_quick_run_end_to_end(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     data = json.loads(out.read_text(encoding="utf-8"))
     assert data["model"] == "gpt-4o" and data["embedder"] == "hashing" and data["quick"]
-    assert [r["name"] for r in data["replays"]] == ["tool agent", "LoCoMo conv 1"]
+    names = ["tool agent", "LoCoMo conv 1", "scan logs", "long outputs", "mixed", "no past"]
+    assert [r["name"] for r in data["replays"]] == names
     runs = {(r["replay"], r["budget"], r["system"]): r for r in data["runs"]}
-    assert len(runs) == 2 * 3 * 2
+    assert len(runs) == len(names) * 3 * 2
     for (replay, budget, system), run in runs.items():
         assert f"| {replay} | {budget:,} | {system} |" in proc.stdout
         assert run["builds"] == len(run["per_build"]) >= 2
         assert 0.0 <= run["min_reuse"] <= run["mean_reuse"] <= 1.0
         assert all(0 <= reused <= total for reused, total in run["per_build"])
         assert run["over_budget"] == 0 and run["max_tokens"] <= budget
-        assert run["recall"] is not None and 0.0 <= run["recall"] <= 1.0
-    tool_builds = {r["builds"] for k, r in runs.items() if k[0] == "tool agent"}
-    assert len(tool_builds) == 1  # every system builds before the same model steps
+        ms = run["build_ms"]
+        assert 0 <= ms["p25"] <= ms["median"] <= ms["p75"] <= ms["max"]
+        if replay in ("long outputs", "no past"):  # no fact stated in 12 turns / none at all
+            assert run["recall"] is None and run["questions"] == 0
+        else:
+            assert run["recall"] is not None and 0.0 <= run["recall"] <= 1.0
+    for name in names:
+        builds = {r["builds"] for k, r in runs.items() if k[0] == name}
+        assert len(builds) == 1  # every system builds before the same model steps
+    assert {(v["replay"], v["budget"]) for v in data["verdicts"]} == {
+        (n, b) for n in names for b in (4000, 16000, 128000)}
     # At 128k everything fits: the naive request only appends, so each build reuses the whole
     # previous request, and the question is answered from the whole history.
-    for replay in ("tool agent", "LoCoMo conv 1"):
+    for replay in names:
         naive = runs[(replay, 128000, "naive")]
         pairs = naive["per_build"]
         assert all(pairs[i][0] == pairs[i - 1][1] for i in range(1, len(pairs)))
-        assert naive["recall"] == 1.0
+        assert naive["recall"] in (1.0, None)
     assert runs[("tool agent", 128000, "naive")]["mean_reuse"] > 0.9
     assert runs[("tool agent", 4000, "naive")]["min_reuse"] < 1.0
 
@@ -154,3 +214,15 @@ def test_loomctx_run_builds_turns_and_asks_questions(
     builds = [q for kind, q in calls if kind == "build"]
     assert builds[: run["builds"]] == [None] * run["builds"]  # turn builds
     assert builds[run["builds"]:] == [q.text for q in replay.questions]
+
+
+@pytest.mark.parametrize("bad", ["foo=1", "recall_share=x", "recall_share"])
+def test_a_bad_option_or_replay_is_a_usage_error(
+    bad: str, bench_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bench = importlib.import_module("bench_cache")
+    for argv in (["--option", bad], ["--replays", "scan," + bad]):
+        with pytest.raises(SystemExit) as exc:
+            bench.main([*argv, "--json", "-"])
+        assert exc.value.code == 2
+        assert bad in capsys.readouterr().err
