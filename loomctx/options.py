@@ -40,9 +40,11 @@ class BuildOptions:
     text_language: Literal["zh", "en"] = "zh"
     """Language of the "seed" style's labels, tags and default output instruction."""
     text_overflow: Literal["drop", "sections"] = "drop"
-    """When the rendered text is over budget: drop the weakest items ("drop"), or cut
-    sections by priority, [Context] first and [Role & Policies] last, so instructions are the
-    last thing lost ("sections")."""
+    """When the candidates are over budget: drop the weakest whole units ("drop"; the pinned
+    input is never cut), or, as the seed's compressor does, pack up to twice the room and cut
+    the text by section, [Context] first and the instructions never, halving a section before
+    deleting it and marking each cut ("sections"; a pasted input over the budget is halved
+    instead of refused). docs/seed-differences.md has both measured."""
     output_instructions: str = ""
     """Text for the [Output] part (stable)."""
     source_timeout: float = 5.0

@@ -32,6 +32,8 @@ REASONS = {
     "duplicate": "same content as an earlier candidate",
     "low_relevance": "relevance below min_relevance",
     "overflow": "removed after rendering to stay within the budget",
+    "section_cut": "in a section that text_overflow='sections' halved or deleted (the seed's "
+                   "order, marked); still included when part of it is shown",
     "window": "in the append-only history window of a turn build",
     "recalled": "in the context inside a recall note: evidence an earlier turn recalled, kept "
                 "in place in the history window",

@@ -10,6 +10,7 @@ import re
 from collections.abc import Callable
 from dataclasses import replace
 
+from loomctx.errors import BudgetError
 from loomctx.items import ContextItem
 from loomctx.tokens.protocol import TokenCounter
 
@@ -52,15 +53,27 @@ def _with_content(item: ContextItem, text: str) -> dict | None:
 
 SECTION_PRIORITY = ("[Context]", "[Evidence]", "[State]", "[Output]", "[Task]",
                     "[Role & Policies]")
+SECTION_MARKER = {"zh": "... (内容已截断)", "en": "... (content truncated)"}
+"""The line that ends a cut section (the seed's marker, by language)."""
 _HEADER = re.compile(r"^(\[[^\]\n]+\])$", re.MULTILINE)
+_WHOLE = "[Role & Policies]"
+_NEVER_DELETED = "[Task]"
+_NEWEST_KEPT = "[Context]"
 
 
-def truncate_sections(text: str, max_tokens: int, counter: TokenCounter) -> str:
-    """GSSC section-priority truncation of sectioned text: lowest section first, halve, then drop.
+def truncate_sections(text: str, max_tokens: int, counter: TokenCounter, *,
+                      marker: str = SECTION_MARKER["zh"]) -> str:
+    """GSSC section-priority truncation of sectioned text: lowest section first, halve, then
+    delete.
 
     Sections are ``[Header]`` lines; the order of cutting is ``SECTION_PRIORITY`` (unknown
-    sections go first). Each cut keeps a marker line. The result is <= ``max_tokens`` unless the
-    highest-priority section alone is larger, in which case it is cut too.
+    sections go first). A section is halved (its head kept, ``marker`` on its last line); if
+    the text is still over, it is deleted. Three differences from the seed, on purpose:
+    ``[Context]`` (the conversation) keeps its newest half, the marker first, as the turns
+    just before the question matter most; the ``[Task]`` section (the user's input) is never
+    deleted, it is cut to what fits instead, so the request still asks something; and
+    ``[Role & Policies]`` (the system prompt) is never cut: when it and a piece of the task
+    cannot fit, this raises :class:`BudgetError`.
     """
     if counter.count(text) <= max_tokens:
         return text
@@ -74,18 +87,81 @@ def truncate_sections(text: str, max_tokens: int, counter: TokenCounter) -> str:
         return lead + "".join(f"{h}{sections[h]}" for h, _ in pairs if h in sections)
 
     for header in order:
-        current = counter.count(rebuild())
-        if current <= max_tokens:
+        if counter.count(rebuild()) <= max_tokens:
+            break
+        if header == _WHOLE:
             break
         body = sections[header]
-        half = counter.count(body) // 2
-        sections[header] = counter.truncate(body, half).rstrip() + "\n…[section truncated]\n\n"
-        if counter.count(rebuild()) > max_tokens and header != SECTION_PRIORITY[-1]:
+        content = body.strip("\n")
+        half = counter.count(content) // 2
+        if header == _NEWEST_KEPT:  # history: the newest half, marker first
+            sections[header] = _cut_body(body, _tail(content, half, counter), marker,
+                                         tail=True)
+        else:
+            sections[header] = _cut_body(body, counter.truncate(content, half), marker)
+        if counter.count(rebuild()) <= max_tokens:
+            break
+        if header != _NEVER_DELETED:
             del sections[header]
+            continue
+        fitted = _fit_body(body, content, sections, rebuild, max_tokens, counter, marker)
+        if fitted is None:
+            break
+        sections[header] = fitted
     out = rebuild()
-    if counter.count(out) > max_tokens:
-        out = counter.truncate(out, max_tokens)
+    if counter.count(out) > max_tokens or (_NEVER_DELETED in sections and sections[
+            _NEVER_DELETED].strip("\n") == marker):
+        kept = counter.count(lead + "".join(f"{h}{sections[h]}" for h, _ in pairs
+                                            if h == _WHOLE))
+        raise BudgetError(
+            f"text_overflow='sections': {_WHOLE} ({kept} tokens, never cut) leaves no room "
+            f"for the {_NEVER_DELETED} section in a budget of {max_tokens} tokens once every "
+            "other section is cut: raise max_tokens or shorten the system prompt",
+            required=counter.count(text), available=max_tokens)
     return out
 
 
-__all__ = ["MARKER", "SECTION_PRIORITY", "truncate_item", "truncate_sections"]
+def _tail(text: str, max_tokens: int, counter: TokenCounter) -> str:
+    """The longest end of ``text`` within ``max_tokens`` (a binary search over its start)."""
+    lo, hi = 0, len(text)
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if counter.count(text[mid:]) <= max_tokens:
+            hi = mid
+        else:
+            lo = mid + 1
+    return text[lo:]
+
+
+def _cut_body(body: str, kept: str, marker: str, *, tail: bool = False) -> str:
+    """``body`` (a section's text after its header line) with only ``kept`` and the marker
+    (after it, or before it when ``tail``)."""
+    end = body[len(body.rstrip("\n")):]
+    kept = kept.strip()
+    if not kept:
+        return "\n" + marker + end
+    return "\n" + (f"{marker}\n{kept}" if tail else f"{kept}\n{marker}") + end
+
+
+def _fit_body(body: str, content: str, sections: dict[str, str], rebuild: Callable[[], str],
+              max_tokens: int, counter: TokenCounter, marker: str) -> str | None:
+    """The ``[Task]`` body cut to the largest head of ``content`` with which the whole text
+    fits; None when not even a token of it fits."""
+    header = _NEVER_DELETED
+    sections[header] = _cut_body(body, "", marker)
+    keep = max_tokens - counter.count(rebuild())
+    for _ in range(4):
+        if keep <= 0:
+            return None
+        head = counter.truncate(content, keep)
+        if not head.strip():
+            return None
+        sections[header] = _cut_body(body, head, marker)
+        over = counter.count(rebuild()) - max_tokens
+        if over <= 0:
+            return sections[header]
+        keep -= over
+    return None
+
+
+__all__ = ["MARKER", "SECTION_MARKER", "SECTION_PRIORITY", "truncate_item", "truncate_sections"]

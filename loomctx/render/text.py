@@ -8,8 +8,11 @@ cache-friendly order (stable first, volatile last); ``order="gssc"`` gives the G
 (docs/seed-differences.md): a label line under the headers of task, state, evidence and
 context, a ``[来源: source]`` tag before each piece of evidence (so the answer can cite where a
 fact came from), and a default ``[Output]`` answer format when the build gives none.
-``overflow="sections"`` lets the verify step cut a text over budget by section priority
-(:func:`~loomctx.compress.truncate.truncate_sections`) instead of dropping whole items.
+``overflow="sections"`` lets the packer fill up to twice the room (:attr:`TextRenderer.spill`)
+and the verify step cut the text by section priority
+(:func:`~loomctx.compress.truncate.truncate_sections`) instead of dropping whole items; the
+items a cut removed or shortened are found again by :meth:`TextRenderer.after_cut` for the
+report.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ import re
 from collections.abc import Mapping
 from typing import Literal
 
-from loomctx.compress.truncate import truncate_sections
+from loomctx.compress.truncate import SECTION_MARKER, truncate_sections
 from loomctx.errors import ConfigError
 from loomctx.items import ContextItem
 from loomctx.render.protocol import SECTION_FIELD, Layout, Rendered, stable_hash
@@ -157,7 +160,8 @@ class TextRenderer:
         if self.overflow != "sections" or not self.headers:
             return None
         before = str(rendered.payload["text"])
-        text = truncate_sections(before, total, self.counter)
+        text = truncate_sections(before, total, self.counter,
+                                 marker=SECTION_MARKER[self.language])
         same = text[:common_prefix_length(before, text)]
         if self.counter.count(same) >= rendered.prefix_tokens:  # the stable prefix is intact
             prefix_tokens, prefix_hash = rendered.prefix_tokens, rendered.prefix_hash
@@ -166,6 +170,48 @@ class TextRenderer:
         return Rendered(format=rendered.format, payload={"text": text},
                         tokens=self.counter.count(text), prefix_tokens=prefix_tokens,
                         prefix_hash=prefix_hash)
+
+    @property
+    def spill(self) -> int:
+        """How many times the room the packer may fill: 2 when this renderer cuts by section
+        (the packer then leaves history and evidence for the seed's halving, which keeps at
+        most half of a section), else 1."""
+        return 2 if self.overflow == "sections" and self.headers else 1
+
+    def after_cut(self, layout: Layout, text: str) -> tuple[set[int], set[int]]:
+        """Which of ``layout``'s items a :meth:`cut` ``text`` no longer shows whole: (gone,
+        partly shown), as ``id()`` of the items. A deleted section is absent; a halved one
+        kept a head (marker last) or, for ``[Context]``, an end (marker first) of its lines."""
+        found = _HEADER_LINE.split(text)
+        shown = dict(zip(found[1::2], found[2::2], strict=True))
+        marker = SECTION_MARKER[self.language]
+        parts = sections(layout, self._tag)
+        labels = SEED_LABELS[self.language] if self.seed else {}
+        gone: set[int] = set()
+        partly: set[int] = set()
+        fields = {**{sec: getattr(layout, fld) for sec, fld in SECTION_FIELD.items()},
+                  "context": [*layout.summary, *layout.history]}
+        for sec, items in fields.items():
+            body = shown.get(HEADERS[sec])
+            if body is None:
+                gone.update(id(it) for it in items)
+                continue
+            body = body.strip("\n")
+            if marker not in body:
+                continue
+            lines = [labels[sec]] if sec in labels else []
+            start = len("\n".join(lines)) + (1 if lines else 0)
+            full = len("\n".join([*lines, *parts[sec]]))
+            tail = body.startswith(marker)
+            kept = len((body.removeprefix(marker) if tail else body.removesuffix(marker)).strip())
+            lo, hi = (full - kept, full) if tail else (0, kept)
+            for it, line in zip(items, parts[sec], strict=True):
+                a, b = start, start + len(line)
+                start = b + 1
+                if lo <= a and b <= hi:
+                    continue
+                (partly if a < hi and b > lo else gone).add(id(it))
+        return gone, partly
 
     def render(self, layout: Layout) -> Rendered:
         parts = sections(layout, self._tag)
@@ -182,6 +228,7 @@ class TextRenderer:
         )
 
 
+_HEADER_LINE = re.compile(r"^(\[[^\]\n]+\])$", re.MULTILINE)
 _PLACEHOLDER = re.compile(r"\{\{\s*(\w+)\s*\}\}")
 _TEMPLATE_NAMES = {"instructions": "role", "role": "role", "tools": "tools", "history": "context",
                    "context": "context", "state": "state", "evidence": "evidence", "task": "task",
