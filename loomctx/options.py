@@ -39,6 +39,10 @@ class BuildOptions:
     ``[Output]`` answer format."""
     text_language: Literal["zh", "en"] = "zh"
     """Language of the "seed" style's labels, tags and default output instruction."""
+    chat_style: Literal["plain", "seed"] = "plain"
+    """The chat formats' turn-context block (state and evidence): "seed" gives it the seed's
+    labels and a ``[来源: …]`` tag before each piece of evidence, as ``text_style="seed"``
+    does for text (:mod:`loomctx.render.seed_chat`), in ``text_language``."""
     text_overflow: Literal["drop", "sections"] = "drop"
     """When the candidates are over budget: drop the weakest whole units ("drop"; the pinned
     input is never cut), or, as the seed's compressor does, pack up to twice the room and cut
@@ -84,6 +88,7 @@ class BuildOptions:
         if self.format == "template" and not self.template:
             raise ConfigError("format='template' needs template='... {{task}} ...'")
         for name, allowed in (("text_order", ("cache", "gssc")), ("text_style", ("plain", "seed")),
+                              ("chat_style", ("plain", "seed")),
                               ("text_language", ("zh", "en")),
                               ("text_overflow", ("drop", "sections"))):
             if getattr(self, name) not in allowed:
