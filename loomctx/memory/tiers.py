@@ -71,9 +71,11 @@ class MemoryOptions:
     summaries earlier sessions wrote when they ended and the agent's facts (L3), with their
     L4 copies (:class:`~loomctx.retrieval.agent_memory.AgentMemorySource`, source
     ``L3_agent``)."""
-    agent_memory_l4: Literal["agent", "tenant", "off"] = "agent"
-    """Which persisted L4 copies of L3 records that recall reads: this agent's, every agent's
-    of the tenant (the tenant-global view), or none. Another tenant's never."""
+    agent_memory_l4: Literal["agent", "tenant", "off"] = "tenant"
+    """Which persisted L4 copies of L3 records that recall reads: every agent's of the tenant
+    (the default: L4 is the long-term store every agent of a deployment reads, as in the
+    seed), only this agent's (``"agent"``: for agents of one tenant that must not share what
+    they concluded), or none. Another tenant's never (guarantee 8)."""
     min_score: float | None = None
     """The seed's L4 ``min_score``: memories that unified retrieval recalls with a cosine
     similarity to the question below this are left out of the build, reason

@@ -8,8 +8,11 @@ the agent recalls what its earlier sessions concluded and the facts stored for i
 scale with the session's own memories (the builder scores every evidence source alike).
 
 Scope: the agent's own L3 records (``Scope(tenant, agent)``: summaries and cross-session facts)
-and the L4 copies of them. With ``l4="tenant"`` the L4 copies of every agent of the tenant join
-(the persisted, tenant-global view other agents may read); another tenant's records never.
+and the L4 copies of them. With ``l4="tenant"`` (what a Session reads by default,
+``MemoryOptions.agent_memory_l4``: L4 is global in the seed) the L4 copies of every agent of
+the tenant join, the persisted, tenant-global view every agent reads; another tenant's records
+never. An agent's L3 itself stays the agent's: another agent sees what it concluded once it is
+persisted to L4.
 
 An agent keeps one summary per session and a few facts, so the candidates are few: they are
 read from the store at the first build and again at most every ``refresh`` seconds
@@ -21,6 +24,7 @@ from it, :func:`l4_id`), so a store holding only L4 copies without their L3 orig
 from __future__ import annotations
 
 import asyncio
+from collections import deque
 from collections.abc import Sequence
 from typing import Literal
 
@@ -87,10 +91,11 @@ class AgentMemorySource(BaseSource):
                if self.session is None or r.session != self.session][-MAX_RECORDS:]
         if self.l4 == "off":
             return own
-        originals = own if self.l4 == "agent" else [
+        # the newest MAX_RECORDS of the tenant's, held while scanning (the scan may be long)
+        originals = own if self.l4 == "agent" else list(deque((
             r for r in self.store.scan(scope=tenant, level="L3")
             if self.session is None or (r.agent, r.session) != (self.scope.agent, self.session)
-        ][-MAX_RECORDS:]
+        ), maxlen=MAX_RECORDS))
         have = {l4_id(r) for r in own}
         wanted = [l4_id(r) for r in originals if l4_id(r) not in have]
         copies = [c for c in self.store.get(wanted, scope=tenant)
