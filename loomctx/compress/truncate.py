@@ -61,64 +61,91 @@ _NEVER_DELETED = "[Task]"
 _NEWEST_KEPT = "[Context]"
 
 
+Sections = list[tuple[str, str]]
+"""A sectioned text as (header line, body) pairs in order; the body starts with the line break
+after its header and keeps the blank line before the next header."""
+
+
+def split_sections(text: str) -> tuple[str, Sections]:
+    """``text`` as its lead (before the first header) and its (header, body) pairs. A body
+    line that looks like a header splits it too: a renderer that knows its sections passes
+    them to :func:`cut_sections` instead of parsing its own text."""
+    parts = _HEADER.split(text)
+    return parts[0], list(zip(parts[1::2], parts[2::2], strict=True))
+
+
+def join_sections(lead: str, sections: Sections) -> str:
+    return lead + "".join(h + body for h, body in sections)
+
+
 def truncate_sections(text: str, max_tokens: int, counter: TokenCounter, *,
                       marker: str = SECTION_MARKER["zh"]) -> str:
-    """GSSC section-priority truncation of sectioned text: lowest section first, halve, then
-    delete.
-
-    Sections are ``[Header]`` lines; the order of cutting is ``SECTION_PRIORITY`` (unknown
-    sections go first). A section is halved (its head kept, ``marker`` on its last line); if
-    the text is still over, it is deleted. Three differences from the seed, on purpose:
-    ``[Context]`` (the conversation) keeps its newest half, the marker first, as the turns
-    just before the question matter most; the ``[Task]`` section (the user's input) is never
-    deleted, it is cut to what fits instead, so the request still asks something; and
-    ``[Role & Policies]`` (the system prompt) is never cut: when it and a piece of the task
-    cannot fit, this raises :class:`BudgetError`.
-    """
+    """GSSC section-priority truncation of sectioned text (:func:`cut_sections` over the
+    ``[Header]`` lines of ``text``)."""
     if counter.count(text) <= max_tokens:
         return text
-    parts = _HEADER.split(text)
-    lead, pairs = parts[0], list(zip(parts[1::2], parts[2::2], strict=True))
-    sections = {h: body for h, body in pairs}
-    order = [h for h in sections if h not in SECTION_PRIORITY] + [
-        h for h in SECTION_PRIORITY if h in sections]
+    lead, pairs = split_sections(text)
+    return join_sections(lead, cut_sections(pairs, max_tokens, counter, marker=marker,
+                                            lead=lead))
+
+
+def cut_sections(sections: Sections, max_tokens: int, counter: TokenCounter, *,
+                 marker: str = SECTION_MARKER["zh"], lead: str = "") -> Sections:
+    """GSSC section-priority truncation: lowest section first, halve, then delete; returns the
+    sections kept (cut ones end with ``marker``) in their order.
+
+    The order of cutting is ``SECTION_PRIORITY`` (unknown sections go first). A section is
+    halved (its head kept, ``marker`` on its last line); if the text is still over, it is
+    deleted. Three differences from the seed, on purpose: ``[Context]`` (the conversation)
+    keeps its newest half, the marker first, as the turns just before the question matter
+    most; the ``[Task]`` section (the user's input) is never deleted, it is cut to what fits
+    instead, so the request still asks something; and ``[Role & Policies]`` (the system prompt)
+    is never cut: when it and a piece of the task cannot fit, this raises
+    :class:`BudgetError`.
+    """
+    bodies: dict[int, str] = dict(enumerate(body for _, body in sections))
+    headers = [h for h, _ in sections]
 
     def rebuild() -> str:
-        return lead + "".join(f"{h}{sections[h]}" for h, _ in pairs if h in sections)
+        return lead + "".join(headers[i] + bodies[i] for i in sorted(bodies))
 
-    for header in order:
-        if counter.count(rebuild()) <= max_tokens:
+    before = counter.count(rebuild())
+    if before <= max_tokens:
+        return list(sections)
+    rank = {h: n for n, h in enumerate(SECTION_PRIORITY)}
+    order = sorted(bodies, key=lambda i: rank.get(headers[i], -1))  # stable: unknown first
+    task: int | None = None
+    for i in order:
+        header = headers[i]
+        if header == _WHOLE or counter.count(rebuild()) <= max_tokens:
             break
-        if header == _WHOLE:
-            break
-        body = sections[header]
+        body = bodies[i]
         content = body.strip("\n")
         half = counter.count(content) // 2
         if header == _NEWEST_KEPT:  # history: the newest half, marker first
-            sections[header] = _cut_body(body, _tail(content, half, counter), marker,
-                                         tail=True)
+            bodies[i] = _cut_body(body, _tail(content, half, counter), marker, tail=True)
         else:
-            sections[header] = _cut_body(body, counter.truncate(content, half), marker)
+            bodies[i] = _cut_body(body, counter.truncate(content, half), marker)
         if counter.count(rebuild()) <= max_tokens:
             break
         if header != _NEVER_DELETED:
-            del sections[header]
+            del bodies[i]
             continue
-        fitted = _fit_body(body, content, sections, rebuild, max_tokens, counter, marker)
+        task = i
+        fitted = _fit_body(i, body, content, bodies, rebuild, max_tokens, counter, marker)
         if fitted is None:
             break
-        sections[header] = fitted
-    out = rebuild()
-    if counter.count(out) > max_tokens or (_NEVER_DELETED in sections and sections[
-            _NEVER_DELETED].strip("\n") == marker):
-        kept = counter.count(lead + "".join(f"{h}{sections[h]}" for h, _ in pairs
-                                            if h == _WHOLE))
+        bodies[i] = fitted
+    if counter.count(rebuild()) > max_tokens or (
+            task is not None and bodies[task].strip("\n") == marker):
+        kept = counter.count("".join(headers[i] + bodies[i] for i in bodies
+                                     if headers[i] == _WHOLE))
         raise BudgetError(
             f"text_overflow='sections': {_WHOLE} ({kept} tokens, never cut) leaves no room "
             f"for the {_NEVER_DELETED} section in a budget of {max_tokens} tokens once every "
             "other section is cut: raise max_tokens or shorten the system prompt",
-            required=counter.count(text), available=max_tokens)
-    return out
+            required=before, available=max_tokens)
+    return [(headers[i], bodies[i]) for i in sorted(bodies)]
 
 
 def _tail(text: str, max_tokens: int, counter: TokenCounter) -> str:
@@ -143,12 +170,12 @@ def _cut_body(body: str, kept: str, marker: str, *, tail: bool = False) -> str:
     return "\n" + (f"{marker}\n{kept}" if tail else f"{kept}\n{marker}") + end
 
 
-def _fit_body(body: str, content: str, sections: dict[str, str], rebuild: Callable[[], str],
-              max_tokens: int, counter: TokenCounter, marker: str) -> str | None:
-    """The ``[Task]`` body cut to the largest head of ``content`` with which the whole text
-    fits; None when not even a token of it fits."""
-    header = _NEVER_DELETED
-    sections[header] = _cut_body(body, "", marker)
+def _fit_body(i: int, body: str, content: str, bodies: dict[int, str],
+              rebuild: Callable[[], str], max_tokens: int, counter: TokenCounter,
+              marker: str) -> str | None:
+    """Section ``i``'s body cut to the largest head of ``content`` with which the whole text
+    fits; None (its body left as the marker alone) when not even a token of it fits."""
+    bodies[i] = _cut_body(body, "", marker)
     keep = max_tokens - counter.count(rebuild())
     for _ in range(4):
         if keep <= 0:
@@ -156,12 +183,14 @@ def _fit_body(body: str, content: str, sections: dict[str, str], rebuild: Callab
         head = counter.truncate(content, keep)
         if not head.strip():
             return None
-        sections[header] = _cut_body(body, head, marker)
+        bodies[i] = _cut_body(body, head, marker)
         over = counter.count(rebuild()) - max_tokens
         if over <= 0:
-            return sections[header]
+            return bodies[i]
         keep -= over
+    bodies[i] = _cut_body(body, "", marker)
     return None
 
 
-__all__ = ["MARKER", "SECTION_MARKER", "SECTION_PRIORITY", "truncate_item", "truncate_sections"]
+__all__ = ["MARKER", "SECTION_MARKER", "SECTION_PRIORITY", "Sections", "cut_sections",
+           "join_sections", "split_sections", "truncate_item", "truncate_sections"]
