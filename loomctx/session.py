@@ -114,7 +114,7 @@ class Session(TaskHolder):
                                         for s in sources):
             built_in.append(AgentMemorySource(self.store, self.embedder, tenant=tenant,
                                               agent=agent, l4=mem.agent_memory_l4,
-                                              session=self.id))
+                                              session=self.id, min_score=mem.min_score))
         if tools:
             built_in.append(ToolSource(tools))
         if skills:

@@ -77,9 +77,10 @@ class MemoryOptions:
     seed), only this agent's (``"agent"``: for agents of one tenant that must not share what
     they concluded), or none. Another tenant's never (guarantee 8)."""
     min_score: float | None = None
-    """The seed's L4 ``min_score``: memories that unified retrieval recalls with a cosine
-    similarity to the question below this are left out of the build, reason
-    ``below_min_score`` in the report (:mod:`loomctx.sources.floors`); None keeps them."""
+    """The seed's L4 ``min_score``: memories recalled with a cosine similarity to the question
+    below this (by unified retrieval, and the agent's L3 / L4 records by ``L3_agent``) are left
+    out of the build, reason ``below_min_score`` in the report (:mod:`loomctx.sources.floors`);
+    None keeps them."""
 
     def __post_init__(self) -> None:
         if self.l1_max_tokens < 1:

@@ -32,6 +32,7 @@ from loomctx.embed.protocol import Embedder
 from loomctx.errors import ConfigError
 from loomctx.items import RAW_RELEVANCE, ContextItem, Tier
 from loomctx.retrieval._pool import REFRESH, RecordPool
+from loomctx.sources.floors import SIMILARITY, check_floor, mark_memory
 from loomctx.sources.protocol import BaseSource, SourceRequest
 from loomctx.stores.protocol import MemoryRecord, MemoryStore, Scope
 
@@ -57,7 +58,9 @@ class AgentMemorySource(BaseSource):
 
     def __init__(self, store: MemoryStore, embedder: Embedder, *, tenant: str, agent: str,
                  name: str = AGENT_MEMORY, limit: int = 10, l4: L4Scope = "agent",
-                 session: str | None = None, refresh: float = REFRESH) -> None:
+                 session: str | None = None, refresh: float = REFRESH,
+                 min_score: float | None = None) -> None:
+        check_floor("min_score", min_score, -1.0, 1.0)
         if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
             raise ConfigError(f"limit must be an int >= 1, got {limit!r}")
         if l4 not in ("agent", "tenant", "off"):
@@ -70,6 +73,9 @@ class AgentMemorySource(BaseSource):
         self.l4 = l4
         """Which L4 copies join: this agent's, every agent's of the tenant, or none."""
         self.session = session
+        self.min_score = min_score
+        """The seed's L4 ``min_score``: records recalled with a cosine similarity to the
+        question below it are left out, reason ``below_min_score`` (None: no floor)."""
         self._pool = RecordPool(self.pool, embedder, refresh=refresh)
         """What :meth:`pool` read, reused for ``refresh`` seconds (what another session ends
         with shows up within that time; a new session reads it at its first build)."""
@@ -109,11 +115,12 @@ class AgentMemorySource(BaseSource):
     async def collect(self, request: SourceRequest) -> Sequence[ContextItem]:
         if not request.query.strip() or self._pool.fresh_and_empty():
             return []
-        found = await asyncio.to_thread(self.recall, request.query)
-        return [_item(self.name, r, score) for r, score in found]
+        found = await asyncio.to_thread(self._pool.ranked, request.query, self.limit)
+        return mark_memory([_item(self.name, r, score, cosine) for r, score, cosine in found],
+                           self.min_score)
 
 
-def _item(source: str, r: MemoryRecord, score: float) -> ContextItem:
+def _item(source: str, r: MemoryRecord, score: float, cosine: float) -> ContextItem:
     copy = r.agent is None
     agent = r.metadata.get("agent") if copy else r.agent
     session = r.metadata.get("session") if copy else r.session
@@ -122,7 +129,7 @@ def _item(source: str, r: MemoryRecord, score: float) -> ContextItem:
         else f"L3/{session or '-'}/{r.id}",
         source=source, content=r.content, kind="evidence", tier=Tier.P2,
         timestamp=r.timestamp, seq=r.seq, priority=r.importance,
-        scores={RAW_RELEVANCE: score},
+        scores={RAW_RELEVANCE: score, SIMILARITY: cosine},
         metadata={**dict(r.metadata), "origin": f"memory:{r.level}", "level": r.level,
                   "agent": agent, "session": session})
 

@@ -74,3 +74,23 @@ def test_a_floor_out_of_range_is_a_config_error(bad: object) -> None:
     if bad != -0.1:
         with pytest.raises(ConfigError, match="min_score"):
             MemoryOptions(min_score=bad)  # type: ignore[arg-type]
+
+
+def test_min_score_applies_to_the_agents_memory_from_earlier_sessions_too() -> None:
+    from loomctx.stores.memory import InMemoryStore
+
+    store = InMemoryStore()
+    first = Session("monday", agent="ops", store=store, embedder=HashingEmbedder(),
+                    clock=lambda: 0.0)
+    first.add_message_sync("user", "Refunds are issued within 30 days of the return.")
+    assert first.end_sync() is not None
+
+    def l3_rows(min_score: float | None) -> dict[str, tuple[bool, str]]:
+        later = Session("tuesday", agent="ops", store=store, embedder=HashingEmbedder(),
+                        clock=lambda: 0.0, memory=MemoryOptions(min_score=min_score))
+        r = later.build_sync(QUESTION, max_tokens=1000, now=0.0)
+        return {row.id: (row.included, row.reason) for row in r.report.items
+                if row.source == "L3_agent"}
+
+    assert [v for v in l3_rows(None).values()] == [(True, "selected")]
+    assert [v for v in l3_rows(0.999).values()] == [(False, "below_min_score")]
