@@ -482,8 +482,10 @@ class ContextBuilder:
                         - int(opts.volatile_share * st.available) - self._note_frame())
             pool, pool_limit = self.window.pool(st, st.candidates, ordered, self._declared,
                                                 left)
+        spill = getattr(self.renderer, "spill", 1)  # >1: the renderer cuts by section after
         result = pack(
-            ordered, allocation=st.allocation, available=max(0, st.available - spent),
+            ordered, allocation=st.allocation, available=max(0, st.available - spent) * spill,
+            pinned_over=spill > 1,
             tail_sources=frozenset(ordered) & {s.name for s in self.sources if is_history(s)},
             # uncached cost: cut copies are new objects every build and must not pile up
             truncate=lambda it, n: truncate_item(it, n, self.tokenizer.counter,

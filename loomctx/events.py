@@ -2,9 +2,10 @@
 
 Every step that changes what a session remembers or sends is an event: a message added, records
 moved between tiers (eviction to L2, archiving to L4), a build completed (with its report), the
-session ended. An :class:`~loomctx.agent.Agent` adds the steps of its loop: a turn started, the
-context rebuilt for it, the model called (with the provider's token counts), each tool call
-started and finished. The default sink drops them; :class:`RecordingSink` keeps them (tests,
+session paused, resumed or ended, a task taken, completed or cancelled. An
+:class:`~loomctx.agent.Agent` adds the steps of its loop: a turn started, the context rebuilt
+for it, the model called (with the provider's token counts), each tool call started and
+finished. The default sink drops them; :class:`RecordingSink` keeps them (tests,
 debugging); an event bus (in-process or across processes) implements the same one-method
 protocol.
 """
@@ -72,6 +73,59 @@ class SessionEnded:
     at: float
     agent: str | None = None
     """The session's agent: where its L3 records live (None from an older producer)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class SessionPaused:
+    """A session was paused: it takes no messages until resumed (its builds still work)."""
+
+    kind: Literal["session_paused"] = "session_paused"
+    version: int = EVENT_VERSION
+    tenant: str
+    session: str
+    agent: str | None = None
+    at: float
+
+
+@dataclass(frozen=True, kw_only=True)
+class SessionResumed:
+    """A paused session was resumed."""
+
+    kind: Literal["session_resumed"] = "session_resumed"
+    version: int = EVENT_VERSION
+    tenant: str
+    session: str
+    agent: str | None = None
+    at: float
+
+
+@dataclass(frozen=True, kw_only=True)
+class TaskAdded:
+    """A session took a task (its own ``add_task``, or a controller's ``add_task`` /
+    ``distribute_task``); its builds show it until it is completed or cancelled."""
+
+    kind: Literal["task_added"] = "task_added"
+    version: int = EVENT_VERSION
+    tenant: str
+    session: str
+    agent: str | None = None
+    task_id: str
+    description: str
+    at: float
+
+
+@dataclass(frozen=True, kw_only=True)
+class TaskUpdated:
+    """A session's task changed status: ``done`` or ``cancelled`` (it leaves the builds)."""
+
+    kind: Literal["task_updated"] = "task_updated"
+    version: int = EVENT_VERSION
+    tenant: str
+    session: str
+    agent: str | None = None
+    task_id: str
+    status: Literal["pending", "done", "cancelled"]
+    at: float
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -159,8 +213,9 @@ class ToolFinished:
     at: float
 
 
-Event = (MessageAdded | TierMoved | BuildCompleted | SessionEnded | TurnStarted
-         | ContextRebuilt | ModelCalled | ToolStarted | ToolFinished)
+Event = (MessageAdded | TierMoved | BuildCompleted | SessionEnded | SessionPaused
+         | SessionResumed | TaskAdded | TaskUpdated | TurnStarted | ContextRebuilt | ModelCalled
+         | ToolStarted | ToolFinished)
 
 
 @runtime_checkable
@@ -199,4 +254,5 @@ class RecordingSink:
 
 __all__ = ["EVENT_VERSION", "BuildCompleted", "ContextRebuilt", "Event", "EventSink",
            "MessageAdded", "ModelCalled", "NullSink", "RecordingSink", "SessionEnded",
-           "TierMoved", "ToolFinished", "ToolStarted", "TurnStarted"]
+           "SessionPaused", "SessionResumed", "TaskAdded", "TaskUpdated", "TierMoved",
+           "ToolFinished", "ToolStarted", "TurnStarted"]

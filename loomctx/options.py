@@ -39,10 +39,16 @@ class BuildOptions:
     ``[Output]`` answer format."""
     text_language: Literal["zh", "en"] = "zh"
     """Language of the "seed" style's labels, tags and default output instruction."""
+    chat_style: Literal["plain", "seed"] = "plain"
+    """The chat formats' turn-context block (state and evidence): "seed" gives it the seed's
+    labels and a ``[来源: …]`` tag before each piece of evidence, as ``text_style="seed"``
+    does for text (:mod:`loomctx.render.seed_chat`), in ``text_language``."""
     text_overflow: Literal["drop", "sections"] = "drop"
-    """When the rendered text is over budget: drop the weakest items ("drop"), or cut
-    sections by priority, [Context] first and [Role & Policies] last, so instructions are the
-    last thing lost ("sections")."""
+    """When the candidates are over budget: drop the weakest whole units ("drop"; the pinned
+    input is never cut), or, as the seed's compressor does, pack up to twice the room and cut
+    the text by section, [Context] first and the instructions never, halving a section before
+    deleting it and marking each cut ("sections"; a pasted input over the budget is halved
+    instead of refused). docs/seed-differences.md has both measured."""
     output_instructions: str = ""
     """Text for the [Output] part (stable)."""
     source_timeout: float = 5.0
@@ -82,6 +88,7 @@ class BuildOptions:
         if self.format == "template" and not self.template:
             raise ConfigError("format='template' needs template='... {{task}} ...'")
         for name, allowed in (("text_order", ("cache", "gssc")), ("text_style", ("plain", "seed")),
+                              ("chat_style", ("plain", "seed")),
                               ("text_language", ("zh", "en")),
                               ("text_overflow", ("drop", "sections"))):
             if getattr(self, name) not in allowed:

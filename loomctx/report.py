@@ -31,7 +31,13 @@ REASONS = {
     "budget": "did not fit the budget",
     "duplicate": "same content as an earlier candidate",
     "low_relevance": "relevance below min_relevance",
+    "below_min_score": "recalled memory with a similarity to the query below "
+                       "MemoryOptions.min_score (the seed's L4 min_score)",
+    "below_min_relevance": "knowledge passage below its source's min_relevance (BM25 share "
+                           "of the query's best; the seed's RAG min_relevance)",
     "overflow": "removed after rendering to stay within the budget",
+    "section_cut": "in a section that text_overflow='sections' halved or deleted (the seed's "
+                   "order, marked); still included when part of it is shown",
     "window": "in the append-only history window of a turn build",
     "recalled": "in the context inside a recall note: evidence an earlier turn recalled, kept "
                 "in place in the history window",

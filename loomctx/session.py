@@ -39,7 +39,7 @@ from loomctx.embed.cache import CachedEmbedder
 from loomctx.embed.default import default_embedder
 from loomctx.embed.protocol import Embedder
 from loomctx.errors import ConfigError
-from loomctx.events import EventSink, NullSink, SessionEnded
+from loomctx.events import EventSink, NullSink, SessionEnded, SessionPaused, SessionResumed
 from loomctx.items import ContextItem
 from loomctx.memory.importance import ImportanceScorer
 from loomctx.memory.tiers import MemoryOptions, TieredMemory
@@ -54,6 +54,7 @@ from loomctx.sources.tools import ToolSource
 from loomctx.stores.memory import InMemoryStore
 from loomctx.stores.protocol import DEFAULT_TENANT, MemoryRecord, MemoryStore
 from loomctx.stores.urls import open_store
+from loomctx.tasks import TaskHolder
 from loomctx.tokens.registry import counter_for_model
 
 
@@ -63,8 +64,9 @@ class SessionState(str, Enum):
     ENDED = "ended"
 
 
-class Session:
-    """A conversation with tiered memory and a context builder."""
+class Session(TaskHolder):
+    """A conversation with tiered memory and a context builder; it takes tasks itself
+    (:meth:`add_task`, from :class:`~loomctx.tasks.TaskHolder`)."""
 
     def __init__(
         self, id: str | None = None, *, agent: str = "agent", tenant: str = DEFAULT_TENANT,
@@ -115,7 +117,7 @@ class Session:
                                         for s in sources):
             built_in.append(AgentMemorySource(self.store, self.embedder, tenant=tenant,
                                               agent=agent, l4=mem.agent_memory_l4,
-                                              session=self.id))
+                                              session=self.id, min_score=mem.min_score))
         if tools:
             built_in.append(ToolSource(tools))
         if skills:
@@ -280,11 +282,20 @@ class Session:
     def pause(self) -> None:
         self._check_active()
         self.state = SessionState.PAUSED
+        self.events.emit(SessionPaused(tenant=self.tenant, session=self.id, agent=self.agent,
+                                       at=self.clock()))
 
     def resume(self) -> None:
+        self._refuse_ended("resume")
+        if self.state is SessionState.PAUSED:
+            self.state = SessionState.ACTIVE
+            self.events.emit(SessionResumed(tenant=self.tenant, session=self.id,
+                                            agent=self.agent, at=self.clock()))
+
+    def _refuse_ended(self, doing: str) -> None:
         if self.state is SessionState.ENDED:
-            raise ConfigError(f"session {self.id!r} has ended: start a new Session")
-        self.state = SessionState.ACTIVE
+            raise ConfigError(f"session {self.id!r} has ended, it cannot {doing}: start a new "
+                              "Session")
 
     @strict_async
     async def end(self, *, summary_tokens: int = 300) -> str | None:

@@ -311,6 +311,45 @@ def test_budget_order_pairs_pins_and_single_system_prompt(
         assert kept_tools == {f"tool:{n}" for n in names}
 
 
+@settings(SETTINGS, max_examples=40)
+@given(history=conversations(), tools=tool_sets(), docs=knowledge(),
+       query=st.one_of(phrases, st.lists(phrases, min_size=20, max_size=120).map("\n".join)),
+       budget=budgets, model=st.sampled_from(sorted(MODELS)), order=st.sampled_from(
+           ("cache", "gssc")), style=st.sampled_from(("plain", "seed")))
+def test_sections_overflow_never_exceeds_the_budget_and_keeps_the_instructions_whole(
+    history: list[dict[str, Any]], tools: list[dict[str, Any]], docs: list[Document],
+    query: str, budget: int, model: str, order: str, style: str,
+) -> None:
+    """``text_overflow="sections"``: over-full builds cut by section, a long input is halved,
+    and still the text never exceeds the budget and the system prompt is shown once, whole."""
+    builder = make_builder(history, tools, docs, model=model, fmt="text",
+                           text_overflow="sections", text_order=order, text_style=style)
+    budget = min(budget, builder.tokenizer.context_window or budget)
+    try:
+        result = builder.build_sync(query, max_tokens=budget, now=NOW)
+    except BudgetError as exc:
+        # only when the instructions (never cut) leave no room for a piece of the input
+        assert exc.required > exc.available
+        pure = PureCounter(MODELS[model])
+        assert pure.count(SYSTEM) + builder.renderer.overhead() + 8 > budget // 2
+        event("instructions do not fit")
+        return
+    counted = oracle_count(result, model)
+    assert counted == result.tokens <= budget
+    text = result.text
+    assert text.count(SYSTEM) == 1 and f"[Role & Policies]\n{SYSTEM}" in text
+    cut = "section_cut" in {r.reason for r in result.report.items}
+    event(f"sections: cut={cut}")
+    if result.report.item("input").reason == "pinned":
+        assert query in text
+    else:  # halved or cut to fit: its head, then the marker
+        assert result.report.item("input").reason == "section_cut"
+        assert "... (内容已截断)" in text
+    assert all(r.reason in REASONS for r in result.report.items)
+    assert all(r.included == (r.reason in INCLUDED_REASONS) for r in result.report.items
+               if r.reason != "section_cut")
+
+
 @SETTINGS
 @given(history=conversations(), tools=tool_sets(), docs=knowledge(), query=phrases,
        budget=st.integers(200, 20000), fmt=st.sampled_from(FORMATS))

@@ -10,6 +10,7 @@ import re
 from collections.abc import Callable
 from dataclasses import replace
 
+from loomctx.errors import BudgetError
 from loomctx.items import ContextItem
 from loomctx.tokens.protocol import TokenCounter
 
@@ -52,40 +53,144 @@ def _with_content(item: ContextItem, text: str) -> dict | None:
 
 SECTION_PRIORITY = ("[Context]", "[Evidence]", "[State]", "[Output]", "[Task]",
                     "[Role & Policies]")
+SECTION_MARKER = {"zh": "... (内容已截断)", "en": "... (content truncated)"}
+"""The line that ends a cut section (the seed's marker, by language)."""
 _HEADER = re.compile(r"^(\[[^\]\n]+\])$", re.MULTILINE)
+_WHOLE = "[Role & Policies]"
+_NEVER_DELETED = "[Task]"
+_NEWEST_KEPT = "[Context]"
 
 
-def truncate_sections(text: str, max_tokens: int, counter: TokenCounter) -> str:
-    """GSSC section-priority truncation of sectioned text: lowest section first, halve, then drop.
+Sections = list[tuple[str, str]]
+"""A sectioned text as (header line, body) pairs in order; the body starts with the line break
+after its header and keeps the blank line before the next header."""
 
-    Sections are ``[Header]`` lines; the order of cutting is ``SECTION_PRIORITY`` (unknown
-    sections go first). Each cut keeps a marker line. The result is <= ``max_tokens`` unless the
-    highest-priority section alone is larger, in which case it is cut too.
-    """
+
+def split_sections(text: str) -> tuple[str, Sections]:
+    """``text`` as its lead (before the first header) and its (header, body) pairs. A body
+    line that looks like a header splits it too: a renderer that knows its sections passes
+    them to :func:`cut_sections` instead of parsing its own text."""
+    parts = _HEADER.split(text)
+    return parts[0], list(zip(parts[1::2], parts[2::2], strict=True))
+
+
+def join_sections(lead: str, sections: Sections) -> str:
+    return lead + "".join(h + body for h, body in sections)
+
+
+def truncate_sections(text: str, max_tokens: int, counter: TokenCounter, *,
+                      marker: str = SECTION_MARKER["zh"]) -> str:
+    """GSSC section-priority truncation of sectioned text (:func:`cut_sections` over the
+    ``[Header]`` lines of ``text``)."""
     if counter.count(text) <= max_tokens:
         return text
-    parts = _HEADER.split(text)
-    lead, pairs = parts[0], list(zip(parts[1::2], parts[2::2], strict=True))
-    sections = {h: body for h, body in pairs}
-    order = [h for h in sections if h not in SECTION_PRIORITY] + [
-        h for h in SECTION_PRIORITY if h in sections]
+    lead, pairs = split_sections(text)
+    return join_sections(lead, cut_sections(pairs, max_tokens, counter, marker=marker,
+                                            lead=lead))
+
+
+def cut_sections(sections: Sections, max_tokens: int, counter: TokenCounter, *,
+                 marker: str = SECTION_MARKER["zh"], lead: str = "") -> Sections:
+    """GSSC section-priority truncation: lowest section first, halve, then delete; returns the
+    sections kept (cut ones end with ``marker``) in their order.
+
+    The order of cutting is ``SECTION_PRIORITY`` (unknown sections go first). A section is
+    halved (its head kept, ``marker`` on its last line); if the text is still over, it is
+    deleted. Three differences from the seed, on purpose: ``[Context]`` (the conversation)
+    keeps its newest half, the marker first, as the turns just before the question matter
+    most; the ``[Task]`` section (the user's input) is never deleted, it is cut to what fits
+    instead, so the request still asks something; and ``[Role & Policies]`` (the system prompt)
+    is never cut: when it and a piece of the task cannot fit, this raises
+    :class:`BudgetError`.
+    """
+    bodies: dict[int, str] = dict(enumerate(body for _, body in sections))
+    headers = [h for h, _ in sections]
 
     def rebuild() -> str:
-        return lead + "".join(f"{h}{sections[h]}" for h, _ in pairs if h in sections)
+        return lead + "".join(headers[i] + bodies[i] for i in sorted(bodies))
 
-    for header in order:
-        current = counter.count(rebuild())
-        if current <= max_tokens:
+    before = counter.count(rebuild())
+    if before <= max_tokens:
+        return list(sections)
+    rank = {h: n for n, h in enumerate(SECTION_PRIORITY)}
+    order = sorted(bodies, key=lambda i: rank.get(headers[i], -1))  # stable: unknown first
+    task: int | None = None
+    for i in order:
+        header = headers[i]
+        if header == _WHOLE or counter.count(rebuild()) <= max_tokens:
             break
-        body = sections[header]
-        half = counter.count(body) // 2
-        sections[header] = counter.truncate(body, half).rstrip() + "\n…[section truncated]\n\n"
-        if counter.count(rebuild()) > max_tokens and header != SECTION_PRIORITY[-1]:
-            del sections[header]
-    out = rebuild()
-    if counter.count(out) > max_tokens:
-        out = counter.truncate(out, max_tokens)
-    return out
+        body = bodies[i]
+        content = body.strip("\n")
+        half = counter.count(content) // 2
+        if header == _NEWEST_KEPT:  # history: the newest half, marker first
+            bodies[i] = _cut_body(body, _tail(content, half, counter), marker, tail=True)
+        else:
+            bodies[i] = _cut_body(body, counter.truncate(content, half), marker)
+        if counter.count(rebuild()) <= max_tokens:
+            break
+        if header != _NEVER_DELETED:
+            del bodies[i]
+            continue
+        task = i
+        fitted = _fit_body(i, body, content, bodies, rebuild, max_tokens, counter, marker)
+        if fitted is None:
+            break
+        bodies[i] = fitted
+    if counter.count(rebuild()) > max_tokens or (
+            task is not None and bodies[task].strip("\n") == marker):
+        kept = counter.count("".join(headers[i] + bodies[i] for i in bodies
+                                     if headers[i] == _WHOLE))
+        raise BudgetError(
+            f"text_overflow='sections': {_WHOLE} ({kept} tokens, never cut) leaves no room "
+            f"for the {_NEVER_DELETED} section in a budget of {max_tokens} tokens once every "
+            "other section is cut: raise max_tokens or shorten the system prompt",
+            required=before, available=max_tokens)
+    return [(headers[i], bodies[i]) for i in sorted(bodies)]
 
 
-__all__ = ["MARKER", "SECTION_PRIORITY", "truncate_item", "truncate_sections"]
+def _tail(text: str, max_tokens: int, counter: TokenCounter) -> str:
+    """The longest end of ``text`` within ``max_tokens`` (a binary search over its start)."""
+    lo, hi = 0, len(text)
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if counter.count(text[mid:]) <= max_tokens:
+            hi = mid
+        else:
+            lo = mid + 1
+    return text[lo:]
+
+
+def _cut_body(body: str, kept: str, marker: str, *, tail: bool = False) -> str:
+    """``body`` (a section's text after its header line) with only ``kept`` and the marker
+    (after it, or before it when ``tail``)."""
+    end = body[len(body.rstrip("\n")):]
+    kept = kept.strip()
+    if not kept:
+        return "\n" + marker + end
+    return "\n" + (f"{marker}\n{kept}" if tail else f"{kept}\n{marker}") + end
+
+
+def _fit_body(i: int, body: str, content: str, bodies: dict[int, str],
+              rebuild: Callable[[], str], max_tokens: int, counter: TokenCounter,
+              marker: str) -> str | None:
+    """Section ``i``'s body cut to the largest head of ``content`` with which the whole text
+    fits; None (its body left as the marker alone) when not even a token of it fits."""
+    bodies[i] = _cut_body(body, "", marker)
+    keep = max_tokens - counter.count(rebuild())
+    for _ in range(4):
+        if keep <= 0:
+            return None
+        head = counter.truncate(content, keep)
+        if not head.strip():
+            return None
+        bodies[i] = _cut_body(body, head, marker)
+        over = counter.count(rebuild()) - max_tokens
+        if over <= 0:
+            return bodies[i]
+        keep -= over
+    bodies[i] = _cut_body(body, "", marker)
+    return None
+
+
+__all__ = ["MARKER", "SECTION_MARKER", "SECTION_PRIORITY", "Sections", "cut_sections",
+           "join_sections", "split_sections", "truncate_item", "truncate_sections"]

@@ -28,7 +28,7 @@ from typing import Any
 from loomctx.budget.manager import BudgetManager
 from loomctx.builder import BuildOptions, BuildResult, ContextBuilder
 from loomctx.controller.sources import AgentMemorySource, SessionSource, session_of
-from loomctx.controller.tasks import TASKS_SOURCE, Task, TaskBoard, TaskSource, TaskStatus
+from loomctx.controller.tasks import Task, TaskBoard, TaskStatus
 from loomctx.embed.cache import CachedEmbedder
 from loomctx.embed.default import default_embedder
 from loomctx.embed.protocol import Embedder
@@ -111,8 +111,7 @@ class ContextController:
         if session.id in self.sessions and self.sessions[session.id] is not session:
             raise ConfigError(f"another session with id {session.id!r} is registered: "
                               "give the new one another id")
-        if not any(s.name == TASKS_SOURCE for s in session.builder.sources):
-            session.add_source(TaskSource(self.tasks, session.id))
+        session.use_tasks(self.tasks)  # its own tasks move to the shared board
         self.sessions[session.id] = session
         self.metadata[session.id] = dict(metadata or {})
         return session
@@ -135,7 +134,7 @@ class ContextController:
         cancelled. Returns the summary record id, as :meth:`Session.end` does."""
         s = self._get(session)
         summary = await s.end(summary_tokens=summary_tokens)
-        self.tasks.cancel_pending(s.id)
+        s.cancel_pending_tasks()
         self._memory_changed()
         return summary
 
@@ -155,12 +154,10 @@ class ContextController:
         s = self._get(session)
         if s.state is SessionState.ENDED:
             raise ConfigError(f"session {s.id!r} has ended: give the task to an active session")
-        t = task if isinstance(task, Task) else Task(description=task,
-                                                      metadata=dict(metadata or {}))
-        return self.tasks.add(s.id, t)
+        return s.add_task(task, metadata=metadata)
 
     def complete_task(self, session: Session | str, task_id: str) -> Task:
-        return self.tasks.set_status(self._get(session).id, task_id, TaskStatus.DONE)
+        return self._get(session).complete_task(task_id)
 
     def distribute_task(self, task: Task | str, sessions: Iterable[Session | str] | None = None,
                         predicate: Callable[[SessionInfo], bool] | None = None) -> list[str]:
@@ -176,7 +173,7 @@ class ContextController:
                 continue
             if predicate is not None and not predicate(self.info(s)):
                 continue
-            self.tasks.add(s.id, t)
+            s.add_task(t)
             given.append(s.id)
         return given
 

@@ -68,16 +68,34 @@ class SchemaRetriever:
         self._index.add([f"{d.text}\n{SEARCH_NOTES.get(d.id, '')}" for d in docs])
 
     def search(self, query: str, top_k: int) -> list[RetrievedDocument]:
-        """The constraints, then up to ``top_k`` documents best first (ties by position)."""
+        """The constraints, then up to ``top_k`` documents best first (ties by position).
+
+        The query is the task's question on its first line and the newest step after it (a
+        failed SQL statement and its error, :meth:`DynamicContextSource.query_for`). The step
+        is searched on its own too, and what it matches well is kept beside the question's
+        matches: otherwise a question whose words match one table many times over (the
+        Chinese search notes of ``returns`` for "查询退货率") sets a best score that the tables
+        an error names (``orders``, ``order_items``) cannot reach a share of, and they came one
+        model call later than for the same question in English.
+        """
         if top_k < 1:
             raise ConfigError(f"top_k must be >= 1, got {top_k!r}")
+        found = self._ranked(query, top_k)
+        _, _, step = query.partition("\n")
+        if step.strip():
+            have = {d.id for d in found}
+            found += [d for d in self._ranked(step, top_k) if d.id not in have]
+        return [self.constraints, *found[:top_k]]
+
+    def _ranked(self, query: str, top_k: int) -> list[RetrievedDocument]:
+        """Up to ``top_k`` documents for ``query``, each at least ``min_ratio`` of the best of
+        its kind."""
         hits = [(self.documents[i], s) for i, s in self._index.search(query, top_k)]
         best = {kind: max((s for d, s in hits if d.kind == kind), default=0.0)
                 for kind in ("document", "rule")}
-        found = [RetrievedDocument(id=d.id, text=d.text, kind=d.kind, metadata=d.metadata,
-                                   score=round(s, 6))
-                 for d, s in hits if s >= self.min_ratio * best[d.kind]]
-        return [self.constraints, *found]
+        return [RetrievedDocument(id=d.id, text=d.text, kind=d.kind, metadata=d.metadata,
+                                  score=round(s, 6))
+                for d, s in hits if s >= self.min_ratio * best[d.kind]]
 
     async def retrieve_for_query(self, query: str, top_k: int) -> list[RetrievedDocument]:
         return self.search(query, top_k)

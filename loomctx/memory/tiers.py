@@ -29,6 +29,7 @@ from loomctx.errors import ConfigError
 from loomctx.events import EventSink, MessageAdded, NullSink, TierMoved
 from loomctx.items import ContextItem
 from loomctx.memory.importance import HeuristicImportance, ImportanceScorer
+from loomctx.sources.floors import check_floor
 from loomctx.sources.history import HistorySource
 from loomctx.stores.migrate import check_embedder
 from loomctx.stores.protocol import DEFAULT_TENANT, Hit, Level, MemoryRecord, MemoryStore, Scope
@@ -70,9 +71,16 @@ class MemoryOptions:
     summaries earlier sessions wrote when they ended and the agent's facts (L3), with their
     L4 copies (:class:`~loomctx.retrieval.agent_memory.AgentMemorySource`, source
     ``L3_agent``)."""
-    agent_memory_l4: Literal["agent", "tenant", "off"] = "agent"
-    """Which persisted L4 copies of L3 records that recall reads: this agent's, every agent's
-    of the tenant (the tenant-global view), or none. Another tenant's never."""
+    agent_memory_l4: Literal["agent", "tenant", "off"] = "tenant"
+    """Which persisted L4 copies of L3 records that recall reads: every agent's of the tenant
+    (the default: L4 is the long-term store every agent of a deployment reads, as in the
+    seed), only this agent's (``"agent"``: for agents of one tenant that must not share what
+    they concluded), or none. Another tenant's never (guarantee 8)."""
+    min_score: float | None = None
+    """The seed's L4 ``min_score``: memories recalled with a cosine similarity to the question
+    below this (by unified retrieval, and the agent's L3 / L4 records by ``L3_agent``) are left
+    out of the build, reason ``below_min_score`` in the report (:mod:`loomctx.sources.floors`);
+    None keeps them."""
 
     def __post_init__(self) -> None:
         if self.l1_max_tokens < 1:
@@ -87,6 +95,7 @@ class MemoryOptions:
         if self.l2_shared_ttl is not None and not self.l2_shared_ttl > 0:
             raise ConfigError(f"l2_shared_ttl must be > 0 seconds or None, got "
                               f"{self.l2_shared_ttl!r}")
+        check_floor("min_score", self.min_score, -1.0, 1.0)
         if self.agent_memory_l4 not in ("agent", "tenant", "off"):
             raise ConfigError(f"agent_memory_l4 must be 'agent', 'tenant' or 'off', got "
                               f"{self.agent_memory_l4!r}")

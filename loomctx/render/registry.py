@@ -18,6 +18,7 @@ from typing import Any
 from loomctx import providers
 from loomctx.errors import ConfigError
 from loomctx.render.protocol import Renderer
+from loomctx.render.seed_chat import SeedChatRenderer
 from loomctx.render.text import TemplateRenderer, TextRenderer
 from loomctx.tokens.chat import ChatCounter
 from loomctx.tokens.registry import ModelTokenizer
@@ -58,7 +59,10 @@ def renderer_for(tokenizer: ModelTokenizer, options: Any) -> Renderer:
                           "a renderer with loomctx.render.registry.register_format or a wire "
                           "format with loomctx.providers.register")
     placement = getattr(options, "placement", None) or providers.registry.placement(name)
-    return provider.renderer(ChatCounter(tokenizer.counter, provider.name), placement)
+    chat = provider.renderer(ChatCounter(tokenizer.counter, provider.name), placement)
+    if getattr(options, "chat_style", "plain") == "seed":
+        return SeedChatRenderer(chat, language=getattr(options, "text_language", "zh"))
+    return chat
 
 
 def _text(tok: ModelTokenizer, o: Any, *, headers: bool) -> TextRenderer:

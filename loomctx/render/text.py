@@ -8,8 +8,11 @@ cache-friendly order (stable first, volatile last); ``order="gssc"`` gives the G
 (docs/seed-differences.md): a label line under the headers of task, state, evidence and
 context, a ``[来源: source]`` tag before each piece of evidence (so the answer can cite where a
 fact came from), and a default ``[Output]`` answer format when the build gives none.
-``overflow="sections"`` lets the verify step cut a text over budget by section priority
-(:func:`~loomctx.compress.truncate.truncate_sections`) instead of dropping whole items.
+``overflow="sections"`` lets the packer fill up to twice the room (:attr:`TextRenderer.spill`)
+and the verify step cut the text by section priority
+(:func:`~loomctx.compress.truncate.truncate_sections`) instead of dropping whole items; the
+items a cut removed or shortened are found again by :meth:`TextRenderer.after_cut` for the
+report.
 """
 
 from __future__ import annotations
@@ -19,7 +22,13 @@ import re
 from collections.abc import Mapping
 from typing import Literal
 
-from loomctx.compress.truncate import truncate_sections
+from loomctx.compress.truncate import (
+    SECTION_MARKER,
+    Sections,
+    cut_sections,
+    join_sections,
+    split_sections,
+)
 from loomctx.errors import ConfigError
 from loomctx.items import ContextItem
 from loomctx.render.protocol import SECTION_FIELD, Layout, Rendered, stable_hash
@@ -108,6 +117,11 @@ class TextRenderer:
         self.language = language
         self.overflow = overflow
         self.format = "text" if headers else "minimal"
+        self._rendered: tuple[str, Sections] | None = None
+        """The last text rendered with headers and its sections (what :meth:`cut` cuts)."""
+        self._cut: tuple[str, Sections] | None = None
+        """The last text :meth:`cut` made and the sections it kept (what :meth:`after_cut`
+        reads)."""
 
     @property
     def _tag(self) -> str:
@@ -138,17 +152,22 @@ class TextRenderer:
         return total
 
     def _join(self, parts: Mapping[str, list[str]], names: tuple[str, ...]) -> str:
+        if self.headers:
+            return join_sections("", self._sectioned(parts, names))
+        return "\n\n".join("\n".join(parts[name]) for name in names if parts[name])
+
+    def _sectioned(self, parts: Mapping[str, list[str]], names: tuple[str, ...]) -> Sections:
+        """The sections shown, as (header, body) pairs that join into the text."""
+        labels = SEED_LABELS[self.language] if self.seed else {}
         blocks = []
-        labels = SEED_LABELS[self.language] if self.seed and self.headers else {}
         for name in names:
             lines = parts[name]
-            if not lines:
-                continue
-            if name in labels:
-                lines = [labels[name], *lines]
-            body = "\n".join(lines)
-            blocks.append(f"{HEADERS[name]}\n{body}" if self.headers else body)
-        return "\n\n".join(blocks)
+            if lines:
+                body = "\n".join([labels[name], *lines] if name in labels else lines)
+                blocks.append((HEADERS[name], f"\n{body}\n\n"))
+        if blocks:  # no blank line after the last section
+            blocks[-1] = (blocks[-1][0], blocks[-1][1][:-2])
+        return blocks
 
     def cut(self, rendered: Rendered, total: int) -> Rendered | None:
         """``rendered`` fitted to ``total`` tokens by section priority (the
@@ -157,7 +176,15 @@ class TextRenderer:
         if self.overflow != "sections" or not self.headers:
             return None
         before = str(rendered.payload["text"])
-        text = truncate_sections(before, total, self.counter)
+        last = self._rendered
+        # the sections as rendered (a body line that looks like a header stays in its body),
+        # or, for a text this renderer did not just make, as parsed
+        lead, shown = ("", last[1]) if last is not None and last[0] == before \
+            else split_sections(before)
+        kept = cut_sections(shown, total, self.counter, marker=SECTION_MARKER[self.language],
+                            lead=lead)
+        text = join_sections(lead, kept)
+        self._cut = (text, kept)
         same = text[:common_prefix_length(before, text)]
         if self.counter.count(same) >= rendered.prefix_tokens:  # the stable prefix is intact
             prefix_tokens, prefix_hash = rendered.prefix_tokens, rendered.prefix_hash
@@ -167,11 +194,58 @@ class TextRenderer:
                         tokens=self.counter.count(text), prefix_tokens=prefix_tokens,
                         prefix_hash=prefix_hash)
 
+    @property
+    def spill(self) -> int:
+        """How many times the room the packer may fill: 2 when this renderer cuts by section
+        (the packer then leaves history and evidence for the seed's halving, which keeps at
+        most half of a section), else 1."""
+        return 2 if self.overflow == "sections" and self.headers else 1
+
+    def after_cut(self, layout: Layout, text: str) -> tuple[set[int], set[int]]:
+        """Which of ``layout``'s items a :meth:`cut` ``text`` no longer shows whole: (gone,
+        partly shown), as ``id()`` of the items. A deleted section is absent; a halved one
+        kept a head (marker last) or, for ``[Context]``, an end (marker first) of its lines."""
+        cut = self._cut
+        shown = dict(cut[1] if cut is not None and cut[0] == text else split_sections(text)[1])
+        marker = SECTION_MARKER[self.language]
+        parts = sections(layout, self._tag)
+        labels = SEED_LABELS[self.language] if self.seed else {}
+        gone: set[int] = set()
+        partly: set[int] = set()
+        fields = {**{sec: getattr(layout, fld) for sec, fld in SECTION_FIELD.items()},
+                  "context": [*layout.summary, *layout.history]}
+        for sec, items in fields.items():
+            body = shown.get(HEADERS[sec])
+            if body is None:
+                gone.update(id(it) for it in items)
+                continue
+            body = body.strip("\n")
+            if marker not in body:
+                continue
+            lines = [labels[sec]] if sec in labels else []
+            start = len("\n".join(lines)) + (1 if lines else 0)
+            full = len("\n".join([*lines, *parts[sec]]))
+            tail = body.startswith(marker)
+            kept = len((body.removeprefix(marker) if tail else body.removesuffix(marker)).strip())
+            lo, hi = (full - kept, full) if tail else (0, kept)
+            for it, line in zip(items, parts[sec], strict=True):
+                a, b = start, start + len(line)
+                start = b + 1
+                if lo <= a and b <= hi:
+                    continue
+                (partly if a < hi and b > lo else gone).add(id(it))
+        return gone, partly
+
     def render(self, layout: Layout) -> Rendered:
         parts = sections(layout, self._tag)
         if self.seed and not parts["output"]:
             parts["output"] = [SEED_OUTPUT[self.language]]
-        text = self._join(parts, self.order)
+        if self.headers:
+            shown = self._sectioned(parts, self.order)
+            text = join_sections("", shown)
+            self._rendered = (text, shown)
+        else:
+            text = self._join(parts, self.order)
         stable = tuple(n for n in self.order if n in STABLE)
         # The prefix is stable only while it stays in front, as in the cache order.
         prefix_names = stable if self.order == CACHE_ORDER else ("role", "tools")

@@ -3,7 +3,8 @@ repeats the previous request.
 
 Rendering is re-counted with the model's own tokenizer; while it is over budget the weakest
 removable unit goes (reason ``overflow``), unless the renderer cuts its own text by section
-(a text renderer with ``overflow="sections"``: [Context] first, instructions last). The payload is
+(a text renderer with ``overflow="sections"``: [Context] first, instructions last; the
+items it removed or shortened are reported ``section_cut``). The payload is
 then checked against the provider's structural rules (:mod:`loomctx.render.validate`): a
 request the provider would reject never leaves the builder.
 """
@@ -33,6 +34,7 @@ def render_within(renderer: Renderer, layout: Callable[[Sequence[ContextItem]], 
         fitted = cut(rendered, total) if cut is not None else None
         if fitted is not None and fitted.tokens <= total:  # the renderer cuts by section
             rendered = fitted
+            included = _after_cut(renderer, layout(included), included, fitted, reasons)
             break
         victim = weakest(included)
         if victim is None:
@@ -50,6 +52,20 @@ def render_within(renderer: Renderer, layout: Callable[[Sequence[ContextItem]], 
             " this is a loomctx bug: please report it with the session's history",
             problems=problems)
     return rendered, included
+
+
+def _after_cut(renderer: Renderer, lay: Layout, included: list[ContextItem],
+               rendered: Rendered, reasons: dict[str, str]) -> list[ContextItem]:
+    """The items still shown after a section cut; the report says ``section_cut`` for every
+    item the cut removed or shortened."""
+    after_cut = getattr(renderer, "after_cut", None)
+    if after_cut is None:
+        return included
+    gone, partly = after_cut(lay, str(rendered.payload["text"]))
+    for it in included:
+        if id(it) in gone or id(it) in partly:
+            reasons[it.id] = "section_cut"
+    return [it for it in included if id(it) not in gone]
 
 
 def weakest(included: Sequence[ContextItem]) -> list[ContextItem] | None:

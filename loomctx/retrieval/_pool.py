@@ -79,6 +79,11 @@ class RecordPool:
 
     def rank(self, query: str, limit: int) -> list[tuple[MemoryRecord, float]]:
         """The records for ``query``, best first, with their fused score (no query: none)."""
+        return [(r, fused) for r, fused, _ in self.ranked(query, limit)]
+
+    def ranked(self, query: str, limit: int) -> list[tuple[MemoryRecord, float, float]]:
+        """:meth:`rank` with each record's cosine similarity to ``query`` as well (what a
+        ``min_score`` floor reads, :mod:`loomctx.sources.floors`)."""
         records = self.records()
         if not records or not query.strip() or limit < 1:
             return []
@@ -94,17 +99,24 @@ class RecordPool:
         dense = sorted(range(len(records)), key=lambda i: (-float(sims[i]), i))[:limit]
         words = set(lexical)
         dense = [i for i in dense if i in words or float(sims[i]) >= self.min_similarity]
-        return fuse(records, (lexical, dense))[:limit]
+        fused = fuse_indices((lexical, dense))[:limit]
+        return [(records[i], score, float(sims[i])) for i, score in fused]
 
 
 def fuse(records: Sequence[MemoryRecord], lists: Sequence[Sequence[int]],
          ) -> list[tuple[MemoryRecord, float]]:
     """Reciprocal-rank fusion of ranked index lists; ties keep the lower index."""
+    return [(records[i], score) for i, score in fuse_indices(lists)]
+
+
+def fuse_indices(lists: Sequence[Sequence[int]]) -> list[tuple[int, float]]:
+    """:func:`fuse` as (index, fused score) pairs, best first."""
     fused: dict[int, float] = {}
     for ranked in lists:
         for rank, i in enumerate(ranked):
             fused[i] = fused.get(i, 0.0) + 1.0 / (RRF_K + rank + 1)
-    return [(records[i], fused[i]) for i in sorted(fused, key=lambda i: (-fused[i], i))]
+    return [(i, fused[i]) for i in sorted(fused, key=lambda i: (-fused[i], i))]
 
 
-__all__ = ["MIN_SIMILARITY", "REFRESH", "RRF_K", "RecordPool", "check_refresh", "fuse"]
+__all__ = ["MIN_SIMILARITY", "REFRESH", "RRF_K", "RecordPool", "check_refresh", "fuse",
+           "fuse_indices"]

@@ -8,8 +8,11 @@ the agent recalls what its earlier sessions concluded and the facts stored for i
 scale with the session's own memories (the builder scores every evidence source alike).
 
 Scope: the agent's own L3 records (``Scope(tenant, agent)``: summaries and cross-session facts)
-and the L4 copies of them. With ``l4="tenant"`` the L4 copies of every agent of the tenant join
-(the persisted, tenant-global view other agents may read); another tenant's records never.
+and the L4 copies of them. With ``l4="tenant"`` (what a Session reads by default,
+``MemoryOptions.agent_memory_l4``: L4 is global in the seed) the L4 copies of every agent of
+the tenant join, the persisted, tenant-global view every agent reads; another tenant's records
+never. An agent's L3 itself stays the agent's: another agent sees what it concluded once it is
+persisted to L4.
 
 An agent keeps one summary per session and a few facts, so the candidates are few: they are
 read from the store at the first build and again at most every ``refresh`` seconds
@@ -21,6 +24,7 @@ from it, :func:`l4_id`), so a store holding only L4 copies without their L3 orig
 from __future__ import annotations
 
 import asyncio
+from collections import deque
 from collections.abc import Sequence
 from typing import Literal
 
@@ -28,6 +32,7 @@ from loomctx.embed.protocol import Embedder
 from loomctx.errors import ConfigError
 from loomctx.items import RAW_RELEVANCE, ContextItem, Tier
 from loomctx.retrieval._pool import REFRESH, RecordPool
+from loomctx.sources.floors import SIMILARITY, check_floor, mark_memory
 from loomctx.sources.protocol import BaseSource, SourceRequest
 from loomctx.stores.protocol import MemoryRecord, MemoryStore, Scope
 
@@ -53,7 +58,9 @@ class AgentMemorySource(BaseSource):
 
     def __init__(self, store: MemoryStore, embedder: Embedder, *, tenant: str, agent: str,
                  name: str = AGENT_MEMORY, limit: int = 10, l4: L4Scope = "agent",
-                 session: str | None = None, refresh: float = REFRESH) -> None:
+                 session: str | None = None, refresh: float = REFRESH,
+                 min_score: float | None = None) -> None:
+        check_floor("min_score", min_score, -1.0, 1.0)
         if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
             raise ConfigError(f"limit must be an int >= 1, got {limit!r}")
         if l4 not in ("agent", "tenant", "off"):
@@ -66,6 +73,9 @@ class AgentMemorySource(BaseSource):
         self.l4 = l4
         """Which L4 copies join: this agent's, every agent's of the tenant, or none."""
         self.session = session
+        self.min_score = min_score
+        """The seed's L4 ``min_score``: records recalled with a cosine similarity to the
+        question below it are left out, reason ``below_min_score`` (None: no floor)."""
         self._pool = RecordPool(self.pool, embedder, refresh=refresh)
         """What :meth:`pool` read, reused for ``refresh`` seconds (what another session ends
         with shows up within that time; a new session reads it at its first build)."""
@@ -87,10 +97,11 @@ class AgentMemorySource(BaseSource):
                if self.session is None or r.session != self.session][-MAX_RECORDS:]
         if self.l4 == "off":
             return own
-        originals = own if self.l4 == "agent" else [
+        # the newest MAX_RECORDS of the tenant's, held while scanning (the scan may be long)
+        originals = own if self.l4 == "agent" else list(deque((
             r for r in self.store.scan(scope=tenant, level="L3")
             if self.session is None or (r.agent, r.session) != (self.scope.agent, self.session)
-        ][-MAX_RECORDS:]
+        ), maxlen=MAX_RECORDS))
         have = {l4_id(r) for r in own}
         wanted = [l4_id(r) for r in originals if l4_id(r) not in have]
         copies = [c for c in self.store.get(wanted, scope=tenant)
@@ -104,11 +115,12 @@ class AgentMemorySource(BaseSource):
     async def collect(self, request: SourceRequest) -> Sequence[ContextItem]:
         if not request.query.strip() or self._pool.fresh_and_empty():
             return []
-        found = await asyncio.to_thread(self.recall, request.query)
-        return [_item(self.name, r, score) for r, score in found]
+        found = await asyncio.to_thread(self._pool.ranked, request.query, self.limit)
+        return mark_memory([_item(self.name, r, score, cosine) for r, score, cosine in found],
+                           self.min_score)
 
 
-def _item(source: str, r: MemoryRecord, score: float) -> ContextItem:
+def _item(source: str, r: MemoryRecord, score: float, cosine: float) -> ContextItem:
     copy = r.agent is None
     agent = r.metadata.get("agent") if copy else r.agent
     session = r.metadata.get("session") if copy else r.session
@@ -117,7 +129,7 @@ def _item(source: str, r: MemoryRecord, score: float) -> ContextItem:
         else f"L3/{session or '-'}/{r.id}",
         source=source, content=r.content, kind="evidence", tier=Tier.P2,
         timestamp=r.timestamp, seq=r.seq, priority=r.importance,
-        scores={RAW_RELEVANCE: score},
+        scores={RAW_RELEVANCE: score, SIMILARITY: cosine},
         metadata={**dict(r.metadata), "origin": f"memory:{r.level}", "level": r.level,
                   "agent": agent, "session": session})
 

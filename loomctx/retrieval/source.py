@@ -28,6 +28,7 @@ from loomctx.retrieval.reranker import Candidate, UnifiedReranker
 from loomctx.retrieval.rewriter import QueryRewriter
 from loomctx.retrieval.similar import Similarities
 from loomctx.retrieval.timecues import time_window
+from loomctx.sources.floors import SIMILARITY, mark_memory
 from loomctx.sources.knowledge import KnowledgeSource
 from loomctx.sources.protocol import BaseSource, SourceRequest
 from loomctx.stores.protocol import Hit, Level, MemoryRecord, Scope
@@ -338,7 +339,7 @@ class UnifiedRetrievalSource(BaseSource):
             similar.blend(list(cands.values()))
         self._count(cands.values(), counter, mine)
         ranked = self.reranker.rerank(query, list(cands.values()))
-        return [self._item(c) for c in ranked]
+        return mark_memory([self._item(c) for c in ranked], self.memory.options.min_score)
 
     def _dated(self, query: str, now: float, limit: int, qvec: np.ndarray,
                dense_hits: list[Hit]) -> list[Hit]:
@@ -491,6 +492,7 @@ def _scores(c: Candidate) -> dict[str, float]:
     relevance the selector normalises."""
     scores = c.signals
     scores[RAW_RELEVANCE] = c.score
+    scores[SIMILARITY] = c.vector
     return scores
 
 

@@ -90,12 +90,16 @@ def pack(
     min_fragment: int = 64,
     pool: frozenset[str] = frozenset(),
     pool_limit: int | None = None,
+    pinned_over: bool = False,
 ) -> PackResult:
     """Choose units under ``available`` tokens. ``ordered[source]`` is in preference order.
 
     Sources in ``pool`` share one ceiling, ``pool_limit`` tokens in all (a turn build caps
-    what changes every turn this way). The phases are the module docstring's 1–5."""
+    what changes every turn this way). ``pinned_over`` takes pinned units past
+    ``available`` instead of failing (a renderer that cuts its own text fits them later).
+    The phases are the module docstring's 1–5."""
     p = _Packing(ordered, allocation, available, tail_sources, pool, pool_limit)
+    p.pinned_over = pinned_over
     p.required()
     p.own_shares()
     deferred = p.leftover(cut_from=min_fragment if truncate is not None else None)
@@ -134,6 +138,7 @@ class _Packing:
         self.pool = pool
         self.pool_limit = pool_limit
         self.ids: dict[str, ContextItem] = {}
+        self.pinned_over = False
 
     def pool_left(self, s: str) -> int:
         if self.pool_limit is None or s not in self.pool:
@@ -171,7 +176,7 @@ class _Packing:
         """1 + 2: pinned units (all of them, or a BudgetError), then P1 units that fit."""
         pinned = [u for q in self.queues.values() for u in q if u.pinned]
         need = sum(u.cost for u in pinned)
-        if need > self.available:
+        if need > self.available and not self.pinned_over:
             detail = ", ".join(f"{u.items[0].id}={u.cost}" for u in pinned)
             raise BudgetError(
                 f"pinned (P0) content needs {need} tokens but the budget allows "

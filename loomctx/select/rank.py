@@ -14,6 +14,7 @@ from typing import overload
 from loomctx.items import ContextItem
 from loomctx.select.packer import Unit, make_units
 from loomctx.select.scoring import SelectOptions, fill, mmr_order
+from loomctx.sources.floors import below
 from loomctx.text.lexical import term_set, tokenize
 
 Cost = Callable[[ContextItem], int]
@@ -136,11 +137,15 @@ class _Terms(dict[str, frozenset[str]]):
 
 def rank_units(items: Sequence[ContextItem], query: str, options: SelectOptions, cost: Cost,
                reasons: dict[str, str]) -> list[Unit]:
-    """Scored items in preference order; evidence below ``min_relevance`` is left out."""
+    """Scored items in preference order; evidence below ``min_relevance`` is left out, and
+    so is what a recall floor marked (:mod:`loomctx.sources.floors`)."""
     kept = []
     asked, floor = bool(query.strip()), options.min_relevance
     for it in items:
-        if (asked and it.kind == "evidence" and not it.pinned
+        if it.metadata and (marked := below(it)) is not None and not it.pinned:
+            reasons[it.id] = marked
+            cost(it)
+        elif (asked and it.kind == "evidence" and not it.pinned
                 and it.scores.get("relevance", 0.0) < floor):
             reasons[it.id] = "low_relevance"
             cost(it)

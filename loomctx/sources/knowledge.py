@@ -14,6 +14,7 @@ from pathlib import Path
 
 from loomctx.errors import ConfigError, InputError
 from loomctx.items import RAW_RELEVANCE, ContextItem, Tier
+from loomctx.sources.floors import check_floor, mark_knowledge
 from loomctx.sources.protocol import BaseSource, SourceRequest
 from loomctx.text.lexical import BM25Index
 from loomctx.tokens.protocol import TokenCounter
@@ -82,8 +83,9 @@ class KnowledgeSource(BaseSource):
 
     def __init__(
         self, documents: Sequence[Document], *, name: str = "RAG_knowledge",
-        chunk_tokens: int = 200, recall_limit: int = 20,
+        chunk_tokens: int = 200, recall_limit: int = 20, min_relevance: float | None = None,
     ) -> None:
+        check_floor("min_relevance", min_relevance, 0.0, 1.0)
         if chunk_tokens < 16:
             raise ConfigError(f"chunk_tokens must be >= 16, got {chunk_tokens!r}")
         if recall_limit < 1:
@@ -92,6 +94,10 @@ class KnowledgeSource(BaseSource):
         self.documents = list(documents)
         self.chunk_tokens = chunk_tokens
         self.recall_limit = recall_limit
+        self.min_relevance = min_relevance
+        """The seed's ``min_relevance``: passages whose BM25 score is below this share of the
+        query's best are recalled marked and left out by the select stage, reason
+        ``below_min_relevance`` (:mod:`loomctx.sources.floors`); None keeps them all."""
         self._index_for: str | None = None
         self._chunks: list[tuple[str, str]] = []
         self._index = BM25Index()
@@ -120,14 +126,15 @@ class KnowledgeSource(BaseSource):
         if not request.query.strip() or not self._chunks:
             return []
         out = []
-        for rank, (idx, score) in enumerate(self._index.search(request.query, self.recall_limit)):
+        found = self._index.search(request.query, self.recall_limit)
+        for rank, (idx, score) in enumerate(found):
             cid, text = self._chunks[idx]
             out.append(ContextItem(
                 id=cid, source=self.name, content=text, kind="evidence", tier=Tier.P2,
                 seq=idx, scores={RAW_RELEVANCE: float(score), "bm25": float(score)},
                 metadata={"origin": "knowledge", "rank": rank},
             ))
-        return out
+        return mark_knowledge(out, [float(score) for _, score in found], self.min_relevance)
 
 
 __all__ = ["Document", "KnowledgeSource", "chunk", "load_folder"]

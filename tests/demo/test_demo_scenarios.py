@@ -10,6 +10,7 @@ structural check.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -203,3 +204,23 @@ def test_scenario_for_finds_a_script_by_name_or_question() -> None:
     assert scenario_for("  total SALES of the last 7 days ") is TOTAL_SALES
     assert scenario_for("Analyse customer purchase behaviour?") is PURCHASE_BEHAVIOUR
     assert scenario_for("what is the weather") is None
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS, ids=lambda s: s.name)
+def test_the_chinese_question_gets_each_schema_at_the_same_call_as_the_english_one(
+        scenario: Scenario, play: Callable[..., list[Step]]) -> None:
+    """The seed's questions are Chinese: "查询退货率" must bring ``order_items`` and ``orders``
+    right after the failed query, as "What is our return rate?" does, not one call later."""
+    needed = sorted({d for ids in scenario.needs.values() for d in ids} | {"schema:orders"})
+
+    def first(calls: list[Step]) -> dict[str, int | None]:
+        return {d: next((i for i, c in enumerate(calls) if holds(c, d)), None) for d in needed}
+
+    english = first(play(scenario))
+    for alias in scenario.aliases:
+        calls = play(dataclasses.replace(scenario, question=alias))
+        assert first(calls) == english, alias
+        for i, ids in scenario.needs.items():
+            assert all(holds(calls[i], d) for d in ids), (alias, i)
+        for i, ids in scenario.absent.items():
+            assert not any(mentions(calls[i], d) for d in ids), (alias, i)

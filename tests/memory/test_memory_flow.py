@@ -92,18 +92,18 @@ def test_l4_copies_reach_the_agents_sessions_and_with_tenant_scope_other_agents(
     assert ANSWER in _text(built)
     assert sum(r.source == "L3_agent" and r.included for r in built.report.items) == 1
 
-    # Another agent of the tenant sees the persisted copy only when asked to.
-    plain = make_session(id="t2", agent="sales", store=store)
-    assert ANSWER not in _text(plain.build_sync(QUESTION, max_tokens=1500))
-    wide = make_session(id="t3", agent="sales", store=store,
-                        memory=MemoryOptions(agent_memory_l4="tenant"))
+    # Another agent of the tenant sees the persisted copy (L4 is global in the seed) ...
+    wide = make_session(id="t3", agent="sales", store=store)
     built = wide.build_sync(QUESTION, max_tokens=1500)
     assert ANSWER in _text(built)
     row = next(r for r in built.report.items if r.source == "L3_agent" and r.included)
     assert row.id.startswith("L4/ops/monday/")
+    # ... unless its agents are kept apart ...
+    apart = make_session(id="t2", agent="sales", store=store,
+                         memory=MemoryOptions(agent_memory_l4="agent"))
+    assert ANSWER not in _text(apart.build_sync(QUESTION, max_tokens=1500))
     # ... and never another tenant's.
-    other = make_session(id="t4", agent="sales", tenant="globex", store=store,
-                         memory=MemoryOptions(agent_memory_l4="tenant"))
+    other = make_session(id="t4", agent="sales", tenant="globex", store=store)
     assert ANSWER not in _text(other.build_sync(QUESTION, max_tokens=1500))
 
 
@@ -117,3 +117,34 @@ def test_controller_sessions_have_it_once(embedder) -> None:
     later = c.create_session("tuesday")
     assert sum(s.name == "L3_agent" for s in later.builder.sources) == 1
     assert ANSWER in _text(later.build_sync(QUESTION, max_tokens=1500))
+
+
+def test_support_concludes_billing_recalls_through_the_bus_within_its_tenant_only(
+        embedder) -> None:
+    """The seed's flow end to end: agent ``support`` ends a session, the L4Persister on the bus
+    copies its summary to L4, and a new session of agent ``billing`` of the same tenant recalls
+    it by default; billing of another tenant on the same store does not."""
+    from loomctx.bus import InProcessEventBus
+
+    async def main() -> tuple[str, str]:
+        store = InMemoryStore()
+        bus = InProcessEventBus()
+        await L4Persister(store, embedder=embedder).subscribe(bus)
+        support = ContextController("support", store=store, embedder=embedder, events=bus,
+                                    tenant="acme")
+        s = support.create_session("call-1")
+        for role, text in FIRST:
+            await s.add_message(role, text)
+        await support.end_session(s)
+        await bus.drain()  # the persister has copied the summary to tenant-global L4
+        builds = []
+        for tenant in ("acme", "globex"):
+            billing = Session(f"inv-{tenant}", agent="billing", tenant=tenant, store=store,
+                              embedder=embedder, clock=lambda: 0.0)
+            builds.append(_text(await billing.build(QUESTION, max_tokens=1500)))
+        await bus.aclose()
+        return builds[0], builds[1]
+
+    same_tenant, other_tenant = asyncio.run(main())
+    assert ANSWER in same_tenant
+    assert ANSWER not in other_tenant

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from loomctx.builder import BuildOptions, ContextBuilder
+from loomctx.compress.truncate import SECTION_MARKER
 from loomctx.errors import BudgetError, ConfigError
 from loomctx.items import ContextItem, Tier
 from loomctx.render.layout import layout as place
@@ -105,13 +106,16 @@ def test_sections_overflow_cuts_context_first_where_drop_fails() -> None:
     included = long_layout()
     total = TextRenderer(COUNTER, order="gssc").render(place(included)).tokens - 100
     cutter = TextRenderer(COUNTER, order="gssc", overflow="sections")
-    rendered, kept = render_within(cutter, place, included, total, {})
+    reasons: dict[str, str] = {}
+    rendered, kept = render_within(cutter, place, included, total, reasons)
     text = rendered.payload["text"]
     assert rendered.tokens == COUNTER.count(text) <= total
-    assert len(kept) == len(included)
-    assert "…[section truncated]" in text
+    assert "[Context]\n" + SECTION_MARKER["zh"] in text
     assert "[Task]\nAnd the refund?" in text and "[Role & Policies]\nYou are Atlas." in text
-    assert "turn 5" not in text  # [Context], cut first, lost its end
+    assert "turn 5" in text and "turn 0" not in text  # [Context], cut first, kept its newest
+    assert "m0" in reasons and reasons["m0"] == "section_cut"
+    ids = {it.id for it in kept}
+    assert "m5" in ids and "m0" not in ids and {"sys", "in", "ev"} <= ids
     assert rendered.prefix_tokens > 0
     with pytest.raises(BudgetError):
         render_within(TextRenderer(COUNTER, order="gssc"), place, included, total, {})
