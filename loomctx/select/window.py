@@ -27,11 +27,13 @@ from loomctx.text.need import need_of
 from loomctx.tokens.protocol import TokenCounter
 
 STABLE_KINDS = frozenset({"system", "tool", "skill", "input"})
+"""Kinds that are the same from turn to turn (the cached prefix) or pinned."""
 NOTE = "recall_note"
 """Metadata key marking a recall note (its value: the ids of the evidence it shows)."""
 WIDE = 0.6
-"""Turn builds: a question (``?`` or ``？``) is *wide* when at least this share of retrieval's
-best candidates is out of view; its evidence is then kept in place as a recall note."""
+"""Turn builds: a message that asks (:class:`~loomctx.text.need.Need`) is *wide* when at least
+this share of retrieval's best candidates is out of view; its evidence is then kept in place as
+a recall note."""
 RECENT = 4
 """Turn builds: how many of the latest user turns decide whether the window yields."""
 YIELD_AFTER = 3
@@ -42,7 +44,6 @@ YIELD_AFTER were chosen on LoCoMo's development conversations and the developmen
 replays (benchmarks/README.md, recall inside the agent loop)."""
 MAX_NOTES = 4096
 """Recall notes kept per history source (the oldest go first; compaction drops them sooner)."""
-"""Kinds that are the same from turn to turn (the cached prefix) or pinned."""
 INPUT_SOURCE = "user_input"
 
 Cost = Callable[[ContextItem], int]
@@ -92,11 +93,6 @@ def without_pending(st: BuildState, items: list[ContextItem]) -> list[ContextIte
         k -= 1
         st.reasons[items[k].id] = "pending_tool_calls"
     return items if k == len(items) else items[:k]
-
-
-def asks(text: str) -> bool:
-    """Whether ``text`` asks something (an ASCII or a full-width question mark)."""
-    return bool(text.strip())
 
 
 def pool_sources(candidates: Mapping[str, Sequence[ContextItem]],
@@ -393,5 +389,5 @@ class TurnWindow:
             return
 
 
-__all__ = ["INPUT_SOURCE", "NOTE", "STABLE_KINDS", "TurnWindow", "asks", "history_end",
+__all__ = ["INPUT_SOURCE", "NOTE", "STABLE_KINDS", "TurnWindow", "history_end",
            "take_input", "without_pending"]
