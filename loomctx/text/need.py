@@ -21,6 +21,7 @@ passes through unchanged (a message in another language is its own need).
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from typing import NamedTuple
 
 from loomctx.text.lexical import tokenize
@@ -151,10 +152,10 @@ def need_of(message: str) -> Need:
     kept: list[tuple[str, bool, int]] = []
     for sentence in sentences:
         text, framed = _unframed(sentence)
-        words = _content(text)
-        asking = _asking(sentence, framed)
-        if words or (asking and _LEANING.search(text)):  # "What about her?" asks of before
-            kept.append((text, asking, len(words)))
+        content = _content(text)
+        asks = _asking(sentence, framed)
+        if content or (asks and _LEANING.search(text)):  # "What about her?" asks of before
+            kept.append((text, asks, len(content)))
     if not kept:
         return Need("", False)
     asking = [i for i, (_, a, _) in enumerate(kept) if a]
@@ -176,10 +177,10 @@ def need_of(message: str) -> Need:
     return Need(_joined(kept[i][0] for i in sorted(chosen)), True)
 
 
-def _joined(parts: object) -> str:
+def _joined(parts: Iterable[str]) -> str:
     """Sentences joined with a space (Chinese ones with none)."""
     out = ""
-    for part in parts:  # type: ignore[attr-defined]
+    for part in parts:
         if out and not (out[-1] in "。！？" or re.match(r"[\u4e00-\u9fff]", part[:1])):
             out += " "
         out += part
