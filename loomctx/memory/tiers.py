@@ -35,6 +35,7 @@ from loomctx.stores.protocol import DEFAULT_TENANT, Hit, Level, MemoryRecord, Me
 from loomctx.text.decoration import index_text
 from loomctx.text.labels import label_terms
 from loomctx.text.lexical import BM25Index
+from loomctx.text.sample import sample
 from loomctx.tokens.protocol import TokenCounter
 
 SPEAKER_SHARE = 0.05
@@ -367,7 +368,10 @@ class TieredMemory:
         return [i for ids, _ in self._l1 for i in ids]
 
     def recent_texts(self, n: int) -> list[str]:
-        return [it.content for it in self.history.items[-n:]]
+        """The texts of the last ``n`` messages, as analysis reads them (a very long one's
+        bounded :func:`~loomctx.text.sample.sample`): the query rewriter reads them at every
+        build."""
+        return [sample(it.content) for it in self.history.items[-n:]]
 
     def query_vector(self, text: str) -> np.ndarray:
         return self.embedder.embed([text])[0]

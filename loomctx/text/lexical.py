@@ -26,6 +26,7 @@ import numpy as np
 
 from loomctx.errors import ConfigError
 from loomctx.text.decoration import index_text
+from loomctx.text.sample import sample
 from loomctx.text.stem import stem
 from loomctx.text.stopwords import STOPWORDS
 
@@ -87,11 +88,13 @@ def tokenize(text: str, *, drop_stopwords: bool = False) -> list[str]:
     """Split ``text`` into lowercased search terms (English words, Chinese words, CJK characters).
 
     Punctuation, symbols and emoji are dropped; numbers are kept. With ``drop_stopwords``, the
-    function words in :data:`loomctx.text.stopwords.STOPWORDS` are removed.
+    function words in :data:`loomctx.text.stopwords.STOPWORDS` are removed. Of a text longer
+    than :data:`~loomctx.text.sample.ANALYSIS_CHARS`, its :func:`~loomctx.text.sample.sample`
+    is read: what one text costs every index, query and term count is bounded.
     """
     if len(text) <= _MEMO_MAX_CHARS:
         return list(_tokenize_memo(text, drop_stopwords))
-    return _tokenize(text, drop_stopwords)
+    return _tokenize(sample(text), drop_stopwords)
 
 
 @lru_cache(maxsize=1 << 15)
