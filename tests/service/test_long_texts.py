@@ -115,3 +115,14 @@ def test_a_stream_over_the_body_limit_is_passed_on_but_not_kept(
     record = httpx.get(server.url + "/v1/loomctx/builds/" + build, timeout=30).json()
     assert record["reply_stored"] is False
     assert "20,000 characters" in record["note"]
+
+
+def test_the_sessions_api_refuses_the_same_with_413(small: RunningServer,
+                                                    store: InMemoryStore) -> None:
+    url = small.url + "/v1/loomctx"
+    assert httpx.post(url + "/sessions", json={"id": "api-1"}, timeout=30).status_code == 201
+    resp = httpx.post(url + "/sessions/api-1/messages", timeout=30, json={"messages": [
+        {"role": "user", "content": "fine"}, {"role": "assistant", "content": "z" * 2_001}]})
+    assert resp.status_code == 413
+    assert "max_message_chars" in resp.json()["error"]["message"]
+    assert _stored(store) == []
