@@ -126,3 +126,17 @@ def test_the_sessions_api_refuses_the_same_with_413(small: RunningServer,
     assert resp.status_code == 413
     assert "max_message_chars" in resp.json()["error"]["message"]
     assert _stored(store) == []
+
+
+def test_a_streamed_reply_over_the_limit_is_not_stored(
+        upstream: WindowedFakeServer, small: RunningServer, store: InMemoryStore) -> None:
+    upstream.add(Reply(text="u" * 3_000, chunk_chars=500))
+    with httpx.stream("POST", small.url + CHAT, json=_openai("stream a lot", stream=True),
+                      headers={"x-loomctx-session": "s6"}, timeout=30) as resp:
+        assert resp.status_code == 200
+        build = resp.headers["x-loomctx-build"]
+        assert resp.read().decode().count("u" * 500) == 6
+    assert _stored(store) == []
+    record = httpx.get(small.url + "/v1/loomctx/builds/" + build, timeout=30).json()
+    assert record["reply_stored"] is False
+    assert "3,000 characters" in record["note"]
