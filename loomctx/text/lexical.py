@@ -97,12 +97,25 @@ def tokenize(text: str, *, drop_stopwords: bool = False) -> list[str]:
     return _tokenize(sample(text), drop_stopwords)
 
 
-@lru_cache(maxsize=1 << 15)
 def term_set(text: str) -> frozenset[str]:
     """The distinct search terms of a stored text (its decoration removed, stopwords dropped).
 
-    Memoised: a session's candidates are scored again build after build."""
+    Memoised up to :data:`_TERMS_MEMO_MAX_CHARS` characters: a session's candidates are scored
+    again build after build. A longer text is read again each time (its bounded sample), so
+    that the memo never keeps a huge text alive after its session is gone."""
+    if len(text) <= _TERMS_MEMO_MAX_CHARS:
+        return _term_set_memo(text)
+    return _term_set(text)
+
+
+_TERMS_MEMO_MAX_CHARS = 16_384
+
+
+def _term_set(text: str) -> frozenset[str]:
     return frozenset(tokenize(index_text(text), drop_stopwords=True))
+
+
+_term_set_memo = lru_cache(maxsize=1 << 15)(_term_set)
 
 
 def content_terms(text: str, k: int) -> list[str]:

@@ -44,3 +44,18 @@ def test_the_terms_of_a_huge_text_are_bounded() -> None:
 def test_importance_reads_the_sample() -> None:
     middle = "a" * 100_000 + " remember this " + "b" * 100_000
     assert HeuristicImportance().score(middle) == HeuristicImportance().score("c" * 200_000)
+
+
+def test_the_term_memo_keeps_no_huge_text_alive() -> None:
+    import gc
+    import weakref
+
+    class Text(str):
+        """A str that can be weakly referenced: alive only while something keeps it."""
+
+    huge = Text("v" * 20_000 + " zebra")
+    alive = weakref.ref(huge)
+    assert "zebra" in term_set(huge)
+    del huge
+    gc.collect()
+    assert alive() is None
