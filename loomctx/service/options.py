@@ -111,8 +111,7 @@ class ServiceOptions:
             if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < 16):
                 raise ConfigError(f"{name} must be an int >= 16 or None, got {v!r}")
         for name in ("output_tokens", "max_body_bytes", "max_message_chars", "max_messages",
-                     "max_builds",
-                     "max_build_bytes", "max_sessions", "max_session_bytes"):
+                     "max_builds", "max_build_bytes", "max_sessions", "max_session_bytes"):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, int) or v < 1:
                 raise ConfigError(f"{name} must be an int >= 1, got {v!r}")

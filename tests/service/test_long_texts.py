@@ -12,7 +12,8 @@ from typing import Any
 import httpx
 import pytest
 
-from loomctx.service import RunningServer
+from loomctx.errors import ConfigError
+from loomctx.service import RunningServer, ServiceOptions
 from loomctx.stores.memory import InMemoryStore
 from loomctx.stores.protocol import Scope
 from loomctx.testing import Reply
@@ -140,3 +141,10 @@ def test_a_streamed_reply_over_the_limit_is_not_stored(
     record = httpx.get(small.url + "/v1/loomctx/builds/" + build, timeout=30).json()
     assert record["reply_stored"] is False
     assert "3,000 characters" in record["note"]
+
+
+@pytest.mark.parametrize("bad", [0, -5, 2.5, True])
+def test_the_limit_is_checked_at_start(bad: object) -> None:
+    with pytest.raises(ConfigError, match="max_message_chars"):
+        ServiceOptions(upstream="http://127.0.0.1:9/v1",
+                       max_message_chars=bad)  # type: ignore[arg-type]
