@@ -30,6 +30,7 @@ from loomctx.errors import (
     RateLimitError,
     SourceError,
     StoreError,
+    TooLargeError,
     ToolError,
 )
 
@@ -337,6 +338,7 @@ __all__ = [
     "TierMoved",
     "TieredMemory",
     "TokenCounter",
+    "TooLargeError",
     "Tool",
     "ToolError",
     "ToolFinished",

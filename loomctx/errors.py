@@ -5,6 +5,7 @@
     LoomctxError                 base of everything loomctx raises on purpose
     ├── ConfigError              the caller's mistake: bad option, unknown model, bad input data
     │   └── InputError           a malformed input file or record (names the file and line)
+    │       └── TooLargeError    an input over a size limit (names the limit and its option)
     ├── BudgetError              pinned (P0) content alone does not fit the budget
     ├── InvalidRequestError      a built request broke its provider's rules (never sent)
     ├── SourceError              a context source failed (reported, never fatal to a build)
@@ -38,6 +39,16 @@ class InputError(ConfigError):
     def __init__(self, message: str, *, where: str | None = None) -> None:
         self.where = where
         super().__init__(f"{where}: {message}" if where else message)
+
+
+class TooLargeError(InputError):
+    """An input longer than a documented limit; ``size`` and ``limit`` are in the limit's unit,
+    and the message names the option that raises it. The service answers it with a 413."""
+
+    def __init__(self, message: str, *, size: int, limit: int, where: str | None = None) -> None:
+        self.size = size
+        self.limit = limit
+        super().__init__(message, where=where)
 
 
 class BudgetError(LoomctxError):
@@ -144,5 +155,6 @@ __all__ = [
     "RateLimitError",
     "SourceError",
     "StoreError",
+    "TooLargeError",
     "ToolError",
 ]

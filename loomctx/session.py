@@ -241,14 +241,20 @@ class Session(TaskHolder):
         from the store, the tiers or their indexes). Staged messages are in the history a
         build renders (the input is the last staged user message) but in no store, tier or
         retrieval index. One batch at a time; :class:`InputError` as :meth:`add_messages`
-        would raise it, changing nothing."""
+        would raise it (a :class:`~loomctx.errors.TooLargeError` for a message over
+        ``MemoryOptions.max_message_chars`` too), changing nothing."""
         self._check_active()
         if self._staged:
             raise ConfigError(f"session {self.id!r} has staged messages already: unstage() "
                               "them first")
         prepared = self._with_ids(messages)
         if prepared:
-            self.memory.history.extend(prepared)
+            items = self.memory.history.extend(prepared)
+            try:
+                self.memory.check_sizes((it.role, it.content) for it in items)
+            except BaseException:
+                self.memory.history.undo_extend()
+                raise
             self._staged = True
         return prepared
 

@@ -60,6 +60,9 @@ def add_serve_parser(sub: Any) -> None:
                    help="seconds a request body may pause between two chunks (408 past it)")
     p.add_argument("--max-messages", type=int, default=100_000,
                    help="most messages per request")
+    p.add_argument("--max-message-chars", type=int, default=1_048_576, metavar="N",
+                   help="longest text of one message, in characters (a request with a longer "
+                        "one: 413; an upstream reply longer: 502, not stored; default 1048576)")
     p.add_argument("--upstream-timeout", type=float, default=300.0, metavar="SECONDS",
                    help="longest an upstream call may take: a JSON answer in whole, a stream "
                         "to its first bytes and between two chunks (past it: 504; default 300)")
@@ -98,6 +101,7 @@ def options_from(args: argparse.Namespace) -> Any:
         budget=args.budget, store=args.store, embedder=embedder,
         events=open_bus(args.bus) if args.bus else None,
         max_body_bytes=int(args.max_body_mb * 1024 * 1024), max_messages=args.max_messages,
+        max_message_chars=args.max_message_chars,
         max_sessions=args.max_sessions,
         max_session_bytes=max(1, int(args.max_session_mb * 1024 * 1024)),
         max_builds=args.max_builds, max_build_bytes=max(1, int(args.max_build_mb * 1024 * 1024)),

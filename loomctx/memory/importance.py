@@ -10,6 +10,8 @@ from __future__ import annotations
 import re
 from typing import Protocol, runtime_checkable
 
+from loomctx.text.sample import sample
+
 _RULES: tuple[tuple[re.Pattern[str], float], ...] = tuple(
     (re.compile(p, re.IGNORECASE), w) for p, w in (
         (r"\bremember\b|\bdon'?t forget\b|\bnote that\b|\bkeep in mind\b|记住|别忘|请注意", 0.45),
@@ -36,9 +38,11 @@ class ImportanceScorer(Protocol):
 
 
 class HeuristicImportance:
-    """Signal-based importance: base 0.2 plus the weights of the signals present."""
+    """Signal-based importance: base 0.2 plus the weights of the signals present (looked for in
+    a very long text's bounded :func:`~loomctx.text.sample.sample`)."""
 
     def score(self, text: str, *, role: str | None = None) -> float:
+        text = sample(text)
         value = 0.2
         for pattern, weight in _RULES:
             if pattern.search(text):

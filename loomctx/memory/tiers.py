@@ -18,24 +18,26 @@ from __future__ import annotations
 
 import threading
 from collections import Counter, deque
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 import numpy as np
 
 from loomctx.embed.protocol import Embedder, embed_later
-from loomctx.errors import ConfigError
+from loomctx.errors import ConfigError, TooLargeError
 from loomctx.events import EventSink, MessageAdded, NullSink, TierMoved
 from loomctx.items import ContextItem
 from loomctx.memory.importance import HeuristicImportance, ImportanceScorer
 from loomctx.sources.floors import check_floor
 from loomctx.sources.history import HistorySource
+from loomctx.sources.messages import message_text, provider_message
 from loomctx.stores.migrate import check_embedder
 from loomctx.stores.protocol import DEFAULT_TENANT, Hit, Level, MemoryRecord, MemoryStore, Scope
 from loomctx.text.decoration import index_text
 from loomctx.text.labels import label_terms
 from loomctx.text.lexical import BM25Index
+from loomctx.text.sample import sample
 from loomctx.tokens.protocol import TokenCounter
 
 SPEAKER_SHARE = 0.05
@@ -45,6 +47,9 @@ VECTORS_MAX = 50_000
 """Record vectors a session keeps for recall (:meth:`TieredMemory.vectors`), as rows of one
 matrix, and token counts (:meth:`TieredMemory.tokens`); past this many a memo starts over
 (~100 MB of vectors at 512 dimensions)."""
+MAX_MESSAGE_CHARS = 1_048_576
+"""Default of :attr:`MemoryOptions.max_message_chars`: 1 Mi characters, some 250k tokens, more
+than any model's window but the largest; 28 times the longest message of the evaluation sets."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -81,8 +86,17 @@ class MemoryOptions:
     below this (by unified retrieval, and the agent's L3 / L4 records by ``L3_agent``) are left
     out of the build, reason ``below_min_score`` in the report (:mod:`loomctx.sources.floors`);
     None keeps them."""
+    max_message_chars: int = MAX_MESSAGE_CHARS
+    """Longest text one message may have, in characters (its content's text and its tool
+    calls' arguments; an image counts as ``[image]``): a longer one is refused with a
+    :class:`~loomctx.errors.TooLargeError`, before anything of its batch is kept. Analysis
+    reads a bounded sample of a long message (:mod:`loomctx.text.sample`); this bounds what
+    remains proportional to its length: storing, counting and rendering it."""
 
     def __post_init__(self) -> None:
+        m = self.max_message_chars
+        if isinstance(m, bool) or not isinstance(m, int) or m < 1:
+            raise ConfigError(f"max_message_chars must be an int >= 1, got {m!r}")
         if self.l1_max_tokens < 1:
             raise ConfigError(f"l1_max_tokens must be >= 1, got {self.l1_max_tokens!r}")
         if not 0 <= self.promote_threshold <= 1:
@@ -295,6 +309,27 @@ class TieredMemory:
                 self._l1.append(([it.id], tokens))
             self._l1_tokens += tokens
 
+    def check(self, messages: Sequence[Mapping[str, Any]]) -> None:
+        """Raise the :class:`~loomctx.errors.InputError` :meth:`add` would raise for
+        ``messages`` (a malformed one, or a :class:`~loomctx.errors.TooLargeError`), changing
+        nothing: a caller can refuse a batch before anything else of it happens."""
+        checked = self.history.check(messages)
+        self.check_sizes((m.get("role"), message_text(provider_message(m))) for m in checked)
+
+    def check_sizes(self, texts: Iterable[tuple[str | None, str]]) -> None:
+        """Raise :class:`~loomctx.errors.TooLargeError` for the first message, of these
+        ``(role, text)``, whose text is longer than ``max_message_chars``."""
+        limit = self.options.max_message_chars
+        for role, text in texts:
+            size = len(text)
+            if size > limit:
+                raise TooLargeError(
+                    f"{_a(role or 'message')} message has {size:,} characters of text, over "
+                    f"the limit of {limit:,} per message: send a shorter text (a file by "
+                    f"reference, a log's relevant part), or raise the limit "
+                    f"(MemoryOptions.max_message_chars; loomctx serve --max-message-chars)",
+                    size=size, limit=limit, where=f"session {self.session}")
+
     def add(self, messages: Sequence[Mapping[str, Any]], *, now: float) -> list[str]:
         """Validate, store (L1) and window the messages; returns their ids.
 
@@ -304,6 +339,7 @@ class TieredMemory:
             if not new:
                 return []
             try:
+                self.check_sizes((it.role, it.content) for it in new)
                 vectors = self.embedder.embed([index_text(it.content) for it in new])
                 records = [self._record(it, now) for it in new]
                 self.store.put(records, vectors)
@@ -376,7 +412,10 @@ class TieredMemory:
         return [i for ids, _ in self._l1 for i in ids]
 
     def recent_texts(self, n: int) -> list[str]:
-        return [it.content for it in self.history.items[-n:]]
+        """The texts of the last ``n`` messages, as analysis reads them (a very long one's
+        bounded :func:`~loomctx.text.sample.sample`): the query rewriter reads them at every
+        build."""
+        return [sample(it.content) for it in self.history.items[-n:]]
 
     def query_vector(self, text: str) -> np.ndarray:
         return self.embedder.embed([text])[0]
@@ -387,4 +426,8 @@ class TieredMemory:
         return lambda: rest()[0]
 
 
-__all__ = ["MemoryOptions", "TieredMemory"]
+def _a(word: str) -> str:
+    return f"an {word}" if word[:1] in ("a", "e", "i", "o", "u") else f"a {word}"
+
+
+__all__ = ["MAX_MESSAGE_CHARS", "MemoryOptions", "TieredMemory"]

@@ -12,6 +12,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 from loomctx.budget.manager import BudgetManager
@@ -84,6 +85,8 @@ class Service:
         self.tenants = Tenants(max_builds=options.max_builds, max_sessions=options.max_sessions,
                                max_build_bytes=options.max_build_bytes,
                                max_session_bytes=options.max_session_bytes)
+        self._memory = replace(CONVERSATION_MEMORY,
+                               max_message_chars=options.max_message_chars)
         self.shared: SharedSessions | None = (
             SharedSessions(options.store, max_builds=options.max_builds,
                            lock_wait=LOCK_WAIT_TIMEOUTS * options.timeout)
@@ -125,7 +128,7 @@ class Service:
         session = Session(session_id, tenant=tenant, agent="proxy",
                           store=self.store, embedder=self.embedder, options=options,
                           budget=BudgetManager(window=window), events=self.sink,
-                          sources=[tools], memory=CONVERSATION_MEMORY,
+                          sources=[tools], memory=self._memory,
                           system_prompt=system or "")
         conv = Conversation(session=session, format=fmt, tools=tools, seed=seed(system))
         if self.shared is not None:

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from loomctx.errors import ConfigError
+from loomctx.memory.tiers import MAX_MESSAGE_CHARS
 from loomctx.service.urls import base_path, endpoint, redact
 
 if TYPE_CHECKING:
@@ -61,7 +62,14 @@ class ServiceOptions:
     events: EventSink | None = None
     """Where sessions' events go besides the service's own stream (e.g. a Redis bus)."""
     max_body_bytes: int = 32 * 1024 * 1024
-    """Largest request body accepted (413 above)."""
+    """Largest request body accepted (413 above), and the most of an upstream reply read: a
+    JSON reply's body (502 above), a stream's event data (read on for the client, not
+    stored above)."""
+    max_message_chars: int = MAX_MESSAGE_CHARS
+    """Longest text of one message, in characters (``serve --max-message-chars``; the
+    sessions' ``MemoryOptions.max_message_chars``): a request carrying a longer one gets 413
+    before anything is stored or sent upstream; an upstream reply longer than it a 502, and
+    nothing of the turn is stored."""
     max_messages: int = 100_000
     """Most messages one request may carry (413 above)."""
     max_builds: int = 1_000
@@ -102,8 +110,8 @@ class ServiceOptions:
             v = getattr(self, name)
             if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < 16):
                 raise ConfigError(f"{name} must be an int >= 16 or None, got {v!r}")
-        for name in ("output_tokens", "max_body_bytes", "max_messages", "max_builds",
-                     "max_build_bytes", "max_sessions", "max_session_bytes"):
+        for name in ("output_tokens", "max_body_bytes", "max_message_chars", "max_messages",
+                     "max_builds", "max_build_bytes", "max_sessions", "max_session_bytes"):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, int) or v < 1:
                 raise ConfigError(f"{name} must be an int >= 1, got {v!r}")

@@ -20,6 +20,7 @@ import asyncio
 import contextlib
 import json
 import math
+import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
@@ -29,7 +30,7 @@ from starlette.responses import Response, StreamingResponse
 
 from loomctx import providers
 from loomctx.agent.loop import STEP_DOWN
-from loomctx.errors import InputError
+from loomctx.errors import InputError, TooLargeError
 from loomctx.events import ModelCalled
 from loomctx.providers.errors import context_length
 from loomctx.providers.sse import Decoder
@@ -88,10 +89,32 @@ def _session_id(request: Request) -> str | None:
     return None if value is None else check_session_id(value)
 
 
-async def _read(resp: httpx.Response) -> bytes:
-    """An upstream response's whole body (the response closed after it, or on failure)."""
+_BODIES: weakref.WeakKeyDictionary[httpx.Response, bytes] = weakref.WeakKeyDictionary()
+"""The bodies :func:`_read` has read, by response (a refusal's body is read twice)."""
+
+
+async def _read(resp: httpx.Response, limit: int) -> bytes:
+    """An upstream response's whole body (the response closed after it, or on failure); a
+    502 as soon as it passes ``limit`` bytes (``max_body_bytes``): a reply that could never be
+    stored is not held in memory either."""
+    if resp in _BODIES:
+        return _BODIES[resp]
     try:
-        return await resp.aread()
+        declared = resp.headers.get("content-length", "")
+        if declared.isdigit() and int(declared) > limit:
+            raise ServiceError(502, f"the upstream's reply is {int(declared):,} bytes, over the "
+                                    f"limit of {limit:,} bytes (serve --max-body-mb): not "
+                                    "read, nothing of the turn was stored")
+        chunks, size = [], 0
+        async for chunk in resp.aiter_bytes():
+            size += len(chunk)
+            if size > limit:
+                raise ServiceError(502, f"the upstream's reply passed the limit of {limit:,} "
+                                        "bytes (serve --max-body-mb): not read further, "
+                                        "nothing of the turn was stored")
+            chunks.append(chunk)
+        body = _BODIES[resp] = b"".join(chunks)
+        return body
     finally:
         await resp.aclose()
 
@@ -221,7 +244,7 @@ class Proxy:
                 budget = min(budget, conv.cap)
             if seen is None:
                 new = self.service.unseen(conv, new)
-            conv.session.memory.history.check(new)
+            conv.session.memory.check(new)
             prompt = system if system is not None else conv.session.system_prompt
             if not new and not conv.chain and not prompt.strip():
                 raise InputError("the request has nothing to send: its only messages are empty "
@@ -249,7 +272,7 @@ class Proxy:
                 relay = self._relay(fmt, tenant, conv, record, resp, body, staged, before,
                                     strip_usage=providers.get(fmt).usage_fields(body) is not None)
                 return StreamingResponse(relay, status_code=resp.status_code, headers=headers)
-            content = await self._upstream(request, _read(resp), deadline)
+            content = await self._upstream(request, _read(resp, opts.max_body_bytes), deadline)
             if resp.status_code >= 400:
                 return Response(content, status_code=_error_status(resp.status_code, content,
                                                                    redact(self._url(fmt))),
@@ -332,7 +355,8 @@ class Proxy:
         """The upstream's (limit, requested) when it refused the request as too long."""
         if resp.status_code != 400:
             return None
-        content = await self._upstream(request, _read(resp), deadline)
+        content = await self._upstream(request, _read(resp, self.service.options.max_body_bytes),
+                                       deadline)
         parsed = read_upstream(content)
         return None if parsed is None else context_length(parsed)
 
@@ -378,7 +402,8 @@ class Proxy:
         knows the session holds it too; a usage chunk the client did not ask for is dropped;
         and when the upstream breaks off mid-stream, the client gets one error event in its
         provider's shape after the last whole event, never half an event."""
-        wire, reader, decoder = providers.get(fmt), ReplyReader(fmt), Decoder()
+        wire, decoder = providers.get(fmt), Decoder()
+        reader = ReplyReader(fmt, max_chars=self.service.options.max_body_bytes)
         held: list[bytes] = []
         """The reply's last event and what follows it: sent once the reply is stored."""
         stored: asyncio.Task[None] | None = None
@@ -414,8 +439,11 @@ class Proxy:
             # Stored before the last event goes out: a client that has its whole reply can
             # count on the session holding it. A task of its own, so a client that hangs up
             # now cannot cut the storing off halfway.
-            stored = asyncio.create_task(self._remember(fmt, tenant, conv, record,
-                                                        reader.result(), body, staged))
+            reply = reader.result()
+            if reply is None and reader.error is not None:
+                record.note = one_line(f"the reply was not stored: {reader.error}")
+            stored = asyncio.create_task(self._remember(fmt, tenant, conv, record, reply, body,
+                                                        staged))
             with contextlib.suppress(Exception):  # _finish logs it and notes it on the build
                 await asyncio.shield(stored)
             if held:
@@ -467,7 +495,14 @@ class Proxy:
         conv.session.unstage()
         turn, kept = [*staged, reply.message], True
         try:
-            conv.session.memory.history.check(turn)
+            conv.session.memory.check(turn)
+        except TooLargeError as exc:  # stores nothing of the turn: see _Before
+            record.reply_stored = False
+            record.note = one_line(f"the reply is too long to store: {exc}")
+            raise ServiceError(502, f"the upstream's reply is too long to store ({exc.size:,} "
+                                    f"characters, the limit per message is {exc.limit:,}: "
+                                    "serve --max-message-chars); nothing of the turn was "
+                                    "stored") from exc
         except InputError as exc:  # e.g. an empty reply: passed on, not remembered
             record.note = one_line(str(exc))
             turn, kept = list(staged), False  # the upstream answered: the user's turn stays

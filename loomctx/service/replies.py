@@ -33,11 +33,18 @@ def read_body(fmt: Format, body: bytes) -> tuple[ModelResponse | None, str]:
 
 
 class ReplyReader:
-    """Reads a stream's events into one reply."""
+    """Reads a stream's events into one reply.
 
-    def __init__(self, fmt: Format) -> None:
+    With ``max_chars``, a stream whose events' data pass that many characters in all is not
+    read further (the reply could not be stored; what was read of it is let go): memory per
+    stream is bounded, however long the upstream goes on. The events still pass on to the
+    client; :meth:`result` is None and :attr:`error` says why."""
+
+    def __init__(self, fmt: Format, *, max_chars: int | None = None) -> None:
+        self._fmt = fmt
         self._reply = providers.get(fmt).stream_reply()
         self._decoder = Decoder()
+        self._limit = self._left = max_chars
         self.error: str | None = None
         """Why the stream could not be read, when it could not."""
 
@@ -50,6 +57,13 @@ class ReplyReader:
         """One whole event of the stream."""
         if event.data is None or not event.data or self.error is not None:
             return
+        if self._left is not None:
+            self._left -= len(event.data)
+            if self._left < 0:
+                self.error = (f"the reply's events passed {self._limit:,} characters, the most "
+                              "one reply may hold (serve --max-body-mb)")
+                self._reply = providers.get(self._fmt).stream_reply()  # what was read goes
+                return
         try:
             self._reply.feed(event.event, event.data)
         except (ValueError, RecursionError, ModelError) as exc:

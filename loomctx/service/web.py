@@ -14,7 +14,7 @@ from typing import Any
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse
 
-from loomctx.errors import BudgetError, ConfigError, ModelError
+from loomctx.errors import BudgetError, ConfigError, ModelError, TooLargeError
 from loomctx.service.checks import loads
 
 log = logging.getLogger("loomctx.service")
@@ -67,6 +67,8 @@ def status_of(exc: Exception) -> tuple[int, str]:
         return exc.status, str(exc)
     if isinstance(exc, ServiceError):
         return exc.status, str(exc)
+    if isinstance(exc, TooLargeError):
+        return 413, str(exc)
     if isinstance(exc, BudgetError):
         return 400, f"the request cannot fit its budget: {exc}"
     if isinstance(exc, (ConfigError, ValueError)):

@@ -70,12 +70,14 @@ class HistorySource(BaseSource):
         self._view = None
         return new
 
-    def check(self, messages: Sequence[Mapping[str, Any]]) -> None:
+    def check(self, messages: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
         """Raise the :class:`InputError` :meth:`extend` would raise for ``messages``, changing
-        nothing: a caller can refuse a batch before anything else of it is kept."""
-        if messages:
-            validate_history(messages, origin=self._origin, start=self._next_seq,
-                             state=self._state.layer())
+        nothing: a caller can refuse a batch before anything else of it is kept. Returns the
+        messages as :meth:`extend` would keep them (checked and repaired copies)."""
+        if not messages:
+            return []
+        return validate_history(messages, origin=self._origin, start=self._next_seq,
+                                state=self._state.layer())
 
     def append(self, message: Mapping[str, Any]) -> ContextItem:
         self.extend([message])

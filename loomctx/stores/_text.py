@@ -18,6 +18,7 @@ import re
 from functools import lru_cache
 
 from loomctx.text.lexical import tokenize as _word_tokenize
+from loomctx.text.sample import sample
 
 _CJK_RUN = re.compile(
     "[\u3040-\u30ff"  # hiragana, katakana
@@ -44,13 +45,16 @@ def cjk_grams(text: str, *, unigrams: bool = True) -> list[str]:
 
 
 def tokenize(text: str) -> list[str]:
-    """Index tokens of stored text: the project's word tokens, then CJK characters and bigrams."""
+    """Index tokens of stored text: the project's word tokens, then CJK characters and bigrams
+    (of a very long text, of its bounded :func:`~loomctx.text.sample.sample`)."""
+    text = sample(text)
     return _word_tokenize(text) + cjk_grams(text)
 
 
 def query_tokens(text: str) -> list[str]:
     """Tokens of a query: like :func:`tokenize` but without the single characters of longer CJK
     runs, which would match most Chinese records and only add noise to the ranking."""
+    text = sample(text)
     return _word_tokenize(text) + cjk_grams(text, unigrams=False)
 
 

@@ -26,6 +26,7 @@ import numpy as np
 
 from loomctx.errors import ConfigError
 from loomctx.text.decoration import index_text
+from loomctx.text.sample import sample
 from loomctx.text.stem import stem
 from loomctx.text.stopwords import STOPWORDS
 
@@ -87,19 +88,34 @@ def tokenize(text: str, *, drop_stopwords: bool = False) -> list[str]:
     """Split ``text`` into lowercased search terms (English words, Chinese words, CJK characters).
 
     Punctuation, symbols and emoji are dropped; numbers are kept. With ``drop_stopwords``, the
-    function words in :data:`loomctx.text.stopwords.STOPWORDS` are removed.
+    function words in :data:`loomctx.text.stopwords.STOPWORDS` are removed. Of a text longer
+    than :data:`~loomctx.text.sample.ANALYSIS_CHARS`, its :func:`~loomctx.text.sample.sample`
+    is read: what one text costs every index, query and term count is bounded.
     """
     if len(text) <= _MEMO_MAX_CHARS:
         return list(_tokenize_memo(text, drop_stopwords))
-    return _tokenize(text, drop_stopwords)
+    return _tokenize(sample(text), drop_stopwords)
 
 
-@lru_cache(maxsize=1 << 15)
 def term_set(text: str) -> frozenset[str]:
     """The distinct search terms of a stored text (its decoration removed, stopwords dropped).
 
-    Memoised: a session's candidates are scored again build after build."""
+    Memoised up to :data:`_TERMS_MEMO_MAX_CHARS` characters: a session's candidates are scored
+    again build after build. A longer text is read again each time (its bounded sample), so
+    that the memo never keeps a huge text alive after its session is gone."""
+    if len(text) <= _TERMS_MEMO_MAX_CHARS:
+        return _term_set_memo(text)
+    return _term_set(text)
+
+
+_TERMS_MEMO_MAX_CHARS = 16_384
+
+
+def _term_set(text: str) -> frozenset[str]:
     return frozenset(tokenize(index_text(text), drop_stopwords=True))
+
+
+_term_set_memo = lru_cache(maxsize=1 << 15)(_term_set)
 
 
 def content_terms(text: str, k: int) -> list[str]:
