@@ -27,6 +27,7 @@ from loomctx.service.checks import check_session_id, check_value
 from loomctx.service.conversations import (
     BuildRecord,
     Conversation,
+    Parked,
     RequestTools,
     Tenants,
     hashes,
@@ -90,6 +91,7 @@ class Service:
             if options.store_factory is None and is_shared_url(options.store) else None)
         """Locks, sessions and builds shared with other processes on a PostgreSQL store
         (:mod:`loomctx.service.shared`); None on SQLite or in memory (one process)."""
+        self.tenants.parks = self.shared is None
 
     async def start(self) -> None:
         """Connect what needs the event loop (the shared store's pool); before any request."""
@@ -104,7 +106,8 @@ class Service:
         before then leaves no session behind)."""
         if session_id is not None:
             check_session_id(session_id)
-            if self.tenants.session(tenant, session_id) is not None:
+            if self.tenants.session(tenant, session_id) is not None or \
+                    self.tenants.parked(tenant, session_id) is not None:
                 raise InputError(f"session {session_id!r} exists already", where="session")
         name = self.options.model or model
         if not isinstance(name, str) or not name.strip():
@@ -179,6 +182,11 @@ class Service:
             found = None
         else:
             found = self.tenants.find(tenant, chained)
+            parked = None if found is not None else self.tenants.find_parked(tenant, chained)
+            if parked is not None:  # unloaded: loaded again from the store
+                conv = await self.session(tenant, parked[0])
+                if conv is not None and conv.head == chained[parked[1] - 1]:
+                    found = conv, parked[1]
         if found is not None and found[0].format == fmt and \
                 found[0].session.state is not SessionState.ENDED:
             conv, n = found
@@ -285,6 +293,11 @@ class Service:
     async def session(self, tenant: str, session_id: str) -> Conversation | None:
         """The tenant's session ``session_id``: loaded here, else from the shared store."""
         conv = self.tenants.session(tenant, session_id)
+        parked = None if conv is not None else self.tenants.unpark(tenant, session_id)
+        if parked is not None:
+            conv = await asyncio.to_thread(self._revive, tenant, parked)
+            self.tenants.add_session(tenant, conv)
+            self.tenants.index(tenant, conv, None)
         if conv is None and self.shared is not None:
             # Loaded while holding the session's lock when it is free: that copy is current
             # (its version holds); else one that taking the lock will reload (version -1).
@@ -301,11 +314,29 @@ class Service:
             self.tenants.index(tenant, conv, None)
         return conv
 
+    def _revive(self, tenant: str, parked: Parked) -> Conversation:
+        """An unloaded session of a one-process store, loaded again: its messages from the
+        store, its settings as it was unloaded, its chain hashed from the stored messages."""
+        conv = self._conversation(tenant, parked.format, parked.model, parked.id,
+                                  parked.system)
+        conv.anonymous, conv.seed, conv.undercount = parked.anonymous, parked.seed, \
+            parked.undercount
+        conv.cap, conv.created, conv.builds = parked.cap, parked.created, list(parked.builds)
+        conv.tools.set(parked.tools)
+        if parked.state == SessionState.ENDED.value:
+            conv.session.state = SessionState.ENDED
+        items = conv.session.memory.history.items
+        conv.chain = hashes(conv.seed, [it.message or {} for it in items])
+        conv.size = sum(len(it.content) for it in items)
+        return conv
+
     async def session_info(self, tenant: str, session_id: str) -> dict[str, Any] | None:
         """What ``GET /v1/loomctx/sessions/{id}`` shows, as the shared store has it."""
         if self.shared is None:
             conv = self.tenants.session(tenant, session_id)
-            return None if conv is None else conv.info()
+            parked = self.tenants.parked(tenant, session_id) if conv is None else None
+            return conv.info() if conv is not None else None if parked is None else \
+                parked.info()
         row = await self.shared.row(tenant, session_id)
         return None if row is None else info_of(row)
 

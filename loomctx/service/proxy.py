@@ -38,7 +38,15 @@ from loomctx.service.conversations import BuildRecord, Conversation, Usage
 from loomctx.service.core import MIN_BUDGET, Service
 from loomctx.service.replies import Format, ReplyReader, read_body
 from loomctx.service.urls import redact, redact_in
-from loomctx.service.web import ClientGone, ServiceError, json_body, log, one_line
+from loomctx.service.web import (
+    RETRY_AFTER,
+    UNAVAILABLE,
+    ClientGone,
+    ServiceError,
+    json_body,
+    log,
+    one_line,
+)
 
 PATHS: Mapping[Format, str] = {p.name: p.path for p in providers.registered()}
 """The route each built-in wire format is served at."""
@@ -411,13 +419,28 @@ class Proxy:
                 reader.add(rest)
                 if not (strip_usage and wire.is_usage_only(rest)):
                     held.append(rest.raw)
+            reply = reader.result()
+            if reply is None:  # passed on whole, but nothing of it can be stored
+                why = f"the upstream's stream could not be read ({reader.error or 'no reply'})"
+                record.reply_stored, record.note = False, one_line(f"{why}: not stored")
+                log.warning("session %s: %s", conv.session.id, record.note)
+                yield wire.error_event(one_line(f"{why}; nothing of this turn was stored: "
+                                                "send the request again"), "api_error")
+                return
             # Stored before the last event goes out: a client that has its whole reply can
-            # count on the session holding it. A task of its own, so a client that hangs up
-            # now cannot cut the storing off halfway.
-            stored = asyncio.create_task(self._remember(fmt, tenant, conv, record,
-                                                        reader.result(), body, staged))
-            with contextlib.suppress(Exception):  # _finish logs it and notes it on the build
+            # count on the session holding it, and one whose turn could not be stored gets an
+            # error event instead, never the last event. A task of its own, so a client that
+            # hangs up now cannot cut the storing off halfway.
+            stored = asyncio.create_task(self._remember(fmt, tenant, conv, record, reply,
+                                                        body, staged))
+            try:
                 await asyncio.shield(stored)
+            except Exception as exc:  # _finish notes it on the build and logs it
+                yield wire.error_event(
+                    one_line(f"the reply could not be stored ({type(exc).__name__}: {exc}); "
+                             f"nothing of this turn was stored: send the request again in "
+                             f"{RETRY_AFTER} s"), UNAVAILABLE.get(fmt, "api_error"))
+                return
             if held:
                 yield b"".join(held)
         finally:

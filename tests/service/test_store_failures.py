@@ -8,6 +8,7 @@ step (the PostgreSQL outages themselves: ``test_store_restarts.py``).
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -21,7 +22,7 @@ from loomctx.service import RunningServer, ServiceOptions, serve_in_thread
 from loomctx.stores.memory import InMemoryStore
 from loomctx.stores.protocol import Level, MemoryRecord, MemoryStore, Scope
 from loomctx.stores.urls import open_store
-from loomctx.testing import HashingEmbedder
+from loomctx.testing import FakeModelServer, HashingEmbedder, Raw, Reply
 from loomctx.testing.windowed import WindowedFakeServer
 
 CHAT, MESSAGES = "/v1/chat/completions", "/v1/messages"
@@ -125,6 +126,67 @@ def test_a_json_turn_whose_storing_fails_is_a_503_and_its_retry_is_stored_once(
     assert _rows(switched) == [("user", "hello"), ("assistant", "ok")]
 
 
+def _events(text: str) -> list[Any]:
+    return [json.loads(line[5:]) for line in text.splitlines()
+            if line.startswith("data:") and line[5:].strip() != "[DONE]"]
+
+
+@pytest.mark.parametrize(("path", "last"), [(CHAT, "data: [DONE]"),
+                                            (MESSAGES, "message_stop")])
+def test_a_streamed_turn_whose_storing_fails_gets_an_error_event_not_its_last_event(
+        proxy: RunningServer, switched: SwitchedStore, path: str, last: str) -> None:
+    """docs/service.md: a streamed reply is stored before its last event. When the store fails
+    at that moment the client gets the provider's error event instead of ``[DONE]`` /
+    ``message_stop``, so the turn is not acknowledged; its retry is stored once."""
+    with httpx.Client(base_url=proxy.url, timeout=30) as http:
+        switched.writes_fail = True
+        resp = http.post(path, json=_body(path, "hello", stream=True),
+                         headers={"x-loomctx-session": "s"})
+        assert resp.status_code == 200
+        assert last not in resp.text, resp.text
+        error = _events(resp.text)[-1]
+        assert error["error"]["type"] in ("server_error", "overloaded_error"), resp.text
+        assert "nothing of this turn was stored" in error["error"]["message"]
+        switched.writes_fail = False
+        resp = http.post(path, json=_body(path, "hello", stream=True),
+                         headers={"x-loomctx-session": "s"})
+        assert last in resp.text
+    assert _rows(switched) == [("user", "hello"), ("assistant", "ok")]
+
+
+def _chunk(delta: dict[str, Any]) -> bytes:
+    return ("data: " + json.dumps({"choices": [{"index": 0, "delta": delta}]}) +
+            "\n\n").encode()
+
+
+def test_an_unreadable_chunk_in_a_stream_is_an_error_event_not_a_silent_done(
+        tmp_path: Path) -> None:
+    """One chunk the reader cannot read: the rest of the stream still passes, but the turn
+    cannot be stored, so the client gets an error event in place of ``[DONE]``; the session
+    holds nothing of the turn and the retry is stored once."""
+    store = open_store(f"sqlite:///{tmp_path / 's.db'}")
+    broken = Raw(chunks=[_chunk({"role": "assistant", "content": "PX-2 is"}),
+                         b'data: {"choices": [{"delta": {"content": 5}}]}\n\n',
+                         _chunk({"content": " here"}), b"data: [DONE]\n\n"])
+    try:
+        with FakeModelServer([broken, Reply(text="PX-2 is here")]) as up, \
+                serve_in_thread(ServiceOptions(upstream=up.url + "/v1",
+                                               store_factory=lambda: store,
+                                               embedder=HashingEmbedder())) as proxy:
+            body = _body(CHAT, "and parcel PX-2?", stream=True)
+            headers = {"x-loomctx-session": "s"}
+            resp = httpx.post(proxy.url + CHAT, json=body, headers=headers, timeout=30)
+            assert "[DONE]" not in resp.text, resp.text
+            assert "error" in _events(resp.text)[-1], resp.text
+            assert _rows(store) == []
+            resp = httpx.post(proxy.url + CHAT, json=body, headers=headers, timeout=30)
+            assert "[DONE]" in resp.text
+        assert _rows(store) == [("user", "and parcel PX-2?"),
+                                ("assistant", "PX-2 is here")]
+    finally:
+        store.close()
+
+
 def test_a_long_first_message_on_a_fresh_sqlite_store_is_answered_and_stored(
         tmp_path: Path) -> None:
     """A 64 KB first message: its build searches the empty store (loading a vector index
@@ -161,3 +223,37 @@ def test_an_internal_value_error_is_a_500_not_a_400_that_blames_the_client(
     assert resp.status_code == 500, resp.text
     assert "internal error" in resp.json()["error"]["message"]
     assert "broadcast" not in resp.text  # the details go to the log, not to the client
+
+
+def test_an_unloaded_conversation_is_loaded_again_not_copied_into_a_new_session(
+        upstream: WindowedFakeServer, tmp_path: Path) -> None:
+    """``--max-sessions 5``, seven conversations resent whole, then the first continues: on a
+    store of one process its session is loaded again from the store (same id, its messages
+    once), not a new session with the history copied; its id keeps answering."""
+    with serve_in_thread(ServiceOptions(upstream=upstream.url + "/v1",
+                                        store=str(tmp_path / "one.db"), max_sessions=5,
+                                        embedder=HashingEmbedder())) as proxy, \
+            httpx.Client(base_url=proxy.url, timeout=30) as http:
+        first = [{"role": "user", "content": "chat 0: where is parcel PX-0?"}]
+        ids = []
+        for n in range(7):
+            body = _body(CHAT, f"chat {n}: where is parcel PX-{n}?")
+            resp = http.post(CHAT, json=body)
+            assert resp.status_code == 200, resp.text
+            ids.append(resp.headers["x-loomctx-session"])
+        first += [{"role": "assistant", "content": "ok"},
+                  {"role": "user", "content": "and when does it arrive?"}]
+        resp = http.post(CHAT, json={"model": "gpt-4o", "messages": first})
+        assert resp.status_code == 200, resp.text
+        assert resp.headers["x-loomctx-session"] == ids[0]
+        info = http.get(f"/v1/loomctx/sessions/{ids[0]}")
+        assert info.status_code == 200 and info.json()["messages"] == 4, info.text
+    store = open_store(f"sqlite:///{tmp_path / 'one.db'}")
+    try:
+        stored = [r for r in store.scan(scope=Scope()) if r.session == ids[0]]
+        assert sorted((r.seq, r.content) for r in stored) == [
+            (0, "chat 0: where is parcel PX-0?"), (1, "ok"), (2, "and when does it arrive?"),
+            (3, "ok")]
+        assert len({r.session for r in store.scan(scope=Scope())}) == 7
+    finally:
+        store.close()
