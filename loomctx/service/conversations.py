@@ -176,6 +176,8 @@ class Parked:
     system: str
     seed: str
     head: str
+    before: str | None
+    """The chain hash before the last message (a retry of the last turn ends there)."""
     anonymous: bool
     state: str
     undercount: float
@@ -215,6 +217,10 @@ class Tenants:
         self._parked: dict[str, OrderedDict[str, Parked]] = {}
         self._parked_heads: dict[str, dict[str, str]] = {}
         """tenant → chain head → the parked anonymous session that ends there."""
+        self._befores: dict[str, dict[str, str]] = {}
+        """tenant → the chain hash before a session's last message → that session (loaded or
+        parked, anonymous): a retry of the session's last turn ends there."""
+        self._before_of: dict[str, dict[str, str]] = {}
 
     def resends(self, tenant: str) -> Resends:
         """The tenant's memory of its latest whole-conversation requests (their hashes)."""
@@ -276,6 +282,8 @@ class Tenants:
     def _unload(self, tenant: str, sid: str, conv: Conversation, *, park: bool = True) -> None:
         if park and self.parks:
             self._park(tenant, conv)
+        else:
+            self._set_before(tenant, sid, None)
         del self._sessions[tenant][sid]
         self._session_bytes[tenant] = self._session_bytes.get(tenant, 0) - conv.size
         heads = self._heads.get(tenant, {})
@@ -290,12 +298,15 @@ class Tenants:
         heads = self._parked_heads.setdefault(tenant, {})
         entry = Parked(id=s.id, format=conv.format, model=s.model, system=s.system_prompt,
                        seed=conv.seed, head=conv.head, anonymous=conv.anonymous,
+                       before=self._before_of.get(tenant, {}).get(s.id),
                        state=s.state.value, undercount=conv.undercount, cap=conv.cap,
                        created=conv.created, tools=conv.tools.given, builds=list(conv.builds),
                        messages=len(conv.chain))
         parked[s.id] = entry
         if conv.anonymous and conv.chain and entry.state != "ended":
             heads[entry.head] = s.id
+        if entry.state == "ended":
+            self._set_before(tenant, s.id, None)
         while len(parked) > PARKED_KEPT:
             self.unpark(tenant, next(iter(parked)))
 
@@ -321,6 +332,8 @@ class Tenants:
         heads = self._parked_heads.get(tenant, {})
         if entry is not None and heads.get(entry.head) == session_id:
             del heads[entry.head]
+        if entry is not None:
+            self._set_before(tenant, session_id, None)
         return entry
 
     def index(self, tenant: str, conv: Conversation, old_head: str | None) -> None:
@@ -332,6 +345,23 @@ class Tenants:
             if not heads[old_head]:
                 del heads[old_head]
         heads.setdefault(conv.head, set()).add(sid)
+        self._set_before(tenant, sid, conv.chain[-2] if conv.anonymous and len(conv.chain) > 1
+                         else None)
+
+    def _set_before(self, tenant: str, sid: str, before: str | None) -> None:
+        befores = self._befores.setdefault(tenant, {})
+        of = self._before_of.setdefault(tenant, {})
+        old = of.pop(sid, None)
+        if old is not None and befores.get(old) == sid:
+            del befores[old]
+        if before is not None:
+            befores[before], of[sid] = sid, before
+
+    def find_retry(self, tenant: str, last: str) -> str | None:
+        """The anonymous session (loaded or parked) whose stored messages, less the last one,
+        end with the chain hash ``last``: a request ending there may be the retry of that
+        session's last turn (:meth:`~loomctx.service.core.Service.stored_reply` decides)."""
+        return self._befores.get(tenant, {}).get(last)
 
     def find(self, tenant: str, hashes: Sequence[str]) -> tuple[Conversation, int] | None:
         """The conversation whose stored messages are the longest prefix of ``hashes`` (its

@@ -36,6 +36,7 @@ from loomctx.service.conversations import (
     text_size,
 )
 from loomctx.service.options import DEFAULT_WINDOW, FALLBACK_ENCODING, ServiceOptions
+from loomctx.service.replay import REPLAY_WINDOW
 from loomctx.service.shared import Conn, SharedSessions, info_of, is_shared_url
 from loomctx.service.shared_lock import SharedLock
 from loomctx.session import Session, SessionState
@@ -180,6 +181,8 @@ class Service:
             if conv is not None and hit is not None:
                 return conv, list(messages[hit[1]:]), chained[hit[1] - 1], False
             found = None
+            retried = None if not chained else await self.shared.find_retry(tenant, fmt,
+                                                                              chained[-1])
         else:
             found = self.tenants.find(tenant, chained)
             parked = None if found is not None else self.tenants.find_parked(tenant, chained)
@@ -187,6 +190,19 @@ class Service:
                 conv = await self.session(tenant, parked[0])
                 if conv is not None and conv.head == chained[parked[1] - 1]:
                     found = conv, parked[1]
+            retried = None if found is not None or not chained else \
+                self.tenants.find_retry(tenant, chained[-1])
+        if retried is not None:
+            conv = await self.session(tenant, retried)
+            k = -1 if conv is None else len(conv.chain)
+            if conv is not None and conv.chain[-2:-1] == chained[-1:]:
+                found = conv, len(chained)  # all but the reply of a stored turn: stored_reply
+            elif conv is not None and k < len(chained) and (not k or
+                                                            conv.head == chained[k - 1]):
+                # A turn whose storing failed left its hashes and head in the shared row; the
+                # session holds less, and the request continues what it holds (the lock's
+                # holder cuts the hashes back).
+                found = conv, k
         if found is not None and found[0].format == fmt and \
                 found[0].session.state is not SessionState.ENDED:
             conv, n = found
@@ -194,6 +210,48 @@ class Service:
         conv = self.open(tenant, fmt, model, system=system, register=False)
         conv.anonymous = True
         return conv, list(messages), conv.head, True
+
+    @staticmethod
+    def stored_reply(conv: Conversation, messages: Sequence[Mapping[str, Any]],
+                     new: Sequence[Mapping[str, Any]], seen: str | None, retry: bool | None,
+                     ) -> Mapping[str, Any] | None:
+        """The reply the session stored for this request, when the request is a retry of
+        the session's last turn; None when it is not (it goes upstream).
+
+        A retry is recognised by content, under the session's lock: the session's stored
+        messages end with an assistant reply, stored at most
+        :data:`~loomctx.service.replay.REPLAY_WINDOW` seconds ago, and the request is the
+        same last user message following the same history. Resent whole (the request's
+        ``messages`` routed to ``conv`` with nothing ``new``), the request is the stored
+        conversation less that reply (a new turn would carry the reply). With
+        ``X-Loomctx-Session`` (``seen`` None) the request's messages are exactly those stored
+        just before that reply, and the request says it is a retry (``retry``: the OpenAI and
+        Anthropic SDKs send ``x-stainless-retry-count`` 1, 2... when they send a request
+        again): only new messages are sent in that mode, so the same text as a first attempt
+        ("continue", "yes") is the user saying it again. An SDK's first attempt (``retry``
+        False) is never a retry (a "regenerate" resends the history less the reply). A
+        client whose connection was lost after the reply was stored, and whose SDK sends the
+        request again, so gets that reply instead of a second upstream call and a second copy
+        of its message."""
+        items = conv.session.memory.history.items
+        if not items or items[-1].role != "assistant" or items[-1].message is None:
+            return None
+        if retry is False:
+            return None
+        record = conv.session.memory.records.get(items[-1].id)
+        if record is None or conv.session.clock() - record.timestamp > REPLAY_WINDOW:
+            return None  # long after: the same request again is a new turn
+        if seen is None:
+            k = len(new)
+            if not retry or not k or new[-1].get("role") == "assistant" or \
+                    len(conv.chain) < k + 1:
+                return None
+            start = conv.chain[-k - 2] if len(conv.chain) > k + 1 else conv.seed
+            return items[-1].message if hashes(start, new) == conv.chain[-k - 1:-1] else None
+        if new or not messages or len(messages) != len(conv.chain) - 1 or \
+                messages[-1].get("role") == "assistant":
+            return None
+        return items[-1].message
 
     @staticmethod
     def unseen(conv: Conversation, new: Sequence[Mapping[str, Any]],
@@ -214,11 +272,17 @@ class Service:
         """Add messages to the session and to its fingerprint chain."""
         if not messages:
             return
-        if self.shared is not None:  # the hashes first: see loomctx.service.shared
-            new = hashes(conv.head, messages)
-            await self.shared.will_store(tenant, self._row(conv, new[-1], len(messages)),
-                                         len(conv.chain), new, _held(conv))
-        await conv.session.add_messages(messages)
+        try:
+            if self.shared is not None:  # the hashes first: see loomctx.service.shared
+                new = hashes(conv.head, messages)
+                await self.shared.will_store(tenant, self._row(conv, new[-1], len(messages)),
+                                             len(conv.chain), new, _held(conv))
+            await conv.session.add_messages(messages)
+        except BaseException:
+            # A write that failed may still have been committed (the server went away before
+            # it answered): the next holder of the session reads it again from the store.
+            conv.version = -1
+            raise
         old_head = conv.head
         conv.extend(messages)
         self.tenants.index(tenant, conv, old_head)
@@ -414,6 +478,10 @@ class Service:
             chained += hashes(chained[-1] if chained else conv.seed,
                               [it.message or {} for it in items[len(chained):]])
         conv.chain = chained
+        if held is not None and (row["head"] != conv.head or row["messages"] != len(chained)):
+            # a holder that could not save the row (the store failed as it let go)
+            await self.shared.update(tenant, sid, {"head": conv.head,
+                                                   "messages": len(chained)}, held)
         conv.builds = await self.shared.build_ids(tenant, sid, held)
         self.tenants.grew(tenant, conv, sum(len(it.content) for it in items) - conv.size)
 

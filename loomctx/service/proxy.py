@@ -25,7 +25,7 @@ from typing import Any, TypeVar
 
 import httpx
 from starlette.requests import Request
-from starlette.responses import Response, StreamingResponse
+from starlette.responses import JSONResponse, Response, StreamingResponse
 
 from loomctx import providers
 from loomctx.agent.loop import STEP_DOWN
@@ -33,9 +33,11 @@ from loomctx.errors import InputError
 from loomctx.events import ModelCalled
 from loomctx.providers.errors import context_length
 from loomctx.providers.sse import Decoder
+from loomctx.service import replay
 from loomctx.service.checks import check_session_id, read_upstream
 from loomctx.service.conversations import BuildRecord, Conversation, Usage
 from loomctx.service.core import MIN_BUDGET, Service
+from loomctx.service.replay import REPLAYED
 from loomctx.service.replies import Format, ReplyReader, read_body
 from loomctx.service.urls import redact, redact_in
 from loomctx.service.web import (
@@ -66,6 +68,13 @@ def _int_header(request: Request, name: str, query: str) -> int | None:
     if value < MIN_BUDGET:
         raise InputError(f"{name} must be >= {MIN_BUDGET}, got {value}", where=name)
     return value
+
+
+def _retry(request: Request) -> bool | None:
+    """Whether the client says the request is a retry: the OpenAI and Anthropic SDKs send
+    ``x-stainless-retry-count`` (0 on the first attempt); None when it says nothing."""
+    raw = request.headers.get("x-stainless-retry-count")
+    return None if raw is None or not raw.strip().isdigit() else int(raw) > 0
 
 
 def _output_tokens(fmt: Format, body: Mapping[str, Any]) -> int | None:
@@ -222,6 +231,10 @@ class Proxy:
         release = True
         before = _Before(conv, fresh)
         try:
+            replayed = None if fmt not in REPLAYED else \
+                self.service.stored_reply(conv, conversation, new, seen, _retry(request))
+            if replayed is not None:  # a retry of a turn stored already: see loomctx.service.replay
+                return self._replay(fmt, conv, body, replayed)
             conv.tools.set(tools)
             out = self.service.reserve(conv, asked_out)
             budget = self.service.budget(conv, out, asked)
@@ -274,6 +287,23 @@ class Proxy:
             if release:
                 before.restore(self.service, tenant)
                 conv.lock.release()
+
+    @staticmethod
+    def _replay(fmt: Format, conv: Conversation, body: Mapping[str, Any],
+                message: Mapping[str, Any]) -> Response:
+        """The stored reply ``message`` again, as the upstream would have sent it."""
+        model = str(body.get("model") or conv.session.model)
+        headers = {"x-loomctx-session": conv.session.id, "x-loomctx-replayed": "true"}
+        if conv.builds:
+            headers["x-loomctx-build"] = conv.builds[-1]
+        log.info("session %s: a retry of its last turn; the stored reply is sent again",
+                 conv.session.id)
+        if body.get("stream"):
+            options = body.get("stream_options")
+            usage = isinstance(options, dict) and options.get("include_usage") is True
+            return StreamingResponse(iter(replay.stream(fmt, message, model, usage=usage)),
+                                     media_type="text/event-stream", headers=headers)
+        return JSONResponse(replay.body(fmt, message, model), headers=headers)
 
     def _url(self, fmt: Format) -> str:
         """Where a request goes (credentials and query kept: never shown, see ``redact``)."""
