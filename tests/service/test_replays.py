@@ -19,7 +19,10 @@ import httpx
 import numpy as np
 import pytest
 
-from loomctx.service import RunningServer, ServiceOptions, serve_in_thread
+from loomctx import providers
+from loomctx.providers.sse import Decoder
+from loomctx.service import RunningServer, ServiceOptions, replay, serve_in_thread
+from loomctx.service.replies import ReplyReader, read_body
 from loomctx.stores.memory import InMemoryStore
 from loomctx.stores.protocol import MemoryRecord, Scope
 from loomctx.testing import FakeModelServer, HashingEmbedder, Reply
@@ -242,3 +245,52 @@ def test_a_retry_reaching_another_process_gets_the_reply_the_first_one_stored(
         again = httpx.post(b.url + CHAT, json=one, timeout=30,
                            headers={**named, "x-stainless-retry-count": "2"})
         assert again.headers["x-loomctx-replayed"] == "true" and not up_b.requests
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_the_anthropic_sdk_reads_a_replayed_reply(
+        proxy: RunningServer, upstream: FakeModelServer, store: SlowStore,
+        stream: bool) -> None:
+    from anthropic import Anthropic
+
+    headers = {"x-loomctx-session": f"sdk-{stream}"}
+    body = _body(MESSAGES, [{"role": "user", "content": "where is PX-1?"}], stream=stream)
+    _lose_the_reply(proxy, store, MESSAGES, body, headers)
+    calls = len(upstream.requests)
+    client = Anthropic(base_url=proxy.url, api_key="unused", max_retries=0)
+    retry = {**headers, "x-stainless-retry-count": "1"}
+    messages: Any = body["messages"]
+    if stream:
+        with client.messages.stream(model="gpt-4o", max_tokens=100, messages=messages,
+                                    extra_headers=retry) as events:
+            reply = events.get_final_message()
+    else:
+        reply = client.messages.create(model="gpt-4o", max_tokens=100, messages=messages,
+                                       extra_headers=retry)
+    assert [b.text for b in reply.content if b.type == "text"] == ["re: where is PX-1?"]
+    assert reply.stop_reason == "end_turn" and len(upstream.requests) == calls
+
+
+CALL = {"role": "assistant", "content": "Looking it up.", "tool_calls": [
+    {"id": "call_1", "type": "function",
+     "function": {"name": "track", "arguments": '{"parcel": "PX-1"}'}}]}
+
+
+@pytest.mark.parametrize("fmt", ["openai", "anthropic"])
+@pytest.mark.parametrize("message", [{"role": "assistant", "content": "PX-1 is in Lyon."}, CALL])
+def test_a_replayed_reply_reads_back_as_the_stored_message(
+        fmt: str, message: dict[str, Any]) -> None:
+    """What a replay sends, read by the proxy's own readers (those of the upstream's replies),
+    is the message that was stored: text and tool calls with their ids."""
+    whole, why = read_body(fmt, json.dumps(replay.body(fmt, message, "m")).encode())
+    assert whole is not None, why
+    reader = ReplyReader(fmt)
+    events = replay.stream(fmt, message, "m", usage=True)
+    for chunk in events:
+        reader.feed(chunk)
+    streamed = reader.result()
+    assert streamed is not None, reader.error
+    for got in (whole.message, streamed.message):
+        assert {k: v for k, v in got.items() if v is not None} == message
+    last = Decoder().feed(events[-1])
+    assert len(last) == 1 and providers.get(fmt).is_last(last[0])

@@ -206,6 +206,9 @@ def test_acknowledged_turns_survive_two_postgresql_restarts_and_a_redis_restart(
     assert len(records) == 2 * acknowledged  # nothing stored that was not acknowledged
     failures = [f for c in clients for f in c.failures]
     assert failures, "no request met a fault: the restarts came between streams"
+    # An outage is a retryable 503 (or an error event), never a 500 or a 4xx.
+    assert not [f for f in failures if f.startswith("HTTP") and
+                not f.startswith(("HTTP 503", "HTTP 409"))], failures
     kinds = Counter(f.split(":")[0] for f in failures)
     print(f"\n{acknowledged} acknowledged turns, {len(records) // 2} stored, 0 lost, "
           f"0 duplicated; {len(failures)} attempts not acknowledged and sent again "
