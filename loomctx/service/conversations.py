@@ -158,6 +158,41 @@ class Conversation:
                 "builds": len(self.builds), "created": self.created}
 
 
+PARKED_KEPT = 10_000
+"""Unloaded sessions a tenant's :class:`Tenants` remembers the settings of, on a store of one
+process (least recently unloaded forgotten first)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Parked:
+    """An unloaded session, as much as reloading it needs besides what the store holds (its
+    messages): on a store of one process nothing else remembers its format, system prompt,
+    tools, chain seed and head, so without it a resent conversation would start a new session
+    and its id would answer 404. About 300 bytes; its messages stay in the store only."""
+
+    id: str
+    format: str
+    model: str
+    system: str
+    seed: str
+    head: str
+    before: str | None
+    """The chain hash before the last message (a retry of the last turn ends there)."""
+    anonymous: bool
+    state: str
+    undercount: float
+    cap: int | None
+    created: float
+    tools: list[Any]
+    builds: list[str]
+    messages: int
+
+    def info(self) -> dict[str, Any]:
+        return {"id": self.id, "state": self.state, "format": self.format, "model": self.model,
+                "messages": self.messages, "builds": len(self.builds),
+                "created": self.created}
+
+
 class Tenants:
     """Conversations and builds, partitioned by tenant."""
 
@@ -176,6 +211,16 @@ class Tenants:
         self._heads: dict[str, dict[str, set[str]]] = {}
         """tenant → chain hash → the sessions whose stored messages end there."""
         self._resends: dict[str, Resends] = {}
+        self.parks = True
+        """Whether unloaded sessions are remembered as :class:`Parked` (a store of one
+        process; a shared store's rows do it for every process)."""
+        self._parked: dict[str, OrderedDict[str, Parked]] = {}
+        self._parked_heads: dict[str, dict[str, str]] = {}
+        """tenant → chain head → the parked anonymous session that ends there."""
+        self._befores: dict[str, dict[str, str]] = {}
+        """tenant → the chain hash before a session's last message → that session (loaded or
+        parked, anonymous): a retry of the session's last turn ends there."""
+        self._before_of: dict[str, dict[str, str]] = {}
 
     def resends(self, tenant: str) -> Resends:
         """The tenant's memory of its latest whole-conversation requests (their hashes)."""
@@ -196,8 +241,8 @@ class Tenants:
 
     def add_session(self, tenant: str, conv: Conversation) -> None:
         """Load ``conv``; past ``max_sessions`` the tenant's least recently used idle session
-        is unloaded (its memory stays in the store: a named session loads again on its next
-        request, a resent whole conversation starts a new one)."""
+        is unloaded (its memory stays in the store, its settings are :class:`Parked`: it loads
+        again on its next request, named or resent whole)."""
         loaded = self._sessions.setdefault(tenant, OrderedDict())
         loaded[conv.session.id] = conv
         self._session_bytes[tenant] = self._session_bytes.get(tenant, 0) + conv.size
@@ -232,9 +277,13 @@ class Tenants:
         """Unload ``conv`` (a session a failed request created: it never held anything)."""
         sid, loaded = conv.session.id, self._sessions.get(tenant)
         if loaded is not None and loaded.get(sid) is conv:
-            self._unload(tenant, sid, conv)
+            self._unload(tenant, sid, conv, park=False)
 
-    def _unload(self, tenant: str, sid: str, conv: Conversation) -> None:
+    def _unload(self, tenant: str, sid: str, conv: Conversation, *, park: bool = True) -> None:
+        if park and self.parks:
+            self._park(tenant, conv)
+        else:
+            self._set_before(tenant, sid, None)
         del self._sessions[tenant][sid]
         self._session_bytes[tenant] = self._session_bytes.get(tenant, 0) - conv.size
         heads = self._heads.get(tenant, {})
@@ -242,6 +291,50 @@ class Tenants:
             heads[conv.head].discard(sid)
             if not heads[conv.head]:
                 del heads[conv.head]
+
+    def _park(self, tenant: str, conv: Conversation) -> None:
+        s = conv.session
+        parked = self._parked.setdefault(tenant, OrderedDict())
+        heads = self._parked_heads.setdefault(tenant, {})
+        entry = Parked(id=s.id, format=conv.format, model=s.model, system=s.system_prompt,
+                       seed=conv.seed, head=conv.head, anonymous=conv.anonymous,
+                       before=self._before_of.get(tenant, {}).get(s.id),
+                       state=s.state.value, undercount=conv.undercount, cap=conv.cap,
+                       created=conv.created, tools=conv.tools.given, builds=list(conv.builds),
+                       messages=len(conv.chain))
+        parked[s.id] = entry
+        if conv.anonymous and conv.chain and entry.state != "ended":
+            heads[entry.head] = s.id
+        if entry.state == "ended":
+            self._set_before(tenant, s.id, None)
+        while len(parked) > PARKED_KEPT:
+            self.unpark(tenant, next(iter(parked)))
+
+    def parked(self, tenant: str, session_id: str) -> Parked | None:
+        """The unloaded session ``session_id`` of ``tenant``, if it is remembered."""
+        parked = self._parked.get(tenant)
+        return parked.get(session_id) if parked is not None else None
+
+    def find_parked(self, tenant: str, hashes: Sequence[str]) -> tuple[str, int] | None:
+        """The parked anonymous session whose head is the latest of ``hashes``, and how many
+        of them it holds (as :meth:`find` does for loaded ones)."""
+        heads = self._parked_heads.get(tenant, {})
+        for n in range(len(hashes), 0, -1):
+            sid = heads.get(hashes[n - 1])
+            if sid is not None:
+                return sid, n
+        return None
+
+    def unpark(self, tenant: str, session_id: str) -> Parked | None:
+        """Forget a parked session (it is being loaded again, or the oldest of too many)."""
+        parked = self._parked.get(tenant)
+        entry = parked.pop(session_id, None) if parked is not None else None
+        heads = self._parked_heads.get(tenant, {})
+        if entry is not None and heads.get(entry.head) == session_id:
+            del heads[entry.head]
+        if entry is not None:
+            self._set_before(tenant, session_id, None)
+        return entry
 
     def index(self, tenant: str, conv: Conversation, old_head: str | None) -> None:
         """Record that ``conv``'s head moved from ``old_head`` (None: a new session)."""
@@ -252,6 +345,23 @@ class Tenants:
             if not heads[old_head]:
                 del heads[old_head]
         heads.setdefault(conv.head, set()).add(sid)
+        self._set_before(tenant, sid, conv.chain[-2] if conv.anonymous and len(conv.chain) > 1
+                         else None)
+
+    def _set_before(self, tenant: str, sid: str, before: str | None) -> None:
+        befores = self._befores.setdefault(tenant, {})
+        of = self._before_of.setdefault(tenant, {})
+        old = of.pop(sid, None)
+        if old is not None and befores.get(old) == sid:
+            del befores[old]
+        if before is not None:
+            befores[before], of[sid] = sid, before
+
+    def find_retry(self, tenant: str, last: str) -> str | None:
+        """The anonymous session (loaded or parked) whose stored messages, less the last one,
+        end with the chain hash ``last``: a request ending there may be the retry of that
+        session's last turn (:meth:`~loomctx.service.core.Service.stored_reply` decides)."""
+        return self._befores.get(tenant, {}).get(last)
 
     def find(self, tenant: str, hashes: Sequence[str]) -> tuple[Conversation, int] | None:
         """The conversation whose stored messages are the longest prefix of ``hashes`` (its
@@ -394,5 +504,6 @@ def new_id(prefix: str) -> str:
     return f"{prefix}{uuid.uuid4().hex[:16]}"
 
 
-__all__ = ["CHARS_PER_TOKEN", "RESENDS_KEPT", "BuildRecord", "Conversation", "RequestTools",
-           "Resends", "Tenants", "Usage", "hashes", "new_id", "seed", "text_size"]
+__all__ = ["CHARS_PER_TOKEN", "PARKED_KEPT", "RESENDS_KEPT", "BuildRecord", "Conversation",
+           "Parked", "RequestTools", "Resends", "Tenants", "Usage", "hashes", "new_id", "seed",
+           "text_size"]

@@ -28,6 +28,7 @@ from loomctx.service.checks import check_session_id, check_value
 from loomctx.service.conversations import (
     BuildRecord,
     Conversation,
+    Parked,
     RequestTools,
     Tenants,
     hashes,
@@ -36,6 +37,7 @@ from loomctx.service.conversations import (
     text_size,
 )
 from loomctx.service.options import DEFAULT_WINDOW, FALLBACK_ENCODING, ServiceOptions
+from loomctx.service.replay import REPLAY_WINDOW
 from loomctx.service.shared import Conn, SharedSessions, info_of, is_shared_url
 from loomctx.service.shared_lock import SharedLock
 from loomctx.session import Session, SessionState
@@ -93,6 +95,7 @@ class Service:
             if options.store_factory is None and is_shared_url(options.store) else None)
         """Locks, sessions and builds shared with other processes on a PostgreSQL store
         (:mod:`loomctx.service.shared`); None on SQLite or in memory (one process)."""
+        self.tenants.parks = self.shared is None
 
     async def start(self) -> None:
         """Connect what needs the event loop (the shared store's pool); before any request."""
@@ -107,7 +110,8 @@ class Service:
         before then leaves no session behind)."""
         if session_id is not None:
             check_session_id(session_id)
-            if self.tenants.session(tenant, session_id) is not None:
+            if self.tenants.session(tenant, session_id) is not None or \
+                    self.tenants.parked(tenant, session_id) is not None:
                 raise InputError(f"session {session_id!r} exists already", where="session")
         name = self.options.model or model
         if not isinstance(name, str) or not name.strip():
@@ -180,8 +184,28 @@ class Service:
             if conv is not None and hit is not None:
                 return conv, list(messages[hit[1]:]), chained[hit[1] - 1], False
             found = None
+            retried = None if not chained else await self.shared.find_retry(tenant, fmt,
+                                                                              chained[-1])
         else:
             found = self.tenants.find(tenant, chained)
+            parked = None if found is not None else self.tenants.find_parked(tenant, chained)
+            if parked is not None:  # unloaded: loaded again from the store
+                conv = await self.session(tenant, parked[0])
+                if conv is not None and conv.head == chained[parked[1] - 1]:
+                    found = conv, parked[1]
+            retried = None if found is not None or not chained else \
+                self.tenants.find_retry(tenant, chained[-1])
+        if retried is not None:
+            conv = await self.session(tenant, retried)
+            k = -1 if conv is None else len(conv.chain)
+            if conv is not None and conv.chain[-2:-1] == chained[-1:]:
+                found = conv, len(chained)  # all but the reply of a stored turn: stored_reply
+            elif conv is not None and k < len(chained) and (not k or
+                                                            conv.head == chained[k - 1]):
+                # A turn whose storing failed left its hashes and head in the shared row; the
+                # session holds less, and the request continues what it holds (the lock's
+                # holder cuts the hashes back).
+                found = conv, k
         if found is not None and found[0].format == fmt and \
                 found[0].session.state is not SessionState.ENDED:
             conv, n = found
@@ -189,6 +213,48 @@ class Service:
         conv = self.open(tenant, fmt, model, system=system, register=False)
         conv.anonymous = True
         return conv, list(messages), conv.head, True
+
+    @staticmethod
+    def stored_reply(conv: Conversation, messages: Sequence[Mapping[str, Any]],
+                     new: Sequence[Mapping[str, Any]], seen: str | None, retry: bool | None,
+                     ) -> Mapping[str, Any] | None:
+        """The reply the session stored for this request, when the request is a retry of
+        the session's last turn; None when it is not (it goes upstream).
+
+        A retry is recognised by content, under the session's lock: the session's stored
+        messages end with an assistant reply, stored at most
+        :data:`~loomctx.service.replay.REPLAY_WINDOW` seconds ago, and the request is the
+        same last user message following the same history. Resent whole (the request's
+        ``messages`` routed to ``conv`` with nothing ``new``), the request is the stored
+        conversation less that reply (a new turn would carry the reply). With
+        ``X-Loomctx-Session`` (``seen`` None) the request's messages are exactly those stored
+        just before that reply, and the request says it is a retry (``retry``: the OpenAI and
+        Anthropic SDKs send ``x-stainless-retry-count`` 1, 2... when they send a request
+        again): only new messages are sent in that mode, so the same text as a first attempt
+        ("continue", "yes") is the user saying it again. An SDK's first attempt (``retry``
+        False) is never a retry (a "regenerate" resends the history less the reply). A
+        client whose connection was lost after the reply was stored, and whose SDK sends the
+        request again, so gets that reply instead of a second upstream call and a second copy
+        of its message."""
+        items = conv.session.memory.history.items
+        if not items or items[-1].role != "assistant" or items[-1].message is None:
+            return None
+        if retry is False:
+            return None
+        record = conv.session.memory.records.get(items[-1].id)
+        if record is None or conv.session.clock() - record.timestamp > REPLAY_WINDOW:
+            return None  # long after: the same request again is a new turn
+        if seen is None:
+            k = len(new)
+            if not retry or not k or new[-1].get("role") == "assistant" or \
+                    len(conv.chain) < k + 1:
+                return None
+            start = conv.chain[-k - 2] if len(conv.chain) > k + 1 else conv.seed
+            return items[-1].message if hashes(start, new) == conv.chain[-k - 1:-1] else None
+        if new or not messages or len(messages) != len(conv.chain) - 1 or \
+                messages[-1].get("role") == "assistant":
+            return None
+        return items[-1].message
 
     @staticmethod
     def unseen(conv: Conversation, new: Sequence[Mapping[str, Any]],
@@ -209,11 +275,17 @@ class Service:
         """Add messages to the session and to its fingerprint chain."""
         if not messages:
             return
-        if self.shared is not None:  # the hashes first: see loomctx.service.shared
-            new = hashes(conv.head, messages)
-            await self.shared.will_store(tenant, self._row(conv, new[-1], len(messages)),
-                                         len(conv.chain), new, _held(conv))
-        await conv.session.add_messages(messages)
+        try:
+            if self.shared is not None:  # the hashes first: see loomctx.service.shared
+                new = hashes(conv.head, messages)
+                await self.shared.will_store(tenant, self._row(conv, new[-1], len(messages)),
+                                             len(conv.chain), new, _held(conv))
+            await conv.session.add_messages(messages)
+        except BaseException:
+            # A write that failed may still have been committed (the server went away before
+            # it answered): the next holder of the session reads it again from the store.
+            conv.version = -1
+            raise
         old_head = conv.head
         conv.extend(messages)
         self.tenants.index(tenant, conv, old_head)
@@ -288,6 +360,11 @@ class Service:
     async def session(self, tenant: str, session_id: str) -> Conversation | None:
         """The tenant's session ``session_id``: loaded here, else from the shared store."""
         conv = self.tenants.session(tenant, session_id)
+        parked = None if conv is not None else self.tenants.unpark(tenant, session_id)
+        if parked is not None:
+            conv = await asyncio.to_thread(self._revive, tenant, parked)
+            self.tenants.add_session(tenant, conv)
+            self.tenants.index(tenant, conv, None)
         if conv is None and self.shared is not None:
             # Loaded while holding the session's lock when it is free: that copy is current
             # (its version holds); else one that taking the lock will reload (version -1).
@@ -304,11 +381,29 @@ class Service:
             self.tenants.index(tenant, conv, None)
         return conv
 
+    def _revive(self, tenant: str, parked: Parked) -> Conversation:
+        """An unloaded session of a one-process store, loaded again: its messages from the
+        store, its settings as it was unloaded, its chain hashed from the stored messages."""
+        conv = self._conversation(tenant, parked.format, parked.model, parked.id,
+                                  parked.system)
+        conv.anonymous, conv.seed, conv.undercount = parked.anonymous, parked.seed, \
+            parked.undercount
+        conv.cap, conv.created, conv.builds = parked.cap, parked.created, list(parked.builds)
+        conv.tools.set(parked.tools)
+        if parked.state == SessionState.ENDED.value:
+            conv.session.state = SessionState.ENDED
+        items = conv.session.memory.history.items
+        conv.chain = hashes(conv.seed, [it.message or {} for it in items])
+        conv.size = sum(len(it.content) for it in items)
+        return conv
+
     async def session_info(self, tenant: str, session_id: str) -> dict[str, Any] | None:
         """What ``GET /v1/loomctx/sessions/{id}`` shows, as the shared store has it."""
         if self.shared is None:
             conv = self.tenants.session(tenant, session_id)
-            return None if conv is None else conv.info()
+            parked = self.tenants.parked(tenant, session_id) if conv is None else None
+            return conv.info() if conv is not None else None if parked is None else \
+                parked.info()
         row = await self.shared.row(tenant, session_id)
         return None if row is None else info_of(row)
 
@@ -386,6 +481,10 @@ class Service:
             chained += hashes(chained[-1] if chained else conv.seed,
                               [it.message or {} for it in items[len(chained):]])
         conv.chain = chained
+        if held is not None and (row["head"] != conv.head or row["messages"] != len(chained)):
+            # a holder that could not save the row (the store failed as it let go)
+            await self.shared.update(tenant, sid, {"head": conv.head,
+                                                   "messages": len(chained)}, held)
         conv.builds = await self.shared.build_ids(tenant, sid, held)
         self.tenants.grew(tenant, conv, sum(len(it.content) for it in items) - conv.size)
 

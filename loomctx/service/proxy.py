@@ -26,7 +26,7 @@ from typing import Any, TypeVar
 
 import httpx
 from starlette.requests import Request
-from starlette.responses import Response, StreamingResponse
+from starlette.responses import JSONResponse, Response, StreamingResponse
 
 from loomctx import providers
 from loomctx.agent.loop import STEP_DOWN
@@ -34,12 +34,22 @@ from loomctx.errors import InputError, TooLargeError
 from loomctx.events import ModelCalled
 from loomctx.providers.errors import context_length
 from loomctx.providers.sse import Decoder
+from loomctx.service import replay
 from loomctx.service.checks import check_session_id, read_upstream
 from loomctx.service.conversations import BuildRecord, Conversation, Usage
 from loomctx.service.core import MIN_BUDGET, Service
+from loomctx.service.replay import REPLAYED
 from loomctx.service.replies import Format, ReplyReader, read_body
 from loomctx.service.urls import redact, redact_in
-from loomctx.service.web import ClientGone, ServiceError, json_body, log, one_line
+from loomctx.service.web import (
+    RETRY_AFTER,
+    UNAVAILABLE,
+    ClientGone,
+    ServiceError,
+    json_body,
+    log,
+    one_line,
+)
 
 PATHS: Mapping[Format, str] = {p.name: p.path for p in providers.registered()}
 """The route each built-in wire format is served at."""
@@ -59,6 +69,13 @@ def _int_header(request: Request, name: str, query: str) -> int | None:
     if value < MIN_BUDGET:
         raise InputError(f"{name} must be >= {MIN_BUDGET}, got {value}", where=name)
     return value
+
+
+def _retry(request: Request) -> bool | None:
+    """Whether the client says the request is a retry: the OpenAI and Anthropic SDKs send
+    ``x-stainless-retry-count`` (0 on the first attempt); None when it says nothing."""
+    raw = request.headers.get("x-stainless-retry-count")
+    return None if raw is None or not raw.strip().isdigit() else int(raw) > 0
 
 
 def _output_tokens(fmt: Format, body: Mapping[str, Any]) -> int | None:
@@ -237,6 +254,10 @@ class Proxy:
         release = True
         before = _Before(conv, fresh)
         try:
+            replayed = None if fmt not in REPLAYED else \
+                self.service.stored_reply(conv, conversation, new, seen, _retry(request))
+            if replayed is not None:  # a retry of a turn stored already: see loomctx.service.replay
+                return self._replay(fmt, conv, body, replayed)
             conv.tools.set(tools)
             out = self.service.reserve(conv, asked_out)
             budget = self.service.budget(conv, out, asked)
@@ -289,6 +310,23 @@ class Proxy:
             if release:
                 before.restore(self.service, tenant)
                 conv.lock.release()
+
+    @staticmethod
+    def _replay(fmt: Format, conv: Conversation, body: Mapping[str, Any],
+                message: Mapping[str, Any]) -> Response:
+        """The stored reply ``message`` again, as the upstream would have sent it."""
+        model = str(body.get("model") or conv.session.model)
+        headers = {"x-loomctx-session": conv.session.id, "x-loomctx-replayed": "true"}
+        if conv.builds:
+            headers["x-loomctx-build"] = conv.builds[-1]
+        log.info("session %s: a retry of its last turn; the stored reply is sent again",
+                 conv.session.id)
+        if body.get("stream"):
+            options = body.get("stream_options")
+            usage = isinstance(options, dict) and options.get("include_usage") is True
+            return StreamingResponse(iter(replay.stream(fmt, message, model, usage=usage)),
+                                     media_type="text/event-stream", headers=headers)
+        return JSONResponse(replay.body(fmt, message, model), headers=headers)
 
     def _url(self, fmt: Format) -> str:
         """Where a request goes (credentials and query kept: never shown, see ``redact``)."""
@@ -436,16 +474,28 @@ class Proxy:
                 reader.add(rest)
                 if not (strip_usage and wire.is_usage_only(rest)):
                     held.append(rest.raw)
-            # Stored before the last event goes out: a client that has its whole reply can
-            # count on the session holding it. A task of its own, so a client that hangs up
-            # now cannot cut the storing off halfway.
             reply = reader.result()
-            if reply is None and reader.error is not None:
-                record.note = one_line(f"the reply was not stored: {reader.error}")
-            stored = asyncio.create_task(self._remember(fmt, tenant, conv, record, reply, body,
-                                                        staged))
-            with contextlib.suppress(Exception):  # _finish logs it and notes it on the build
+            if reply is None:  # passed on whole, but nothing of it can be stored
+                why = f"the upstream's stream could not be read ({reader.error or 'no reply'})"
+                record.reply_stored, record.note = False, one_line(f"{why}: not stored")
+                log.warning("session %s: %s", conv.session.id, record.note)
+                yield wire.error_event(one_line(f"{why}; nothing of this turn was stored: "
+                                                "send the request again"), "api_error")
+                return
+            # Stored before the last event goes out: a client that has its whole reply can
+            # count on the session holding it, and one whose turn could not be stored gets an
+            # error event instead, never the last event. A task of its own, so a client that
+            # hangs up now cannot cut the storing off halfway.
+            stored = asyncio.create_task(self._remember(fmt, tenant, conv, record, reply,
+                                                        body, staged))
+            try:
                 await asyncio.shield(stored)
+            except Exception as exc:  # _finish notes it on the build and logs it
+                yield wire.error_event(
+                    one_line(f"the reply could not be stored ({type(exc).__name__}: {exc}); "
+                             f"nothing of this turn was stored: send the request again in "
+                             f"{RETRY_AFTER} s"), UNAVAILABLE.get(fmt, "api_error"))
+                return
             if held:
                 yield b"".join(held)
         finally:

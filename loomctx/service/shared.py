@@ -70,6 +70,7 @@ CREATE TABLE IF NOT EXISTS loomctx_proxy_builds (
     tenant text NOT NULL, id text NOT NULL, session text NOT NULL,
     at double precision NOT NULL, record jsonb NOT NULL,
     PRIMARY KEY (tenant, id));
+CREATE INDEX IF NOT EXISTS loomctx_proxy_chain_hash ON loomctx_proxy_chain (tenant, hash);
 CREATE INDEX IF NOT EXISTS loomctx_proxy_builds_session
     ON loomctx_proxy_builds (tenant, session, at);
 """
@@ -330,6 +331,17 @@ class SharedSessions:
             if h in at and (best is None or at[h] + 1 > best[1]):
                 best = (sid, at[h] + 1)
         return best
+
+    async def find_retry(self, tenant: str, fmt: str, last: str) -> str | None:
+        """The anonymous session (not ended, of ``fmt``) whose stored messages, less the last
+        one, end with the chain hash ``last`` (a request ending there may be the retry of its
+        last turn)."""
+        rows = await self._run(
+            "SELECT s.id FROM loomctx_proxy_chain c JOIN loomctx_proxy_sessions s ON "
+            "s.tenant = c.tenant AND s.id = c.session WHERE c.tenant = %s AND c.hash = %s AND "
+            "c.n = s.messages - 2 AND s.anonymous AND s.format = %s AND s.state <> 'ended' "
+            "ORDER BY s.id LIMIT 1", [tenant, last, fmt])
+        return str(rows[0][0]) if rows else None
 
     # -- builds -----------------------------------------------------------------------------
     async def save_builds(self, records: Sequence[BuildRecord],

@@ -71,6 +71,7 @@ class SharedLock(asyncio.Lock):
         try:
             await self._flush(self.tenant, self.conv, self._since, conn)
         except Exception as exc:  # the next holder reloads from the store: logged, not lost
+            self.conv.version = -1  # this process's holder too
             log.warning("session %s: saving its state failed: %s", self.conv.session.id, exc)
         finally:
             try:

@@ -3,7 +3,10 @@
 Every failure a caller can cause is a 4xx whose body is one JSON line with the reason — in the
 OpenAI error shape on the OpenAI route and the API, in the Anthropic shape on ``/v1/messages``,
 so SDKs raise their usual errors. An unexpected exception is a 500 with a one-line message and
-no trace; the trace goes to the log.
+no trace; the trace goes to the log: a ``ValueError`` that is not a :class:`ConfigError` is the
+service's own fault, never the client's (everything a client can get wrong is checked before
+the upstream is called). A store that fails (PostgreSQL restarting, a locked SQLite file) is a
+503 with ``Retry-After``: nothing of the request was stored, and the SDKs send it again.
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ from typing import Any
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse
 
-from loomctx.errors import BudgetError, ConfigError, ModelError, TooLargeError
+from loomctx.errors import BudgetError, ConfigError, ModelError, StoreError, TooLargeError
 from loomctx.service.checks import loads
 
 log = logging.getLogger("loomctx.service")
@@ -36,6 +39,11 @@ class ClientGone(ServiceError):
         super().__init__(499, message)
 
 
+RETRY_AFTER = 2
+"""Seconds a 503 asks the client to wait (``Retry-After``) before it sends the request again:
+about what a PostgreSQL restart takes; the OpenAI and Anthropic SDKs honour the header."""
+
+
 def one_line(text: str, limit: int = 400) -> str:
     text = " ".join(str(text).split())
     return text if len(text) <= limit else text[: limit - 1] + "…"
@@ -47,15 +55,27 @@ _TYPES = {400: "invalid_request_error", 401: "authentication_error", 404: "not_f
           500: "api_error"}
 
 
+UNAVAILABLE = {"openai": "server_error", "anthropic": "overloaded_error"}
+"""The error type each provider gives a temporary outage: OpenAI's 5xx bodies say
+``server_error``, Anthropic's ``overloaded_error`` (retried by both SDKs)."""
+
+
 def error_response(request: Request, status: int, message: str) -> JSONResponse:
-    """``status`` with ``message`` in the shape the route's clients read."""
+    """``status`` with ``message`` in the shape the route's clients read; a 503 in the
+    provider's outage type, with ``Retry-After``."""
+    anthropic = request.url.path.endswith("/v1/messages")
     type_ = _TYPES.get(status, "invalid_request_error")
+    code: str | None = None
+    headers: dict[str, str] | None = None
+    if status == 503:
+        type_ = UNAVAILABLE["anthropic" if anthropic else "openai"]
+        code, headers = "service_unavailable", {"retry-after": str(RETRY_AFTER)}
     message = one_line(message)
-    if request.url.path.endswith("/v1/messages"):
+    if anthropic:
         body: dict[str, Any] = {"type": "error", "error": {"type": type_, "message": message}}
     else:
-        body = {"error": {"message": message, "type": type_, "code": None}}
-    return JSONResponse(body, status_code=status)
+        body = {"error": {"message": message, "type": type_, "code": code}}
+    return JSONResponse(body, status_code=status, headers=headers)
 
 
 def status_of(exc: Exception) -> tuple[int, str]:
@@ -71,7 +91,11 @@ def status_of(exc: Exception) -> tuple[int, str]:
         return 413, str(exc)
     if isinstance(exc, BudgetError):
         return 400, f"the request cannot fit its budget: {exc}"
-    if isinstance(exc, (ConfigError, ValueError)):
+    if isinstance(exc, StoreError):
+        log.warning("the store failed: %s", one_line(str(exc)))
+        return 503, (f"the memory store failed ({exc}); nothing of this request was stored: "
+                     f"send it again in {RETRY_AFTER} s")
+    if isinstance(exc, ConfigError):
         return 400, str(exc)
     if isinstance(exc, ModelError):
         return 502, str(exc)
@@ -101,4 +125,5 @@ async def json_body(request: Request, limit: int) -> dict[str, Any]:
     return body
 
 
-__all__ = ["ClientGone", "ServiceError", "error_response", "json_body", "one_line", "status_of"]
+__all__ = ["RETRY_AFTER", "UNAVAILABLE", "ClientGone", "ServiceError", "error_response",
+           "json_body", "one_line", "status_of"]

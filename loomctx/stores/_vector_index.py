@@ -107,10 +107,14 @@ class VectorIndex:
                 self._rows[pk] = j
 
     def _reserve(self, cap: int) -> None:
-        """Grow (or first allocate) the buffers to ``cap`` rows, keeping the rows held."""
+        """Grow (or first allocate) the buffers to ``cap`` rows, keeping the rows held.
+
+        An index loaded from an empty store has width 0 until its first vectors come; its
+        (empty) matrix is then of another width, so it is replaced, not copied."""
         n = len(self.pks)
         matrix = np.empty((cap, self._dim), dtype=np.float32)
-        matrix[:n] = self._matrix[:n]
+        if n:
+            matrix[:n] = self._matrix[:n]
         scope = np.empty((cap, len(_COLUMNS)), dtype=np.int32)
         scope[:n] = self._scope[:n]
         levels = np.empty(cap, dtype=np.int8)

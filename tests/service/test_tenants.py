@@ -240,8 +240,9 @@ def test_an_upstream_cookie_never_reaches_another_request(
             default="ok") as upstream:
         server = start(upstream, keys=KEYS)
         with httpx.Client(base_url=server.url, timeout=30) as client:
-            for headers in (A, B, A):
-                r = client.post("/v1/chat/completions", json=CHAT, headers=headers)
+            for n, headers in enumerate((A, B, A)):  # three conversations (not a retry)
+                r = client.post("/v1/chat/completions", headers=headers, json={
+                    **CHAT, "messages": [{"role": "user", "content": f"request {n}"}]})
                 assert r.status_code == 200, r.text
         assert len(upstream.requests) == 3
         assert [q.headers.get("cookie") for q in upstream.requests] == [None, None, None]

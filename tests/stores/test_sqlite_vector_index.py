@@ -206,3 +206,19 @@ def test_a_file_without_the_index_count_gets_it_when_it_opens(tmp_path):
     assert index_version(conn) == "3"  # three vectors inserted, counted from 0
     conn.close()
     store.close()
+
+
+def test_an_index_loaded_from_an_empty_store_takes_the_first_vectors(tmp_path):
+    """A search of a fresh store loads an index of width 0; the first put (a long first
+    message, whose build searched the store) appends vectors of the embedder's width to it
+    instead of failing with "could not broadcast input array from shape (0,0)"."""
+    rng = np.random.default_rng(2)
+    store = SQLiteStore(tmp_path / "fresh.db")
+    q = _unit(rng, 1)[0]
+    assert store.search_vector(q, limit=5, scope=TENANT) == []
+    index = store._vectors
+    store.put(_recs(0, 3), _unit(rng, 3))
+    assert store._vectors is index  # appended in place, not dropped
+    assert {h.record.id for h in store.search_vector(q, limit=5, scope=TENANT)} == \
+        {"r0", "r1", "r2"}
+    store.close()
