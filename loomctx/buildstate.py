@@ -54,6 +54,9 @@ class BuildState:
     """Whether the message asks (:class:`~loomctx.text.need.Need`), not only states."""
     recall_need: float = 0.0
     """Turn builds: the share of retrieval's best candidates the history window does not show."""
+    recall_said: float = 0.0
+    """Turn builds: the share of retrieval's best candidates out of view that someone said (not
+    a tool's output)."""
     recall_own: bool = False
     """Turn builds: retrieval's best candidates include the session's own messages."""
     recall_wide: bool = False

@@ -324,6 +324,8 @@ class TurnWindow:
         st.recall_own = session is not None and any(
             it.metadata.get("session") == session for it in best)
         hits = [it.id not in shown for it in best]
+        said = [hit and it.role != "tool" for hit, it in zip(hits, best, strict=True)]
+        st.recall_said = sum(said) / len(said) if said else 0.0
         return sum(hits) / len(hits) if hits else 0.0
 
     def wide(self, st: BuildState) -> bool:
@@ -340,9 +342,13 @@ class TurnWindow:
         """Tokens a wide question may take from the window: ``recall_share`` of the budget,
         scaled by its need, once the conversation has turned to what is out of view, or at
         once when none of retrieval's best matches is in view and some are the session's own
-        messages."""
+        messages. Not when what is out of view is mostly tool output: a tool's result can be
+        had again by calling it, what people said cannot, and a window that yields to a long
+        tool output is a cache miss for every request after it."""
         at_once = st.recall_need >= 1.0 and st.recall_own  # its own past, all out of view
         if not st.recall_wide or (sum(self._asked[1]) < YIELD_AFTER and not at_once):
+            return 0
+        if st.recall_said < WIDE:  # mostly tool output: the agent calls the tool again
             return 0
         return int(st.recall_need * self.options.recall_share * st.available)
 
@@ -359,7 +365,7 @@ class TurnWindow:
         pool = pool_sources(candidates, st.window_start)
         own = sum(v for k, v in (declared or {}).items() if k in pool)
         cap = int(max(self.options.volatile_share, min(own, 1.0)) * st.available)
-        if st.question:
+        if st.asks:
             cap = max(cap, st.recall_reserve, int(st.recall_need * max(0, left)))
         heads = [q[0] for name, q in ordered.items() if name in pool and q]
         if heads:
