@@ -40,7 +40,9 @@ class ServiceOptions:
     upstream_api_key: str | None = None
     """Key sent upstream (``Authorization: Bearer`` / ``x-api-key``). None: without tenant keys
     the client's own key header is forwarded; with them none is (a tenant's loomctx key never
-    leaves the service)."""
+    leaves the service). Refused together with a ``user:password@`` in ``upstream``: the
+    HTTP client sends a URL's credentials as ``Authorization: Basic``, which would replace
+    the key (an ambiguity the operator must settle, not one the service guesses)."""
     keys: Mapping[str, str] = field(default_factory=dict)
     """API key → tenant. Empty: an open service on one tenant, ``default`` (loopback use)."""
     model: str | None = None
@@ -98,6 +100,11 @@ class ServiceOptions:
         if parts.fragment:
             raise ConfigError(f"upstream must not have a #fragment, got "
                               f"{redact(self.upstream)!r}#…: remove it")
+        if self.upstream_api_key and (parts.username or parts.password):
+            raise ConfigError(f"upstream {redact(self.upstream)!r} carries a user:password "
+                              "(sent as 'Authorization: Basic') and an upstream key is set "
+                              "too ($LOOMCTX_UPSTREAM_KEY): the URL's credentials would "
+                              "replace the key; remove one of them")
         for name in ("window", "budget"):
             v = getattr(self, name)
             if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < 16):
