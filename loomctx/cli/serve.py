@@ -31,7 +31,8 @@ def add_serve_parser(sub: Any) -> None:
                    help="the upstream API, e.g. https://api.openai.com/v1")
     p.add_argument("--host", default="127.0.0.1", help="address to listen on")
     p.add_argument("--port", type=int, default=8080, help="port to listen on")
-    p.add_argument("--keys", help="key file: one 'KEY TENANT' per line (or a JSON object)")
+    p.add_argument("--keys", help="key file: one 'KEY TENANT' per line (or a JSON object); "
+                                  "read again within a second of a change")
     p.add_argument("--allow-open", action="store_true",
                    help="serve without --keys on a non-loopback --host: anyone who can reach "
                         "the port uses the upstream key (refused without this flag)")
@@ -79,7 +80,7 @@ def add_serve_parser(sub: Any) -> None:
 def options_from(args: argparse.Namespace) -> Any:
     """The :class:`~loomctx.service.ServiceOptions` the arguments describe."""
     from loomctx.bus import open_bus
-    from loomctx.service import ServiceOptions, load_keys
+    from loomctx.service import KeyFile, ServiceOptions
 
     if not 0 <= args.port <= 65535:
         raise ConfigError(f"--port must be 0-65535, got {args.port!r}")
@@ -94,7 +95,7 @@ def options_from(args: argparse.Namespace) -> Any:
         embedder = HashingEmbedder()
     return ServiceOptions(
         upstream=args.upstream, upstream_api_key=os.environ.get("LOOMCTX_UPSTREAM_KEY"),
-        keys=load_keys(args.keys) if args.keys else {}, model=args.model, window=args.window,
+        keys=KeyFile(args.keys) if args.keys else {}, model=args.model, window=args.window,
         budget=args.budget, store=args.store, embedder=embedder,
         events=open_bus(args.bus) if args.bus else None,
         max_body_bytes=int(args.max_body_mb * 1024 * 1024), max_messages=args.max_messages,

@@ -44,7 +44,9 @@ class ServiceOptions:
     HTTP client sends a URL's credentials as ``Authorization: Basic``, which would replace
     the key (an ambiguity the operator must settle, not one the service guesses)."""
     keys: Mapping[str, str] = field(default_factory=dict)
-    """API key → tenant. Empty: an open service on one tenant, ``default`` (loopback use)."""
+    """API key → tenant. Empty: an open service on one tenant, ``default`` (loopback use). A
+    :class:`~loomctx.service.tenants.KeyFile` (what ``serve --keys`` passes) follows its file's
+    edits while the service runs."""
     model: str | None = None
     """Model whose tokenizer and window the builds use; None: the model each request names."""
     window: int | None = None

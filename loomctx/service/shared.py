@@ -15,7 +15,8 @@ agree on them. Over a ``postgresql://`` store the service keeps in the same data
 - the fingerprint chain of every session, written *before* its messages are stored, and cut
   back to the messages the store holds when a session is reloaded (a process killed between
   the two leaves no message without its hash, and no hash without its message);
-- every build record (report, built request, usage), so report pages work on any process.
+- every build record (report, built request, usage), so report pages work on any process;
+- the page sign-ins ended by ``POST /logout`` (:mod:`.signouts`), refused by every process.
 
 A single process on SQLite or in memory uses none of it: no round trip is added there.
 """
@@ -72,6 +73,8 @@ CREATE TABLE IF NOT EXISTS loomctx_proxy_builds (
     PRIMARY KEY (tenant, id));
 CREATE INDEX IF NOT EXISTS loomctx_proxy_builds_session
     ON loomctx_proxy_builds (tenant, session, at);
+CREATE TABLE IF NOT EXISTS loomctx_proxy_signouts (
+    signin text PRIMARY KEY, expires double precision NOT NULL);
 """
 _SCHEMA_LOCK = 0x6C6F6F6D  # one process creates the tables at a time
 _COLUMNS = ("id", "version", "format", "anonymous", "seed", "head", "state", "model", "system",
