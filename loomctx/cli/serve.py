@@ -72,6 +72,30 @@ def add_serve_parser(sub: Any) -> None:
                         "machine or many, with the same --store and --bus do the same). "
                         "Refused on a SQLite or memory:// store, whose sessions live in one "
                         "process")
+    edge = p.add_argument_group("bounds at the edge (before a request's key is read)")
+    edge.add_argument("--max-header-kb", type=float, default=64.0,
+                      help="largest request head (request line and headers): 431 and the "
+                           "connection closed above it (default 64)")
+    edge.add_argument("--max-headers", type=int, default=100,
+                      help="most header lines per request (431 above; default 100)")
+    edge.add_argument("--header-timeout", type=float, default=10.0, metavar="SECONDS",
+                      help="longest a request head may take to arrive, from its first byte; "
+                           "then the connection is closed (default 10)")
+    edge.add_argument("--idle-timeout", type=float, default=5.0, metavar="SECONDS",
+                      help="longest a kept-alive connection may wait for its next request "
+                           "(default 5)")
+    edge.add_argument("--max-client-connections", type=int, default=64, metavar="N",
+                      help="connections one client address (an IPv6 /64) may hold open; one "
+                           "more is closed at once (default 64)")
+    edge.add_argument("--max-connections", type=int, default=4096, metavar="N",
+                      help="connections the process holds open, all clients together "
+                           "(default 4096)")
+    edge.add_argument("--auth-failures", type=int, default=10, metavar="N",
+                      help="wrong keys one client address may present in a burst; past them "
+                           "its keys get 429 with Retry-After (default 10)")
+    edge.add_argument("--auth-window", type=float, default=60.0, metavar="SECONDS",
+                      help="seconds in which an address earns back all its --auth-failures "
+                           "tries (default 60)")
     p.add_argument("--embedder", choices=("default", "hashing"), default="default",
                    help="hashing: the dependency-free fake (no meaning, fast to start)")
     p.set_defaults(func=run_serve)
@@ -81,6 +105,7 @@ def options_from(args: argparse.Namespace) -> Any:
     """The :class:`~loomctx.service.ServiceOptions` the arguments describe."""
     from loomctx.bus import open_bus
     from loomctx.service import KeyFile, ServiceOptions
+    from loomctx.service.limits import EdgeLimits
 
     if not 0 <= args.port <= 65535:
         raise ConfigError(f"--port must be 0-65535, got {args.port!r}")
@@ -102,7 +127,12 @@ def options_from(args: argparse.Namespace) -> Any:
         max_sessions=args.max_sessions,
         max_session_bytes=max(1, int(args.max_session_mb * 1024 * 1024)),
         max_builds=args.max_builds, max_build_bytes=max(1, int(args.max_build_mb * 1024 * 1024)),
-        body_timeout=args.body_timeout, timeout=args.upstream_timeout)
+        body_timeout=args.body_timeout, timeout=args.upstream_timeout, edge=EdgeLimits(
+            max_header_bytes=int(args.max_header_kb * 1024), max_headers=args.max_headers,
+            header_timeout=args.header_timeout, idle_timeout=args.idle_timeout,
+            max_client_connections=args.max_client_connections,
+            max_connections=args.max_connections, auth_failures=args.auth_failures,
+            auth_window=args.auth_window))
 
 
 def check_workers(workers: int, store: str, bus: str | None) -> None:

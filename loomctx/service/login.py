@@ -31,7 +31,8 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response
 
 from loomctx.service.core import Service
 from loomctx.service.signouts import SignOuts
-from loomctx.service.tenants import Unauthorized, tenant_of
+from loomctx.service.tenants import Unauthorized
+from loomctx.service.throttle import Throttled, checked_tenant
 
 COOKIE = "loomctx_page"
 LIFETIME = 12 * 3600
@@ -95,7 +96,7 @@ async def page_tenant(request: Request) -> str:
     service: Service = request.app.state.service
     keys = service.options.keys
     try:
-        return tenant_of(keys, request.headers)
+        return checked_tenant(request, keys)
     except Unauthorized:
         if "authorization" in request.headers or "x-api-key" in request.headers:
             raise
@@ -172,9 +173,13 @@ def router() -> APIRouter:
         if not keys:
             return RedirectResponse(target, status_code=303, headers=_headers())
         try:
-            tenant = tenant_of(keys, {"authorization": f"Bearer {key}"})
+            tenant = checked_tenant(request, keys, {"authorization": f"Bearer {key}"})
         except Unauthorized:
             return _form(target, "unknown API key", 401)
+        except Throttled as exc:
+            page = _form(target, str(exc), 429)
+            page.headers["retry-after"] = str(exc.retry_after)
+            return page
         response = RedirectResponse(target, status_code=303, headers=_headers())
         response.set_cookie(COOKIE, cookie_value(key, tenant), max_age=LIFETIME, path="/",
                             httponly=True, samesite="strict",

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from loomctx.errors import ConfigError
+from loomctx.service.limits import EdgeLimits
 from loomctx.service.urls import base_path, endpoint, redact
 
 if TYPE_CHECKING:
@@ -92,6 +93,9 @@ class ServiceOptions:
     408 and its connection closed (a client cannot hold one open with half a body)."""
     body_deadline: float = 300.0
     """Seconds the whole request body may take to arrive (a body trickled in byte by byte)."""
+    edge: EdgeLimits = field(default_factory=EdgeLimits)
+    """What a client may hold or try before its request reaches a route: header size, count
+    and time, idle keep-alive, connections per address and in all, wrong keys per address."""
 
     def __post_init__(self) -> None:
         parts = urlsplit(self.upstream) if isinstance(self.upstream, str) else None
@@ -123,6 +127,8 @@ class ServiceOptions:
                     or not 0 < v < float("inf"):
                 raise ConfigError(f"{name}{flag} must be a finite number of seconds > 0, "
                                   f"got {v!r}")
+        if not isinstance(self.edge, EdgeLimits):
+            raise ConfigError(f"edge must be an EdgeLimits, got {type(self.edge).__name__}")
         for key, tenant in self.keys.items():
             if not isinstance(tenant, str) or not tenant:
                 raise ConfigError(f"keys must map keys to tenant names, got the tenant "

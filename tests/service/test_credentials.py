@@ -1,5 +1,5 @@
-"""Credentials that change while the service runs: ``POST /logout`` ends the page cookie (on
-every process of a shared store), and an edited key file takes effect without a restart."""
+"""Credentials: ``POST /logout`` ends the page cookie (on every process of a shared store), an
+edited key file takes effect without a restart, and wrong keys are throttled per address."""
 
 from __future__ import annotations
 
@@ -132,3 +132,39 @@ def test_a_key_file_broken_mid_edit_keeps_the_keys_it_had(
         assert _until(noticed)
         _a_session(server, KEY_A)  # neither open to all nor shut to its tenants
         assert httpx.post(server.url + "/v1/chat/completions", json=CHAT).status_code == 401
+
+
+# -- wrong keys are throttled per client address ---------------------------------------------
+def _from(address: str) -> httpx.Client:
+    """A client whose connections leave from ``address`` (any of 127.0.0.0/8 on Linux)."""
+    return httpx.Client(transport=httpx.HTTPTransport(local_address=address), timeout=30)
+
+
+def test_wrong_keys_get_429_at_login_and_the_api_without_locking_out_other_addresses(
+        upstream: WindowedFakeServer, start: Callable[..., RunningServer]) -> None:
+    """300 wrong keys at /login in 0.2 s were all answered 401 with no lockout; the API too."""
+    server = start(upstream, keys=KEYS)  # the default: 10 tries, earned back over 60 s
+    guesser, tenant = _from("127.0.0.1"), _from("127.0.0.2")
+    logins = [guesser.post(server.url + "/login", data={"key": f"guess-{n:08d}"})
+              for n in range(300)]
+    assert [r.status_code for r in logins[:10]] == [401] * 10
+    assert {r.status_code for r in logins[11:]} == {429}  # (one try may come back meanwhile)
+    assert int(logins[-1].headers["retry-after"]) >= 1
+    api = guesser.get(server.url + "/v1/loomctx/sessions",
+                      headers={"authorization": "Bearer guess-0000-api"})
+    assert api.status_code == 429 and int(api.headers["retry-after"]) >= 1
+    assert api.json()["error"]["type"] == "rate_limit_error"
+    right = guesser.post(server.url + "/v1/chat/completions", json=CHAT, headers=A)
+    assert right.status_code == 429  # not even the right key: no oracle for a guesser
+    assert guesser.get(server.url + "/v1/loomctx/sessions").status_code == 401  # no key: no guess
+    anthropic = guesser.post(server.url + "/v1/messages", headers={"x-api-key": KEY_A},
+                             json={**CHAT, "model": "claude-fake-1"})
+    assert anthropic.status_code == 429 and anthropic.json()["type"] == "error"
+    health = guesser.get(server.url + "/health", headers=A).json()
+    assert health == {"status": "ok"}  # up for everyone, the key not even looked at
+    # The real tenant elsewhere is not locked out by the guesser.
+    assert tenant.post(server.url + "/v1/chat/completions", json=CHAT,
+                       headers=A).status_code == 200
+    assert tenant.post(server.url + "/login", data={"key": KEY_A}).status_code == 303
+    guesser.close()
+    tenant.close()
