@@ -386,6 +386,21 @@ class SharedSessions:
                                "session = %s ORDER BY at, id", [tenant, session])
         return [record_from(r[0]) for r in rows]
 
+    # -- page sign-ins ended by POST /logout (:mod:`.signouts`) ------------------------------
+    async def end_signin(self, signin: str, expires: float, *,
+                         prune_before: float | None = None) -> None:
+        """Record ``signin`` as ended until ``expires`` (and forget those that expired before
+        ``prune_before``, when given)."""
+        await self._run("INSERT INTO loomctx_proxy_signouts (signin, expires) VALUES (%s, %s) "
+                        "ON CONFLICT (signin) DO NOTHING", [signin, expires])
+        if prune_before is not None:
+            await self._run("DELETE FROM loomctx_proxy_signouts WHERE expires < %s",
+                            [prune_before])
+
+    async def signin_ended(self, signin: str) -> bool:
+        return bool(await self._run("SELECT 1 FROM loomctx_proxy_signouts WHERE signin = %s",
+                                    [signin]))
+
 
 def info_of(row: dict[str, Any]) -> dict[str, Any]:
     """A session's row as :meth:`Conversation.info` shows a session."""

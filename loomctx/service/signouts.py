@@ -44,24 +44,17 @@ class SignOuts:
                 _, gone = heapq.heappop(self._expiry)
                 self._ended.pop(gone, None)
         if self.shared is not None:
-            await self.shared._run(
-                "INSERT INTO loomctx_proxy_signouts (signin, expires) VALUES (%s, %s) "
-                "ON CONFLICT (signin) DO NOTHING", [signin, expires])
             self._recorded += 1
-            if self._recorded % PRUNE_EVERY == 0:
-                await self.shared._run("DELETE FROM loomctx_proxy_signouts WHERE expires < %s",
-                                       [time.time()])
+            prune = self._recorded % PRUNE_EVERY == 0
+            await self.shared.end_signin(signin, expires,
+                                         prune_before=time.time() if prune else None)
 
     async def ended(self, signin: str) -> bool:
         """Whether ``signin`` was ended here or, over a shared store, by any process."""
         self._forget_expired()
         if signin in self._ended:
             return True
-        if self.shared is None:
-            return False
-        rows = await self.shared._run(
-            "SELECT 1 FROM loomctx_proxy_signouts WHERE signin = %s", [signin])
-        return bool(rows)
+        return self.shared is not None and await self.shared.signin_ended(signin)
 
     def _forget_expired(self) -> None:
         now = time.time()
