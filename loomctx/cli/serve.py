@@ -157,9 +157,12 @@ _WORKER_ARGS = "LOOMCTX_SERVE_WORKER_ARGS"
 def worker_app() -> Any:
     """The app of one ``--workers`` process (a uvicorn factory), from its parent's arguments."""
     from loomctx.service import create_app
+    from loomctx.service.guard import configure_worker
 
     raw = json.loads(os.environ[_WORKER_ARGS])
-    return create_app(options_from(argparse.Namespace(**raw)), own_process=True)
+    options = options_from(argparse.Namespace(**raw))
+    configure_worker(options.edge)
+    return create_app(options, own_process=True)
 
 
 def is_loopback(host: str) -> bool:
@@ -221,8 +224,11 @@ def run_serve(args: argparse.Namespace) -> int:
 
         os.environ[_WORKER_ARGS] = json.dumps({k: v for k, v in vars(args).items()
                                                if k != "func"})
+        from loomctx.service.guard import WORKER_PROTOCOL
+
         uvicorn.run(f"{__name__}:worker_app", factory=True, workers=args.workers,
-                    host=args.host, port=args.port, log_level="info")
+                    host=args.host, port=args.port, log_level="info", http=WORKER_PROTOCOL,
+                    timeout_keep_alive=options.edge.idle_timeout)  # type: ignore[arg-type]
         return 0
     serve(options, host=args.host, port=args.port)
     return 0
