@@ -11,7 +11,7 @@ looked at before it is parsed:
 
 - while a head is incomplete, its bytes and line breaks are counted (the end of the head is
   found with ``bytes.find``, in C); past ``max_header_bytes`` or ``max_headers`` the client
-  gets 431 and the connection is closed, so at most the limit plus one read is ever parsed;
+  gets 431 and the connection is closed; the read that crosses the limit is never parsed;
 - a head must arrive whole within ``header_timeout`` of its first byte (or of the connection's
   opening); then the connection is closed (408 if part of a head came);
 - a kept-alive connection idle longer than ``idle_timeout`` is closed (uvicorn's own timer);
