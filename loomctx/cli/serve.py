@@ -31,7 +31,8 @@ def add_serve_parser(sub: Any) -> None:
                    help="the upstream API, e.g. https://api.openai.com/v1")
     p.add_argument("--host", default="127.0.0.1", help="address to listen on")
     p.add_argument("--port", type=int, default=8080, help="port to listen on")
-    p.add_argument("--keys", help="key file: one 'KEY TENANT' per line (or a JSON object)")
+    p.add_argument("--keys", help="key file: one 'KEY TENANT' per line (or a JSON object); "
+                                  "read again within a second of a change")
     p.add_argument("--allow-open", action="store_true",
                    help="serve without --keys on a non-loopback --host: anyone who can reach "
                         "the port uses the upstream key (refused without this flag)")
@@ -74,6 +75,30 @@ def add_serve_parser(sub: Any) -> None:
                         "machine or many, with the same --store and --bus do the same). "
                         "Refused on a SQLite or memory:// store, whose sessions live in one "
                         "process")
+    edge = p.add_argument_group("bounds at the edge (before a request's key is read)")
+    edge.add_argument("--max-header-kb", type=float, default=64.0,
+                      help="largest request head (request line and headers): 431 and the "
+                           "connection closed above it (default 64)")
+    edge.add_argument("--max-headers", type=int, default=100,
+                      help="most header lines per request (431 above; default 100)")
+    edge.add_argument("--header-timeout", type=float, default=10.0, metavar="SECONDS",
+                      help="longest a request head may take to arrive, from its first byte; "
+                           "then the connection is closed (default 10)")
+    edge.add_argument("--idle-timeout", type=float, default=5.0, metavar="SECONDS",
+                      help="longest a kept-alive connection may wait for its next request "
+                           "(default 5)")
+    edge.add_argument("--max-client-connections", type=int, default=64, metavar="N",
+                      help="connections one client address (an IPv6 /64) may hold open; one "
+                           "more is closed at once (default 64)")
+    edge.add_argument("--max-connections", type=int, default=4096, metavar="N",
+                      help="connections the process holds open, all clients together "
+                           "(default 4096)")
+    edge.add_argument("--auth-failures", type=int, default=10, metavar="N",
+                      help="wrong keys one client address may present in a burst; past them "
+                           "its keys get 429 with Retry-After (default 10)")
+    edge.add_argument("--auth-window", type=float, default=60.0, metavar="SECONDS",
+                      help="seconds in which an address earns back all its --auth-failures "
+                           "tries (default 60)")
     p.add_argument("--embedder", choices=("default", "hashing"), default="default",
                    help="hashing: the dependency-free fake (no meaning, fast to start)")
     p.set_defaults(func=run_serve)
@@ -82,7 +107,8 @@ def add_serve_parser(sub: Any) -> None:
 def options_from(args: argparse.Namespace) -> Any:
     """The :class:`~loomctx.service.ServiceOptions` the arguments describe."""
     from loomctx.bus import open_bus
-    from loomctx.service import ServiceOptions, load_keys
+    from loomctx.service import KeyFile, ServiceOptions
+    from loomctx.service.limits import EdgeLimits
 
     if not 0 <= args.port <= 65535:
         raise ConfigError(f"--port must be 0-65535, got {args.port!r}")
@@ -97,7 +123,7 @@ def options_from(args: argparse.Namespace) -> Any:
         embedder = HashingEmbedder()
     return ServiceOptions(
         upstream=args.upstream, upstream_api_key=os.environ.get("LOOMCTX_UPSTREAM_KEY"),
-        keys=load_keys(args.keys) if args.keys else {}, model=args.model, window=args.window,
+        keys=KeyFile(args.keys) if args.keys else {}, model=args.model, window=args.window,
         budget=args.budget, store=args.store, embedder=embedder,
         events=open_bus(args.bus) if args.bus else None,
         max_body_bytes=int(args.max_body_mb * 1024 * 1024), max_messages=args.max_messages,
@@ -105,7 +131,12 @@ def options_from(args: argparse.Namespace) -> Any:
         max_sessions=args.max_sessions,
         max_session_bytes=max(1, int(args.max_session_mb * 1024 * 1024)),
         max_builds=args.max_builds, max_build_bytes=max(1, int(args.max_build_mb * 1024 * 1024)),
-        body_timeout=args.body_timeout, timeout=args.upstream_timeout)
+        body_timeout=args.body_timeout, timeout=args.upstream_timeout, edge=EdgeLimits(
+            max_header_bytes=int(args.max_header_kb * 1024), max_headers=args.max_headers,
+            header_timeout=args.header_timeout, idle_timeout=args.idle_timeout,
+            max_client_connections=args.max_client_connections,
+            max_connections=args.max_connections, auth_failures=args.auth_failures,
+            auth_window=args.auth_window))
 
 
 def check_workers(workers: int, store: str, bus: str | None) -> None:
@@ -130,9 +161,12 @@ _WORKER_ARGS = "LOOMCTX_SERVE_WORKER_ARGS"
 def worker_app() -> Any:
     """The app of one ``--workers`` process (a uvicorn factory), from its parent's arguments."""
     from loomctx.service import create_app
+    from loomctx.service.guard import configure_worker
 
     raw = json.loads(os.environ[_WORKER_ARGS])
-    return create_app(options_from(argparse.Namespace(**raw)), own_process=True)
+    options = options_from(argparse.Namespace(**raw))
+    configure_worker(options.edge)
+    return create_app(options, own_process=True)
 
 
 def is_loopback(host: str) -> bool:
@@ -194,8 +228,11 @@ def run_serve(args: argparse.Namespace) -> int:
 
         os.environ[_WORKER_ARGS] = json.dumps({k: v for k, v in vars(args).items()
                                                if k != "func"})
+        from loomctx.service.guard import WORKER_PROTOCOL
+
         uvicorn.run(f"{__name__}:worker_app", factory=True, workers=args.workers,
-                    host=args.host, port=args.port, log_level="info")
+                    host=args.host, port=args.port, log_level="info", http=WORKER_PROTOCOL,
+                    timeout_keep_alive=options.edge.idle_timeout)  # type: ignore[arg-type]
         return 0
     serve(options, host=args.host, port=args.port)
     return 0

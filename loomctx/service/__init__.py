@@ -10,7 +10,7 @@ from loomctx.service.core import Service
 from loomctx.service.options import ServiceOptions
 from loomctx.service.pages import Pages, TablePages
 from loomctx.service.run import RunningServer, serve, serve_in_thread
-from loomctx.service.tenants import load_keys
+from loomctx.service.tenants import KeyFile, load_keys
 
-__all__ = ["BuildRecord", "Pages", "RunningServer", "Service", "ServiceOptions", "TablePages",
-           "create_app", "load_keys", "serve", "serve_in_thread"]
+__all__ = ["BuildRecord", "KeyFile", "Pages", "RunningServer", "Service", "ServiceOptions",
+           "TablePages", "create_app", "load_keys", "serve", "serve_in_thread"]

@@ -16,7 +16,7 @@ from loomctx.service.checks import check_value
 from loomctx.service.conversations import Conversation
 from loomctx.service.core import Service
 from loomctx.service.login import page_tenant
-from loomctx.service.tenants import tenant_of
+from loomctx.service.throttle import checked_tenant
 from loomctx.service.web import ServiceError
 
 PREFIX = "/v1/loomctx"
@@ -27,7 +27,7 @@ async def tenant(request: Request) -> str:
     coroutine though it never waits: FastAPI runs a plain function dependency in a worker
     thread, a thread hop on every request for a dictionary lookup."""
     service: Service = request.app.state.service
-    return tenant_of(service.options.keys, request.headers)
+    return checked_tenant(request, service.options.keys)
 
 
 def _service(request: Request) -> Service:

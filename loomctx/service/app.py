@@ -38,7 +38,8 @@ from loomctx.service.pages import Pages, default_pages
 from loomctx.service.proxy import Proxy
 from loomctx.service.slowbody import BodyTimeout
 from loomctx.service.stream import EventHub
-from loomctx.service.tenants import Unauthorized, tenant_of
+from loomctx.service.tenants import Unauthorized
+from loomctx.service.throttle import Throttled, checked_tenant
 from loomctx.service.urls import SecretFilter
 from loomctx.service.web import ServiceError, error_response, status_of
 from loomctx.tokens.registry import counter_for_model
@@ -153,6 +154,10 @@ def create_app(options: ServiceOptions, *, pages: Pages | None = None,
             return login_redirect(exc)
         if isinstance(exc, Unauthorized):
             return error_response(request, 401, str(exc))
+        if isinstance(exc, Throttled):
+            refused = error_response(request, 429, str(exc))
+            refused.headers["retry-after"] = str(exc.retry_after)
+            return refused
         if isinstance(exc, RequestValidationError):
             errors = exc.errors()
             if any(e.get("type") == "json_invalid" for e in errors):
@@ -176,8 +181,8 @@ def create_app(options: ServiceOptions, *, pages: Pages | None = None,
         """Whether the service is up; to a caller with a key (or on an open service) also
         where it forwards to, without the URL's credentials or query secrets."""
         try:
-            tenant_of(options.keys, request.headers)
-        except Unauthorized:
+            checked_tenant(request, options.keys)
+        except (Unauthorized, Throttled):
             return {"status": "ok"}
         return {"status": "ok", "upstream": options.upstream_shown}
 

@@ -2,9 +2,12 @@
 
 A browser cannot send ``Authorization`` when it follows a link, so the pages also accept a
 cookie. ``GET /login`` is a form; posting a tenant key to it sets ``loomctx_page``: an HttpOnly,
-``SameSite=Strict`` cookie (``Secure`` over https) that holds no key, only the tenant, an expiry
-and an HMAC of both under the tenant's key. Any process with the same key file accepts it, and
-removing the key from the file ends it. The key travels once, in a POST body, so it never
+``SameSite=Strict`` cookie (``Secure`` over https) that holds no key, only the tenant, an expiry,
+a random sign-in id and an HMAC of the three under the tenant's key. Any process with the same
+key file accepts it; removing the key from the file ends it (the file is read again on change,
+:class:`~loomctx.service.tenants.KeyFile`), and ``POST /logout`` ends it for good: its sign-in
+id is recorded as ended (:mod:`.signouts`, shared by the processes of a PostgreSQL store), so a
+copy of the cookie no longer opens a page. The key travels once, in a POST body, so it never
 appears in a URL, a server log or the browser's history.
 
 The cookie opens the HTML pages only (``GET /builds/{id}``, ``GET /sessions/{id}``); the API and
@@ -18,6 +21,7 @@ import base64
 import hashlib
 import hmac
 import html
+import secrets
 import time
 from collections.abc import Mapping
 from urllib.parse import parse_qs, quote
@@ -26,7 +30,9 @@ from fastapi import APIRouter, Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 
 from loomctx.service.core import Service
-from loomctx.service.tenants import Unauthorized, tenant_of
+from loomctx.service.signouts import SignOuts
+from loomctx.service.tenants import Unauthorized
+from loomctx.service.throttle import Throttled, checked_tenant
 
 COOKIE = "loomctx_page"
 LIFETIME = 12 * 3600
@@ -43,22 +49,27 @@ class LoginRequired(Unauthorized):
         self.path = path
 
 
-def _sign(key: str, tenant: str, expires: int) -> str:
-    mac = hmac.new(key.encode(), f"loomctx-page|{tenant}|{expires}".encode(), hashlib.sha256)
+def _sign(key: str, tenant: str, expires: int, signin: str) -> str:
+    mac = hmac.new(key.encode(), f"loomctx-page|{tenant}|{expires}|{signin}".encode(),
+                   hashlib.sha256)
     return mac.hexdigest()
 
 
 def cookie_value(key: str, tenant: str, now: float | None = None) -> str:
-    """The cookie that signs ``tenant`` in with ``key`` for :data:`LIFETIME` seconds."""
+    """The cookie that signs ``tenant`` in with ``key`` for :data:`LIFETIME` seconds, under a
+    new random sign-in id."""
     expires = int(now if now is not None else time.time()) + LIFETIME
     name = base64.urlsafe_b64encode(tenant.encode()).decode().rstrip("=")
-    return f"{name}.{expires}.{_sign(key, tenant, expires)}"
+    signin = secrets.token_hex(16)
+    return f"{name}.{expires}.{signin}.{_sign(key, tenant, expires, signin)}"
 
 
-def cookie_tenant(keys: Mapping[str, str], value: str, now: float | None = None) -> str | None:
-    """The tenant a cookie signs in, or None (forged, expired, or its key was removed)."""
+def _signed(keys: Mapping[str, str], value: str,
+            now: float | None = None) -> tuple[str, str, int] | None:
+    """(tenant, sign-in id, expiry) of a valid cookie; None if forged, expired, or its key
+    was removed."""
     try:
-        name, expires_text, mac = value.split(".")
+        name, expires_text, signin, mac = value.split(".")
         tenant = base64.urlsafe_b64decode(name + "=" * (-len(name) % 4)).decode()
         expires = int(expires_text)
     except ValueError:
@@ -67,27 +78,45 @@ def cookie_tenant(keys: Mapping[str, str], value: str, now: float | None = None)
         return None
     ok = False
     for key, owner in keys.items():  # every key, so the time does not tell which matched
-        ok |= owner == tenant and hmac.compare_digest(_sign(key, tenant, expires), mac)
-    return tenant if ok else None
+        ok |= owner == tenant and hmac.compare_digest(_sign(key, tenant, expires, signin), mac)
+    return (tenant, signin, expires) if ok else None
 
 
-def page_tenant(request: Request) -> str:
-    """The tenant of a page request: its key header, else its sign-in cookie. A browser
-    without either is sent to the sign-in form (:class:`LoginRequired`)."""
+def cookie_tenant(keys: Mapping[str, str], value: str, now: float | None = None) -> str | None:
+    """The tenant a cookie signs in, or None (forged, expired, or its key was removed; a
+    cookie ended by ``POST /logout`` is refused by :func:`page_tenant`, which asks the record
+    of ended sign-ins)."""
+    signed = _signed(keys, value, now)
+    return None if signed is None else signed[0]
+
+
+async def page_tenant(request: Request) -> str:
+    """The tenant of a page request: its key header, else its sign-in cookie (unless logged
+    out). A browser without either is sent to the sign-in form (:class:`LoginRequired`)."""
     service: Service = request.app.state.service
     keys = service.options.keys
     try:
-        return tenant_of(keys, request.headers)
+        return checked_tenant(request, keys)
     except Unauthorized:
         if "authorization" in request.headers or "x-api-key" in request.headers:
             raise
         value = request.cookies.get(COOKIE)
-        tenant = cookie_tenant(keys, value) if value else None
-        if tenant is not None:
-            return tenant
+        signed = _signed(keys, value) if value else None
+        if signed is not None and not await _signouts(request).ended(signed[1]):
+            return signed[0]
         if "text/html" in request.headers.get("accept", ""):
             raise LoginRequired(request.url.path) from None
         raise
+
+
+def _signouts(request: Request) -> SignOuts:
+    """The app's record of ended sign-ins (made on first use, over the service's shared
+    store when it has one)."""
+    state = request.app.state
+    if getattr(state, "signouts", None) is None:
+        state.signouts = SignOuts(state.service.shared)
+    signouts: SignOuts = state.signouts
+    return signouts
 
 
 def _next(raw: str | None) -> str:
@@ -144,9 +173,13 @@ def router() -> APIRouter:
         if not keys:
             return RedirectResponse(target, status_code=303, headers=_headers())
         try:
-            tenant = tenant_of(keys, {"authorization": f"Bearer {key}"})
+            tenant = checked_tenant(request, keys, {"authorization": f"Bearer {key}"})
         except Unauthorized:
             return _form(target, "unknown API key", 401)
+        except Throttled as exc:
+            page = _form(target, str(exc), 429)
+            page.headers["retry-after"] = str(exc.retry_after)
+            return page
         response = RedirectResponse(target, status_code=303, headers=_headers())
         response.set_cookie(COOKIE, cookie_value(key, tenant), max_age=LIFETIME, path="/",
                             httponly=True, samesite="strict",
@@ -154,8 +187,14 @@ def router() -> APIRouter:
         return response
 
     @r.post("/logout")
-    async def logout() -> Response:
-        """Forget the browser's sign-in."""
+    async def logout(request: Request) -> Response:
+        """End the browser's sign-in: its cookie is dropped and refused from now on, by
+        every process of the service."""
+        value = request.cookies.get(COOKIE)
+        service: Service = request.app.state.service
+        signed = _signed(service.options.keys, value) if value else None
+        if signed is not None:
+            await _signouts(request).end(signed[1], signed[2])
         response = RedirectResponse("/login", status_code=303, headers=_headers())
         response.delete_cookie(COOKIE, path="/", httponly=True, samesite="strict")
         return response

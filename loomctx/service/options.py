@@ -14,6 +14,7 @@ from urllib.parse import urlsplit
 
 from loomctx.errors import ConfigError
 from loomctx.memory.tiers import MAX_MESSAGE_CHARS
+from loomctx.service.limits import EdgeLimits
 from loomctx.service.urls import base_path, endpoint, redact
 
 if TYPE_CHECKING:
@@ -41,9 +42,13 @@ class ServiceOptions:
     upstream_api_key: str | None = None
     """Key sent upstream (``Authorization: Bearer`` / ``x-api-key``). None: without tenant keys
     the client's own key header is forwarded; with them none is (a tenant's loomctx key never
-    leaves the service)."""
+    leaves the service). Refused together with a ``user:password@`` in ``upstream``: the
+    HTTP client sends a URL's credentials as ``Authorization: Basic``, which would replace
+    the key (an ambiguity the operator must settle, not one the service guesses)."""
     keys: Mapping[str, str] = field(default_factory=dict)
-    """API key → tenant. Empty: an open service on one tenant, ``default`` (loopback use)."""
+    """API key → tenant. Empty: an open service on one tenant, ``default`` (loopback use). A
+    :class:`~loomctx.service.tenants.KeyFile` (what ``serve --keys`` passes) follows its file's
+    edits while the service runs."""
     model: str | None = None
     """Model whose tokenizer and window the builds use; None: the model each request names."""
     window: int | None = None
@@ -96,6 +101,9 @@ class ServiceOptions:
     408 and its connection closed (a client cannot hold one open with half a body)."""
     body_deadline: float = 300.0
     """Seconds the whole request body may take to arrive (a body trickled in byte by byte)."""
+    edge: EdgeLimits = field(default_factory=EdgeLimits)
+    """What a client may hold or try before its request reaches a route: header size, count
+    and time, idle keep-alive, connections per address and in all, wrong keys per address."""
 
     def __post_init__(self) -> None:
         parts = urlsplit(self.upstream) if isinstance(self.upstream, str) else None
@@ -106,6 +114,11 @@ class ServiceOptions:
         if parts.fragment:
             raise ConfigError(f"upstream must not have a #fragment, got "
                               f"{redact(self.upstream)!r}#…: remove it")
+        if self.upstream_api_key and (parts.username or parts.password):
+            raise ConfigError(f"upstream {redact(self.upstream)!r} carries a user:password "
+                              "(sent as 'Authorization: Basic') and an upstream key is set "
+                              "too ($LOOMCTX_UPSTREAM_KEY): the URL's credentials would "
+                              "replace the key; remove one of them")
         for name in ("window", "budget"):
             v = getattr(self, name)
             if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < 16):
@@ -122,6 +135,8 @@ class ServiceOptions:
                     or not 0 < v < float("inf"):
                 raise ConfigError(f"{name}{flag} must be a finite number of seconds > 0, "
                                   f"got {v!r}")
+        if not isinstance(self.edge, EdgeLimits):
+            raise ConfigError(f"edge must be an EdgeLimits, got {type(self.edge).__name__}")
         for key, tenant in self.keys.items():
             if not isinstance(tenant, str) or not tenant:
                 raise ConfigError(f"keys must map keys to tenant names, got the tenant "

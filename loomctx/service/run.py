@@ -15,6 +15,7 @@ import uvicorn
 
 from loomctx.errors import ConfigError
 from loomctx.service.app import create_app
+from loomctx.service.guard import guarded
 from loomctx.service.options import ServiceOptions
 
 
@@ -50,7 +51,8 @@ def serve_in_thread(options: ServiceOptions, *, port: int = 0, **app_kwargs: Any
     """Start the service on ``127.0.0.1:port`` (0: a free port) and wait until it is up."""
     app = create_app(options, **app_kwargs)
     config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning",
-                            lifespan="on", access_log=False)
+                            lifespan="on", access_log=False, http=guarded(options.edge),
+                            timeout_keep_alive=options.edge.idle_timeout)  # type: ignore[arg-type]
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, name="loomctx-serve", daemon=True)
     thread.start()
@@ -66,7 +68,9 @@ def serve_in_thread(options: ServiceOptions, *, port: int = 0, **app_kwargs: Any
 def serve(options: ServiceOptions, *, host: str = "127.0.0.1", port: int = 8080) -> None:
     """Run the service in the foreground until interrupted (the process is the service's:
     see :mod:`loomctx.service.heap`)."""
-    uvicorn.run(create_app(options, own_process=True), host=host, port=port, log_level="info")
+    uvicorn.run(create_app(options, own_process=True), host=host, port=port, log_level="info",
+                http=guarded(options.edge),
+                timeout_keep_alive=options.edge.idle_timeout)  # type: ignore[arg-type]
 
 
 __all__ = ["RunningServer", "serve", "serve_in_thread"]

@@ -15,7 +15,8 @@ agree on them. Over a ``postgresql://`` store the service keeps in the same data
 - the fingerprint chain of every session, written *before* its messages are stored, and cut
   back to the messages the store holds when a session is reloaded (a process killed between
   the two leaves no message without its hash, and no hash without its message);
-- every build record (report, built request, usage), so report pages work on any process.
+- every build record (report, built request, usage), so report pages work on any process;
+- the page sign-ins ended by ``POST /logout`` (:mod:`.signouts`), refused by every process.
 
 A single process on SQLite or in memory uses none of it: no round trip is added there.
 """
@@ -73,6 +74,8 @@ CREATE TABLE IF NOT EXISTS loomctx_proxy_builds (
 CREATE INDEX IF NOT EXISTS loomctx_proxy_chain_hash ON loomctx_proxy_chain (tenant, hash);
 CREATE INDEX IF NOT EXISTS loomctx_proxy_builds_session
     ON loomctx_proxy_builds (tenant, session, at);
+CREATE TABLE IF NOT EXISTS loomctx_proxy_signouts (
+    signin text PRIMARY KEY, expires double precision NOT NULL);
 """
 _SCHEMA_LOCK = 0x6C6F6F6D  # one process creates the tables at a time
 _COLUMNS = ("id", "version", "format", "anonymous", "seed", "head", "state", "model", "system",
@@ -394,6 +397,21 @@ class SharedSessions:
         rows = await self._run("SELECT record FROM loomctx_proxy_builds WHERE tenant = %s AND "
                                "session = %s ORDER BY at, id", [tenant, session])
         return [record_from(r[0]) for r in rows]
+
+    # -- page sign-ins ended by POST /logout (:mod:`.signouts`) ------------------------------
+    async def end_signin(self, signin: str, expires: float, *,
+                         prune_before: float | None = None) -> None:
+        """Record ``signin`` as ended until ``expires`` (and forget those that expired before
+        ``prune_before``, when given)."""
+        await self._run("INSERT INTO loomctx_proxy_signouts (signin, expires) VALUES (%s, %s) "
+                        "ON CONFLICT (signin) DO NOTHING", [signin, expires])
+        if prune_before is not None:
+            await self._run("DELETE FROM loomctx_proxy_signouts WHERE expires < %s",
+                            [prune_before])
+
+    async def signin_ended(self, signin: str) -> bool:
+        return bool(await self._run("SELECT 1 FROM loomctx_proxy_signouts WHERE signin = %s",
+                                    [signin]))
 
 
 def info_of(row: dict[str, Any]) -> dict[str, Any]:

@@ -4,18 +4,26 @@ A key file maps keys to tenants, one per line (``KEY TENANT``; ``#`` starts a co
 JSON object ``{"KEY": "TENANT"}``. A request names its key the way the SDKs send one:
 ``Authorization: Bearer KEY`` (OpenAI) or ``x-api-key: KEY`` (Anthropic). Without keys the
 service is open and every request is tenant ``default``: meant for loopback use by one user.
+
+``loomctx serve --keys FILE`` reads the file again when it changes (:class:`KeyFile`): a
+tenant whose line is removed loses its key and its page cookies within
+:data:`KEYS_RELOAD` seconds in every process, without a restart.
 """
 
 from __future__ import annotations
 
 import hmac
 import json
-from collections.abc import Mapping
+import logging
+import time
+from collections.abc import ItemsView, Iterator, KeysView, Mapping, ValuesView
 from pathlib import Path
 
 from loomctx.errors import ConfigError
 from loomctx.service.options import MIN_KEY_LENGTH
 from loomctx.stores.protocol import DEFAULT_TENANT
+
+log = logging.getLogger("loomctx.service")
 
 
 class Unauthorized(Exception):
@@ -72,6 +80,66 @@ def load_keys(path: str | Path) -> dict[str, str]:
     return keys
 
 
+KEYS_RELOAD = 1.0
+"""Seconds between two looks at a key file's modification stamp (its staleness bound)."""
+
+
+def _stamp(path: Path) -> tuple[int, ...] | None:
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return (st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_ino)
+
+
+class KeyFile(Mapping[str, str]):
+    """The keys of a key file as they are now: the file is read again when its stamp
+    (modification and change times, size, inode) changed, looked at most every ``every``
+    seconds, so an edit (a key removed, added, or moved to another tenant) takes effect
+    within that bound in every process. A file that became unreadable or invalid (or was
+    removed) keeps the keys last read, and says so in the log once per change, rather than
+    turning the service open or shutting every tenant out mid-edit."""
+
+    def __init__(self, path: str | Path, *, every: float = KEYS_RELOAD) -> None:
+        self.path, self.every = Path(path), every
+        self._seen = _stamp(self.path)
+        self._keys = load_keys(self.path)
+        self._checked = time.monotonic()
+
+    def current(self) -> Mapping[str, str]:
+        """The keys now (read again if the file changed since the last look)."""
+        now = time.monotonic()
+        if now - self._checked >= self.every:
+            self._checked = now
+            stamp = _stamp(self.path)
+            if stamp != self._seen:
+                self._seen = stamp
+                try:
+                    self._keys = load_keys(self.path)
+                    log.info("key file %r read again: %d keys", str(self.path), len(self._keys))
+                except ConfigError as exc:
+                    log.error("%s; the keys read before stay in force until it is fixed", exc)
+        return self._keys
+
+    def __getitem__(self, key: str) -> str:
+        return self.current()[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.current())
+
+    def __len__(self) -> int:
+        return len(self.current())
+
+    def keys(self) -> KeysView[str]:
+        return self.current().keys()
+
+    def items(self) -> ItemsView[str, str]:
+        return self.current().items()
+
+    def values(self) -> ValuesView[str]:
+        return self.current().values()
+
+
 def _json_key_lines(text: str, keys: list[str]) -> list[int]:
     """The line of each key of a JSON key file, in order (0 where it cannot be found)."""
     out, at = [], 0
@@ -96,6 +164,8 @@ def presented_key(headers: Mapping[str, str]) -> str | None:
 
 def tenant_of(keys: Mapping[str, str], headers: Mapping[str, str]) -> str:
     """The tenant a request's key maps to (``default`` when the service has no keys)."""
+    if isinstance(keys, KeyFile):
+        keys = keys.current()
     if not keys:
         return DEFAULT_TENANT
     key = presented_key(headers)
@@ -107,4 +177,4 @@ def tenant_of(keys: Mapping[str, str], headers: Mapping[str, str]) -> str:
     raise Unauthorized("unknown API key")
 
 
-__all__ = ["Unauthorized", "load_keys", "presented_key", "tenant_of"]
+__all__ = ["KEYS_RELOAD", "KeyFile", "Unauthorized", "load_keys", "presented_key", "tenant_of"]

@@ -51,6 +51,7 @@ def one_line(text: str, limit: int = 400) -> str:
 
 _TYPES = {400: "invalid_request_error", 401: "authentication_error", 404: "not_found_error",
           409: "invalid_request_error", 413: "request_too_large", 422: "invalid_request_error",
+          429: "rate_limit_error",
           499: "invalid_request_error", 502: "api_error", 504: "timeout_error",
           500: "api_error"}
 

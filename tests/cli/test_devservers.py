@@ -6,11 +6,14 @@ from __future__ import annotations
 import contextlib
 import os
 import queue
+import shutil
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -87,9 +90,19 @@ def _two_free_ports() -> tuple[int, int]:
         return int(a.getsockname()[1]), int(b.getsockname()[1])
 
 
-def test_data_dir_and_ports_keep_data_across_runs(tmp_path: Path) -> None:
+@pytest.fixture
+def open_dir() -> Iterator[Path]:
+    """A directory every user may enter (pytest's own are mode 700: as root, PostgreSQL's
+    user could not reach a data directory below them)."""
+    path = Path(tempfile.mkdtemp(prefix="loomctx-devservers-"))
+    path.chmod(0o755)
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def test_data_dir_and_ports_keep_data_across_runs(open_dir: Path) -> None:
     pg_port, redis_port = _two_free_ports()
-    args = ("--data-dir", str(tmp_path / "data"), "--postgres-port", str(pg_port),
+    args = ("--data-dir", str(open_dir / "data"), "--postgres-port", str(pg_port),
             "--redis-port", str(redis_port))
     proc, urls = _start(*args)
     try:
@@ -112,6 +125,30 @@ def test_data_dir_and_ports_keep_data_across_runs(tmp_path: Path) -> None:
         r.close()
     finally:
         _stop(proc)
+
+
+def test_as_root_no_directory_above_the_data_dir_changes_mode(tmp_path: Path) -> None:
+    """PostgreSQL runs as a system user under root; loomctx used to add group/other r-x to
+    every directory above ``--data-dir`` (a mode-700 one became 755, for good). Now a data dir
+    that user cannot reach is one line and exit 2, and no mode changes."""
+    private = tmp_path / "private"
+    private.mkdir(mode=0o700)
+    private.chmod(0o700)
+    above = [private, *private.parents]
+    before = {p: p.stat().st_mode for p in above}
+    data = private / "data"
+    if os.geteuid() == 0:
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+        done = subprocess.run([sys.executable, "-m", "loomctx.cli.main", "dev-servers",
+                               "--data-dir", str(data)], capture_output=True, text=True,
+                              env=env, timeout=240)
+        assert done.returncode == 2 and done.stdout == "", done.stderr
+        [line] = done.stderr.splitlines()
+        assert line.startswith("loomctx: error:") and "embedded_postgres" in line
+        assert str(data) in line and "mode 700" in line
+    else:  # as anyone else PostgreSQL runs as that user, who reaches the directory
+        _stop(_start("--data-dir", str(data))[0])
+    assert {p: p.stat().st_mode for p in above} == before
 
 
 @pytest.mark.parametrize(("args", "fragment"), [

@@ -14,8 +14,9 @@ import httpx
 import pytest
 import redis
 
-from loomctx.cli.main import main
-from loomctx.cli.serve import check_open, is_loopback
+from loomctx.cli.main import main, parser
+from loomctx.cli.serve import check_open, is_loopback, options_from
+from loomctx.errors import ConfigError
 from loomctx.servers import RedisServer
 from loomctx.stores.postgres import PostgresStore
 from loomctx.stores.protocol import Scope
@@ -82,6 +83,20 @@ def test_an_open_service_off_loopback_needs_allow_open_and_then_warns() -> None:
     assert check_open("0.0.0.0", keys=True, allow_open=False) is None
     warning = check_open("0.0.0.0", keys=False, allow_open=True)
     assert warning is not None and warning.startswith("WARNING") and "OPEN" in warning
+
+
+def test_credentials_in_the_upstream_url_and_an_upstream_key_are_refused_together(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The HTTP client sends a URL's user:password as ``Authorization: Basic``, which replaced
+    the bearer key of ``$LOOMCTX_UPSTREAM_KEY``: the operator must choose, in one line."""
+    monkeypatch.setenv("LOOMCTX_UPSTREAM_KEY", "sk-operator-key")
+    args = parser(declare=("serve",)).parse_args(
+        ["serve", "--upstream", "https://gate:hunter2pw@llm.example/v1", "--embedder", "hashing"])
+    with pytest.raises(ConfigError, match="user:password") as refused:
+        options_from(args)
+    assert "hunter2pw" not in str(refused.value) and "\n" not in str(refused.value)
+    monkeypatch.delenv("LOOMCTX_UPSTREAM_KEY")
+    assert options_from(args).upstream_api_key is None  # the URL's credentials alone: fine
 
 
 def test_a_busy_port_is_one_line(capsys: pytest.CaptureFixture[str]) -> None:

@@ -24,8 +24,11 @@ def test_the_service_parses_http_with_httptools(
         upstream: WindowedFakeServer, start: Callable[..., RunningServer]) -> None:
     from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol  # the extra brings it
 
+    from loomctx.service.guard import GuardedProtocol
+
     server = start(upstream)
-    assert server._server.config.http_protocol_class is HttpToolsProtocol
+    parser = server._server.config.http_protocol_class
+    assert issubclass(parser, GuardedProtocol) and issubclass(parser, HttpToolsProtocol)
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="uvloop has no Windows build")

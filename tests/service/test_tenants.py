@@ -19,6 +19,7 @@ from starlette.routing import Route
 
 from loomctx.service import RunningServer, ServiceOptions, create_app, serve_in_thread
 from loomctx.service.app import PUBLIC
+from loomctx.service.limits import EdgeLimits
 from loomctx.testing import HashingEmbedder
 from loomctx.testing.windowed import WindowedFakeServer
 
@@ -70,8 +71,9 @@ class World:
 @pytest.fixture(scope="module")
 def world() -> Iterator[World]:
     with WindowedFakeServer(window=3000, default="ok") as upstream:
-        server = serve_in_thread(ServiceOptions(upstream=upstream.url + "/v1", keys=KEYS,
-                                                embedder=HashingEmbedder()))
+        server = serve_in_thread(ServiceOptions(  # every wrong key here comes from loopback
+            upstream=upstream.url + "/v1", keys=KEYS, embedder=HashingEmbedder(),
+            edge=EdgeLimits(auth_failures=100_000)))
         try:
             yield World(server, upstream)
         finally:
