@@ -82,7 +82,7 @@ _FRAME = re.compile(
 _FRAME_ZH = re.compile(r"^\s*(?:(?:" + "|".join(_FRAMES_ZH) + r")\s*[,，:：]?\s*)+")
 _TAIL = re.compile(
     r"(?:[,;]?\s*(?:please|pls|thanks|thank you|thx|cheers|if you (?:can|could|know|remember"
-    r"|have it|still have it|find it|don't mind)(?: (?:find|recall|remember) it)?|for me|again"
+    r"|have it|still have it|find it|don't mind)(?: (?:find|recall|remember) it)?|for me"
     r"|by any chance|real quick)\b)+\s*[.!?]*\s*$", re.IGNORECASE)
 _TAIL_ZH = re.compile(
     r"(?:[，,]?\s*(?:谢谢|谢了|多谢|麻烦了|好吗|可以吗|行吗|吧|呢|啊|呀)\s*)+[。！？!?]*\s*$")
@@ -90,10 +90,17 @@ _SENTENCES = re.compile(r"(?<=[.!?。！？])\s+|(?<=[。！？])|[\n\r]+")
 _LEANING = re.compile(
     r"\b(?:he|she|her|him|his|hers|they|them|their|it|its|that|those|this|these|one|ones|first"
     r"|second|third|last|other|latter|former|there|then)\b|他|她|它|那|这|第", re.IGNORECASE)
+_PAST = re.compile(
+    r"\b(?:previous|earlier|before|last time|you (?:told|said|mentioned|gave|provided"
+    r"|recommended|suggested|shared|sent|wrote|listed|helped)|i (?:told|mentioned|said|shared"
+    r"|gave|asked)|we (?:talked|discussed|decided|agreed|spoke|chatted))\b"
+    r"|上次|之前|以前|刚才|你说|我说过", re.IGNORECASE)
+_HAN = re.compile(r"[\u4e00-\u9fff]")
+_PRONOUNS = frozenset({"I", "I'm", "I've", "I'd", "I'll", "OK", "Ok"})
 _ABBREVIATION = re.compile(r"(?:\b(?:dr|mr|mrs|ms|st|mt|jr|sr|vs|etc|e\.g|i\.e|no)|\b[A-Z])\.$",
                            re.IGNORECASE)
 _ASKS = re.compile(
-    r"[?？]|^\s*(?:what|when|where|who|whom|whose|which|why|how|did|does|do|is|are|was|were"
+    r"[?？]|(?:^|[,;:]\s*|\bwondering\s+)(?:what|when|where|who|whom|whose|which|why|how|did|does|do|is|are|was|were"
     r"|has|have|had|can|could|would|will|should|shall|may|might|am)\b"
     r"|什么|哪|谁|几|多少|吗|呢|怎么|为什么|为何|是否|有没有|是不是", re.IGNORECASE)
 
@@ -143,38 +150,62 @@ def need_of(message: str) -> Need:
     for part in _SENTENCES.split(message):
         if not part or not part.strip():
             continue
-        if sentences and _ABBREVIATION.search(sentences[-1]):  # "Dr. Seuss" is one sentence
+        if sentences and _goes_on(sentences[-1], part):  # "Dr. Seuss", "Op. 5", "Story... is"
             sentences[-1] += " " + part
         else:
             sentences.append(part)
     if not sentences:
         return Need("", False)
-    kept: list[tuple[str, bool, int]] = []
+    kept: list[tuple[str, bool, int, bool]] = []
     for sentence in sentences:
         text, framed = _unframed(sentence)
         content = _content(text)
         asks = _asking(sentence, framed)
         if content or (asks and _LEANING.search(text)):  # "What about her?" asks of before
-            kept.append((text, asks, len(content)))
+            kept.append((text, asks, len(content), _names(text)))
     if not kept:
         return Need("", False)
-    asking = [i for i, (_, a, _) in enumerate(kept) if a]
+    asking = [i for i, k in enumerate(kept) if k[1]]
     if not asking:
-        return Need(_joined(t for t, _, _ in kept), False)
-    # What asks is the need; the other sentences (context, a pasted log) join it only when
-    # it leans on them ("I have a question about Caroline. What did she research?"),
-    # nearest first, up to MAX_WORDS.
+        return Need(_joined(k[0] for k in kept), False)
+    # What asks is the need, with the sentences around it that name something (a name, a
+    # number, the conversation's past: "I mentioned an art event two weeks ago. Where was it
+    # held?"), and all the others when it leans on them ("What did she research?"), nearest
+    # first, up to MAX_WORDS. A sentence about the asker's day names nothing and goes.
     chosen = set(asking)
     words = sum(kept[i][2] for i in asking)
-    if words < LEANS:
-        others = sorted((i for i in range(len(kept)) if i not in chosen),
-                        key=lambda i: (min(abs(i - j) for j in asking), -i))
-        for i in others:
-            if words + kept[i][2] > MAX_WORDS:
-                break
-            chosen.add(i)
-            words += kept[i][2]
+    leans = words < LEANS or any(_LEANING.search(kept[i][0]) and not _capitals(kept[i][0])
+                                 for i in asking)  # "her bookshelf" after "Caroline" does not
+    others = sorted((i for i in range(len(kept)) if i not in chosen),
+                    key=lambda i: (min(abs(i - j) for j in asking), -i))
+    for i in others:
+        if not (leans or kept[i][3]):
+            continue
+        if words + kept[i][2] > MAX_WORDS:
+            break
+        chosen.add(i)
+        words += kept[i][2]
     return Need(_joined(kept[i][0] for i in sorted(chosen)), True)
+
+
+def _goes_on(sentence: str, part: str) -> bool:
+    """Whether ``part`` continues ``sentence`` rather than starting a new one: after an
+    abbreviation, inside a quotation, or when it starts in lower case or with a digit."""
+    return (bool(_ABBREVIATION.search(sentence)) or sentence.count('"') % 2 == 1
+            or bool(re.match(r"\s*[a-z0-9]", part)))
+
+
+def _names(text: str) -> bool:
+    """Whether a sentence names something: a name or title (a capital past its first word),
+    a number or code, the conversation's past, or Chinese text (no capitals to tell)."""
+    return bool(_PAST.search(text) or any(c.isdigit() for c in text) or _HAN.search(text)
+                or _capitals(text))
+
+
+def _capitals(text: str) -> bool:
+    """Whether a word past the first starts with a capital (a name, a title)."""
+    return any(w[:1].isupper() and w.rstrip(".,!?;:'s") not in _PRONOUNS
+               for w in text.split()[1:])
 
 
 def _joined(parts: Iterable[str]) -> str:
