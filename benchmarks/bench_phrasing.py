@@ -251,7 +251,7 @@ def main(argv: list[str] | None = None) -> int:
     from loomctx.eval.phrasing import PHRASINGS, TEMPLATE_SPLITS
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--family", default=",".join(FAMILIES),
+    ap.add_argument("--family", default=None,
                     help=f"comma-separated, of {', '.join(FAMILIES)} (default: all)")
     ap.add_argument("--phrasing", default=",".join(PHRASINGS),
                     help=f"comma-separated, of {', '.join(PHRASINGS)} (default: all; the "
@@ -275,16 +275,18 @@ def main(argv: list[str] | None = None) -> int:
                     help="a SQLite file keeping every embedding between runs (as `loomctx "
                          "eval --embed-cache`)")
     ap.add_argument("--json", default=None, metavar="PATH",
-                    help="where the results go (default results/phrasing_<split>.json; - "
-                         "prints them)")
+                    help="where the results go (default results/phrasing_<questions>_<split>"
+                         ".json; - prints them)")
     ap.add_argument("--quick", action="store_true",
-                    help="10 questions per family at 4096 tokens")
+                    help="a smoke run: 5 questions of LoCoMo and of the multilingual set (unless "
+                         "--family says otherwise) at 4096 tokens, to results/phrasing_quick.json")
     args = ap.parse_args(argv)
-    families = _csv(args.family, FAMILIES, "--family")
+    family = args.family or ("locomo,multilingual" if args.quick else ",".join(FAMILIES))
+    families = _csv(family, FAMILIES, "--family")
     phrasings = ["dataset", *(p for p in _csv(args.phrasing, PHRASINGS, "--phrasing")
                               if p != "dataset")]
     budgets = _ints("4096" if args.quick else args.budgets, "--budgets")
-    limit = 10 if args.quick and args.limit is None else args.limit
+    limit = 5 if args.quick and args.limit is None else args.limit
     if limit is not None and limit <= 0:
         _usage(f"--limit {limit!r} must be a positive number")
     wanted = set(_ints(args.conversations, "--conversations")) if args.conversations else None
@@ -310,7 +312,8 @@ def main(argv: list[str] | None = None) -> int:
            "families": list(paths), "budgets": budgets, "limit": limit,
            "conversations": sorted(wanted) if wanted else None,
            "summary": summary, "rows": rows}
-    out = args.json or str(HERE / "results" / f"phrasing_{args.split}.json")
+    name = "quick" if args.quick else f"{args.questions}_{args.split}"
+    out = args.json or str(HERE / "results" / f"phrasing_{name}.json")
     if out == "-":
         print(json.dumps(doc, indent=1))
     else:

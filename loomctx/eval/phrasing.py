@@ -94,14 +94,22 @@ def templates(phrasing: str, split: str = "dev") -> tuple[object, ...]:
     return table if len(table) == 1 else table[TEMPLATE_SPLITS.index(split)::2]
 
 
-def phrase(question: str, phrasing: str, *, key: str, split: str = "dev",
-           seed: int = 0) -> Phrased:
+def phrase(question: str, phrasing: str, *, key: str, split: str = "dev", seed: int = 0,
+           template: int | None = None) -> Phrased:
     """``question`` said as ``phrasing``, with a template of ``split`` chosen by a PRNG seeded
-    with ``seed``, ``phrasing`` and ``key`` (the question's id: the same key, the same text)."""
+    with ``seed``, ``phrasing`` and ``key`` (the question's id: the same key, the same text).
+    ``template`` picks one by its index in the whole table instead (it must be in ``split``)."""
     chosen = templates(phrasing, split)
     if not question.strip():
         raise ConfigError(f"question {key!r} is empty; every question needs its words")
-    pick = random.Random(f"{seed}|{phrasing}|{key}").randrange(len(chosen))
+    if template is None:
+        pick = random.Random(f"{seed}|{phrasing}|{key}").randrange(len(chosen))
+    else:
+        table = _TABLES[phrasing]
+        if not 0 <= template < len(table) or table[template] not in chosen:
+            raise ConfigError(f"template {template!r} is not one of the {split} templates of "
+                              f"{phrasing!r}; see templates({phrasing!r}, {split!r})")
+        pick = chosen.index(table[template])
     index = _TABLES[phrasing].index(chosen[pick])
     name = f"{phrasing}/{index}"
     q = question.strip()
