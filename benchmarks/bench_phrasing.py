@@ -162,6 +162,18 @@ def summarize(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
+def phrasing_digest() -> str:
+    """A short digest of every template table: two results files with the same digest were
+    asked in the same words."""
+    import hashlib
+
+    from loomctx.eval import phrasing_templates as t
+
+    tables = [t.REQUEST_LEADS, t.CHATTER, t.EMBEDDED, t.FOLLOW_UPS, t.NO_MARK, t.ZH,
+              t.CODE_SWITCHED]
+    return hashlib.sha256(json.dumps(tables, ensure_ascii=False).encode()).hexdigest()[:12]
+
+
 def table(summary: list[dict[str, Any]]) -> str:
     """One block per family and budget: a row per phrasing, the dataset wording first."""
     lines = []
@@ -309,6 +321,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"turn and question recall per phrasing (template split {args.split}, questions "
           f"{args.questions}, {MODEL})" + table(summary))
     doc = {"model": MODEL, "split": args.split, "questions": args.questions,
+           "phrasing_set": phrasing_digest(),
            "families": list(paths), "budgets": budgets, "limit": limit,
            "conversations": sorted(wanted) if wanted else None,
            "summary": summary, "rows": rows}

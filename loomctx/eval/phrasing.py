@@ -121,7 +121,8 @@ def phrase(question: str, phrasing: str, *, key: str, split: str = "dev", seed: 
         subject, rest = _follow_up(q)
         return Phrased(phrasing, name, second.format(rest=rest), (first.format(subject=subject),),
                        subject)
-    return Phrased(phrasing, name, str(chosen[pick]).format(q=q, bare=bare))
+    return Phrased(phrasing, name, str(chosen[pick]).format(q=q, bare=bare,
+                                                            low=_lower_first(bare)))
 
 
 def strip_marks(text: str) -> str:

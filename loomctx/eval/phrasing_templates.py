@@ -5,7 +5,8 @@ entries are the ``dev`` half (what recall is tuned on), odd entries the ``heldou
 checks that a gain carries over to wording nobody tuned on). Placeholders:
 
 - ``{q}``: the question as the data set words it (its question mark kept);
-- ``{bare}``: the question without its question mark;
+- ``{bare}``: the question without its question mark; ``{low}``: the same, its first word in
+  lower case when it is a question word (to follow a comma);
 - ``{clause}``: request leads only, filled by the rules (``Tell me {clause}``);
 - ``{subject}`` / ``{rest}``: follow-ups only, the thing named in the first turn and the second
   turn (the question with that thing replaced by a pronoun or left out).
@@ -65,6 +66,10 @@ EMBEDDED: tuple[str, ...] = (
     "Hey, sorry to bother you again. {q} That's all for now.",
     "I'm making a list of things to follow up on. First item: {bare}. More later.",
     "Random thought while cleaning up my desk. {q} Let me know when you can.",
+    "Pasting my notes from this morning so you have them:\n- 09:10 call the plumber\n- 11:30 "
+    "groceries, oat milk, batteries\n- 15:00 pick up the parcel\nAnyway, {low}. Thanks.",
+    "Here is what my calendar app exported:\n```\nMON 08:00 standup\nTUE 18:30 gym\nFRI "
+    "19:00 dinner\n```\nNot important. {q}",
 )
 """The question inside a longer message, with text before and after it."""
 
