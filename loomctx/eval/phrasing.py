@@ -57,6 +57,9 @@ _MODIFIER = {"many", "much", "the", "a", "an", "my", "your", "our", "some", "any
              "what", "whose", "his", "her", "their"}
 _FUNCTION = re.compile(r" (?:that|who|which|whom|whose|and|or|in|on|at|to|of|for|from|with|by|"
                        r"is|are|was|were|has|have|had|did|does|do)\b")
+_VERB = re.compile(r" (?:[a-z]+ed|showed|made|got|took|gave|saw|had|said|went|bought|found|felt|"
+                   r"told|wrote|read|ran|won|met|left|came|kept|thought|built|taught|brought|"
+                   r"began|chose|drew|sang|spent|sent|shared|tried)\b")
 _AGREE = re.compile(r"\b(?:(does|is|was|has) they|they (does|is|was|has))\b", re.IGNORECASE)
 _AGREED = {"does": "do", "is": "are", "was": "were", "has": "have"}
 
@@ -188,15 +191,15 @@ def _follow_up(q: str) -> tuple[str, str]:
         after = q[match.end():]
         if after.startswith(("'s", "’s")):
             out, end = "their", match.end() + 2
-        elif prev in _MODIFIER and re.match(r" [a-z]", after) and not _FUNCTION.match(after):
-            out, end = "", match.end() + 1
         elif prev in _MODIFIER:
-            start -= len(before[-1]) + 1
-            out, end = "that one", match.end()
+            if not re.match(r" [a-z]+\b", after) or _FUNCTION.match(after) or _VERB.match(after):
+                continue  # not a modifier of the noun after it: lean on another name
+            out, end = "", match.end() + 1
         elif prev in _PLACE:
             start -= len(before[-1]) + 1
             out, end = "there", match.end()
-        elif not prev or prev in _AUX or prev in _WH or prev in {"and", "that", "who", ","}:
+        elif (not prev or prev in _AUX or prev in _WH or prev in {"and", "that", "who", ","}
+              or _VERB.match(after)):
             out, end = "they", match.end()
         else:
             out, end = "them", match.end()
@@ -236,7 +239,8 @@ def _follow_up_fallback(q: str) -> tuple[str, str]:
             return subject, _lower_first(head + tail)
     if _CJK.match(q):
         return q[:2], "他" + q[2:]
-    if len(words) > 2 and words[0].lower() in {"which", "what"} and words[1].isalpha():
+    if (len(words) > 2 and words[0].lower() in {"which", "what"} and words[1].isalpha()
+            and words[1].lower() not in _STOPS):
         return words[1], _lower_first(" ".join([words[0], "one", *words[2:]]))
     subject = max((w.strip(",.?？!") for w in words), key=len)
     return subject, _lower_first(q.replace(subject, "that", 1))

@@ -113,6 +113,14 @@ def test_a_follow_up_leaves_its_subject_to_the_first_turn() -> None:
                   template=3)
     assert said.context == ("Going back to Gina.",)
     assert said.message == "and how do they stay confident?"
+    for question, subject, rest in [
+            ("What motivated Tim to keep pushing himself?", "Tim", "motivated them to"),
+            ("How many points John scored in a game?", "John", "points they scored"),
+            ("How many MCU films did I watch?", "MCU", "how many films did I watch?"),
+            ("How many Prius has Evan owned?", "Evan", "how many Prius have they owned?"),
+            ("What is Gina's favorite dance?", "Gina", "what is their favorite dance?")]:
+        said = phrase(question, "follow_up", key="x", template=0)
+        assert said.subject == subject and rest in said.message, said
     said = phrase("小安的小提琴老师是谁？", "follow_up", key="x", template=2)
     assert said.subject == "小安" and said.message == "他的小提琴老师是谁？"
 
