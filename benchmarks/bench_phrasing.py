@@ -162,6 +162,21 @@ def summarize(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
+def results_json(doc: dict[str, Any], rows: list[dict[str, Any]]) -> str:
+    """``doc`` with the per-question results under ``"rows"``: one line per history, phrasing
+    and budget, each question as ``[id, template, turn recall, question recall]`` (a results
+    file stays small enough to keep in the repository and to diff)."""
+    grouped: dict[str, list[list[Any]]] = {}
+    for r in rows:
+        key = f"{r['history']}|{r['phrasing']}|{r['budget']}"
+        grouped.setdefault(key, []).append([r["id"], r["template"], round(r["turn"], 4),
+                                            round(r["question"], 4)])
+    head = json.dumps(doc, indent=1, ensure_ascii=False)
+    lines = [f" {json.dumps(k)}: {json.dumps(v, separators=(',', ':'), ensure_ascii=False)}"
+             for k, v in grouped.items()]
+    return head[:-2] + ',\n "rows": {\n' + ",\n".join(lines) + "\n }\n}\n"
+
+
 def phrasing_digest() -> str:
     """A short digest of every template table: two results files with the same digest were
     asked in the same words."""
@@ -321,16 +336,16 @@ def main(argv: list[str] | None = None) -> int:
     print(f"turn and question recall per phrasing (template split {args.split}, questions "
           f"{args.questions}, {MODEL})" + table(summary))
     doc = {"model": MODEL, "split": args.split, "questions": args.questions,
-           "phrasing_set": phrasing_digest(),
-           "families": list(paths), "budgets": budgets, "limit": limit,
-           "conversations": sorted(wanted) if wanted else None,
-           "summary": summary, "rows": rows}
+           "phrasing_set": phrasing_digest(), "families": list(paths), "budgets": budgets,
+           "limit": limit, "conversations": sorted(wanted) if wanted else None,
+           "summary": summary}
     name = "quick" if args.quick else f"{args.questions}_{args.split}"
     out = args.json or str(HERE / "results" / f"phrasing_{name}.json")
+    text = results_json(doc, rows)
     if out == "-":
-        print(json.dumps(doc, indent=1))
+        print(text, end="")
     else:
-        Path(out).write_text(json.dumps(doc, indent=1) + "\n")
+        Path(out).write_text(text)
     return 0
 
 

@@ -64,20 +64,21 @@ def test_every_phrasing_is_asked_as_a_turn_and_as_a_question(
     assert code == 0
     doc = json.loads(out.read_text())
     assert doc["split"] == "heldout" and doc["families"] == ["locomo", "longmemeval"]
-    rows = doc["rows"]
     # LoCoMo: both conversations are development data (1-5), two questions each; LME: two.
+    assert len(doc["rows"]) == len(PHRASINGS) * 2 * (2 + 2)
+    rows = [(key.split("|"), row) for key, got in doc["rows"].items() for row in got]
     assert len(rows) == len(PHRASINGS) * 2 * (4 + 2)
-    for row in rows:
-        assert 0.0 <= row["turn"] <= 1.0 and 0.0 <= row["question"] <= 1.0
-        assert row["over"] == 0
-        name, index = row["template"].split("/")
-        assert name == row["phrasing"]
-        assert row["phrasing"] == "dataset" or int(index) % 2 == 1  # the heldout half
+    for (_, phrasing, _), (_, template, turn, question) in rows:
+        assert 0.0 <= turn <= 1.0 and 0.0 <= question <= 1.0
+        name, index = template.split("/")
+        assert name == phrasing
+        assert phrasing == "dataset" or int(index) % 2 == 1  # the heldout half
     cells = {(s["family"], s["budget"], s["phrasing"]) for s in doc["summary"]}
     assert cells == {(f, b, p) for f in ("locomo", "longmemeval") for b in (300, 2000)
                      for p in PHRASINGS}
     # At 2,000 tokens the whole tiny history fits: every phrasing recalls every gold turn.
     for s in doc["summary"]:
+        assert s["over_budget"] == 0
         if s["budget"] == 2000:
             assert s["turn"] == s["question"] == 1.0, s
     table = capsys.readouterr().out
