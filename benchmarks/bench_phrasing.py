@@ -162,6 +162,20 @@ def summarize(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
+def by_template(rows: list[dict[str, Any]]) -> str:
+    """Turn and question recall per template (all families and budgets pooled): which wording
+    a change helps or hurts."""
+    cells: dict[str, list[dict[str, Any]]] = {}
+    for row in rows:
+        cells.setdefault(row["template"], []).append(row)
+    lines = ["", f"{'template':<20}{'n':>5}{'turn':>8}{'question':>10}"]
+    for name in sorted(cells, key=lambda n: (n.split("/")[0], int(n.split("/")[1]))):
+        got = cells[name]
+        lines.append(f"{name:<20}{len(got):>5}{statistics.fmean(r['turn'] for r in got):>8.3f}"
+                     f"{statistics.fmean(r['question'] for r in got):>10.3f}")
+    return "\n".join(lines)
+
+
 def results_json(doc: dict[str, Any], rows: list[dict[str, Any]]) -> str:
     """``doc`` with the per-question results under ``"rows"``: one line per history, phrasing
     and budget, each question as ``[id, template, turn recall, question recall]`` (a results
@@ -304,6 +318,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", default=None, metavar="PATH",
                     help="where the results go (default results/phrasing_<questions>_<split>"
                          ".json; - prints them)")
+    ap.add_argument("--by-template", action="store_true",
+                    help="also print recall per template, every family and budget pooled")
     ap.add_argument("--quick", action="store_true",
                     help="a smoke run: 5 questions of LoCoMo and of the multilingual set (unless "
                          "--family says otherwise) at 4096 tokens, to results/phrasing_quick.json")
@@ -334,7 +350,8 @@ def main(argv: list[str] | None = None) -> int:
                           flush=True)
     summary = summarize(rows)
     print(f"turn and question recall per phrasing (template split {args.split}, questions "
-          f"{args.questions}, {MODEL})" + table(summary))
+          f"{args.questions}, {MODEL})" + table(summary)
+          + (by_template(rows) if args.by_template else ""))
     doc = {"model": MODEL, "split": args.split, "questions": args.questions,
            "phrasing_set": phrasing_digest(), "families": list(paths), "budgets": budgets,
            "limit": limit, "conversations": sorted(wanted) if wanted else None,

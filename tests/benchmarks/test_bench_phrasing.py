@@ -5,6 +5,7 @@ from __future__ import annotations
 import gzip
 import importlib
 import json
+import re
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -60,7 +61,8 @@ def test_every_phrasing_is_asked_as_a_turn_and_as_a_question(
     code = bench.main(["--family", "locomo,longmemeval", "--budgets", "300,2000",
                        "--locomo", str(_locomo(tmp_path / "locomo.json")),
                        "--longmemeval", str(_generic(tmp_path / "lme.jsonl.gz")),
-                       "--embedder", "hashing", "--split", "heldout", "--json", str(out)])
+                       "--embedder", "hashing", "--split", "heldout", "--json", str(out),
+                       "--by-template"])
     assert code == 0
     doc = json.loads(out.read_text())
     assert doc["split"] == "heldout" and doc["families"] == ["locomo", "longmemeval"]
@@ -83,6 +85,7 @@ def test_every_phrasing_is_asked_as_a_turn_and_as_a_question(
             assert s["turn"] == s["question"] == 1.0, s
     table = capsys.readouterr().out
     assert "locomo at 300 tokens" in table and "follow_up" in table
+    assert re.search(r"^request/\d*[13579] +\d+ +[01]\.\d{3}", table, re.M)  # per template
 
 
 def test_the_test_split_and_a_conversation_choose_the_questions(
