@@ -1,0 +1,112 @@
+"""The phrasing benchmark end to end on tiny synthetic data (hashing embedder)."""
+
+from __future__ import annotations
+
+import gzip
+import importlib
+import json
+import re
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+
+from loomctx.eval.phrasing import PHRASINGS
+
+
+@pytest.fixture(scope="module")
+def bench(bench_path: Path) -> ModuleType:
+    return importlib.import_module("bench_phrasing")
+
+
+def _locomo(path: Path) -> Path:
+    """Two conversations of two sessions; questions about named people across them."""
+    samples = []
+    for c, (a, b) in enumerate([("Ann", "Bob"), ("Cleo", "Dan")]):
+        conv: dict[str, Any] = {"speaker_a": a, "speaker_b": b}
+        for s in (1, 2):
+            conv[f"session_{s}_date_time"] = f"1:56 pm on {s} May, 2023"
+            conv[f"session_{s}"] = [
+                {"speaker": a if i % 2 == 0 else b, "dia_id": f"D{s}:{i + 1}",
+                 "text": f"line {i + 1} of session {s} about hobby {c * 100 + s * 10 + i}"}
+                for i in range(6)]
+        qa = [{"question": f"What hobby did {a} mention first?", "answer": "x",
+               "evidence": ["D1:1"], "category": 4},
+              {"question": f"When did {b} talk about hobby {c * 100 + 22}?", "answer": "x",
+               "evidence": ["D2:3"], "category": 2}]
+        samples.append({"sample_id": f"conv-{c}", "conversation": conv, "qa": qa})
+    path.write_text(json.dumps(samples), encoding="utf-8")
+    return path
+
+
+def _generic(path: Path) -> Path:
+    """Two questions, each after its own short history."""
+    lines = []
+    for n in range(2):
+        history = [{"id": f"m{i}", "role": "user" if i % 2 == 0 else "assistant",
+                    "content": f"message {i} about the garden item {n * 10 + i}",
+                    "timestamp": 1_700_000_000 + i} for i in range(12)]
+        lines.append(json.dumps({"id": f"q{n}", "question": f"Which garden item {n * 10 + 4} "
+                                 "did I plant?", "gold": ["m4"], "history": history,
+                                 "question_date": "2023-12-01T00:00:00Z"}))
+    with gzip.open(path, "wt", encoding="utf-8") as fh:
+        fh.write("\n".join(lines) + "\n")
+    return path
+
+
+def test_every_phrasing_is_asked_as_a_turn_and_as_a_question(
+        bench: ModuleType, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "phrasing.json"
+    code = bench.main(["--family", "locomo,longmemeval", "--budgets", "300,2000",
+                       "--locomo", str(_locomo(tmp_path / "locomo.json")),
+                       "--longmemeval", str(_generic(tmp_path / "lme.jsonl.gz")),
+                       "--embedder", "hashing", "--split", "heldout", "--json", str(out),
+                       "--by-template"])
+    assert code == 0
+    doc = json.loads(out.read_text())
+    assert doc["split"] == "heldout" and doc["families"] == ["locomo", "longmemeval"]
+    # LoCoMo: both conversations are development data (1-5), two questions each; LME: two.
+    assert len(doc["rows"]) == len(PHRASINGS) * 2 * (2 + 2)
+    rows = [(key.split("|"), row) for key, got in doc["rows"].items() for row in got]
+    assert len(rows) == len(PHRASINGS) * 2 * (4 + 2)
+    for (_, phrasing, _), (_, template, turn, question) in rows:
+        assert 0.0 <= turn <= 1.0 and 0.0 <= question <= 1.0
+        name, index = template.split("/")
+        assert name == phrasing
+        assert phrasing == "dataset" or int(index) % 2 == 1  # the heldout half
+    cells = {(s["family"], s["budget"], s["phrasing"]) for s in doc["summary"]}
+    assert cells == {(f, b, p) for f in ("locomo", "longmemeval") for b in (300, 2000)
+                     for p in PHRASINGS}
+    # At 2,000 tokens the whole tiny history fits: every phrasing recalls every gold turn.
+    for s in doc["summary"]:
+        assert s["over_budget"] == 0
+        if s["budget"] == 2000:
+            assert s["turn"] == s["question"] == 1.0, s
+    table = capsys.readouterr().out
+    assert "locomo at 300 tokens" in table and "follow_up" in table
+    assert re.search(r"^request/\d*[13579] +\d+ +[01]\.\d{3}", table, re.M)  # per template
+
+
+def test_the_test_split_and_a_conversation_choose_the_questions(
+        bench: ModuleType, tmp_path: Path) -> None:
+    locomo = _locomo(tmp_path / "locomo.json")
+    got = list(bench.groups("locomo", locomo, "dev", {2}, None))
+    assert [name for name, _ in got] == ["locomo:2"]
+    assert got[0][1][0].question == "What hobby did Cleo mention first?"
+    assert list(bench.groups("locomo", locomo, "test", None, None)) == []
+    limited = list(bench.groups("locomo", locomo, "dev", None, 3))
+    assert [len(qs) for _, qs in limited] == [2, 1]
+
+
+def test_bad_options_are_one_line_errors(bench: ModuleType, tmp_path: Path,
+                                         capsys: pytest.CaptureFixture[str]) -> None:
+    for argv, words in [(["--family", "nope"], "--family 'nope'"),
+                        (["--budgets", "4k"], "--budgets '4k'"),
+                        (["--locomo", str(tmp_path / "none.json"), "--family", "locomo"],
+                         "is not a file")]:
+        with pytest.raises(SystemExit) as exc:
+            bench.main(argv)
+        assert exc.value.code == 2
+        err = capsys.readouterr().err.strip()
+        assert words in err and "\n" not in err
