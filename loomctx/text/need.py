@@ -10,12 +10,13 @@ question mark is no guide either: a request has none, and chatter can ask ("How 
 content word is small talk (:data:`CHATTER`) goes, request frames at a sentence's start ("tell
 me", "can you remind me", "I need to know", "请帮我查一下") and courtesies at its end ("if you
 can", "thanks") are cut. The sentences that ask (a request frame, an interrogative word, a
-question mark) are the need; the others (context, a pasted log) join them only when what asks
-leans on them (fewer than :data:`LEANS` content words: "What did she research?"), nearest
-first, up to :data:`MAX_WORDS`; a message where nothing asks is its own need. A message of
-small talk only has no need: :func:`need_text` returns an empty string, and a turn made of it
-spends no room on evidence. The rules are word lists, English and Chinese; everything else
-passes through unchanged (a message in another language is its own need).
+question mark) are the need, with the sentences around them that name something (a name, a
+number, the conversation's past) and all of them when what asks leans on them ("What did she
+research?"), nearest first, up to :data:`MAX_WORDS`; a sentence about the asker's day ("I am
+putting together notes for the team") goes. A message where nothing asks is its own need. A
+message of small talk only has no need: :func:`need_text` returns an empty string, and a turn
+made of it spends no room on evidence. The rules are word lists, English and Chinese;
+everything else passes through unchanged (a message in another language is its own need).
 """
 
 from __future__ import annotations
