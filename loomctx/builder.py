@@ -60,7 +60,7 @@ from loomctx.sources.protocol import (
     declared_share,
     makes_fresh,
 )
-from loomctx.text.need import need_of
+from loomctx.text.need import need_of, with_before
 from loomctx.tokens.registry import counter_for_model
 
 FORMATS = formats()
@@ -346,6 +346,10 @@ class ContextBuilder:
             ctx = {**ctx, "history": items}
             if not st.turn and _asked_last(items, asked):
                 st.turn = True  # build(question) after adding it: show it once, as a turn
+            elif not st.turn and st.question:  # a follow-up's question leans on the last turn
+                need = with_before(need_of(asked), next(
+                    (it.content for it in reversed(items[-64:]) if it.role == "user"), None))
+                st.question = need.text
             if st.turn:
                 take_input(st, history[0].name)
                 ctx["history_in_view"] = self._in_view(history[0].name, items, st)

@@ -121,6 +121,7 @@ def _state(need: float, question: str, input_id: str) -> BuildState:
                     allocation=BudgetManager().allocate(2000))
     st.available = 2000
     st.recall_need = need
+    st.recall_said = need  # what is out of view was said, not a tool's output
     st.candidates[INPUT_SOURCE] = [ContextItem(id=input_id, source=INPUT_SOURCE,
                                                content=question, kind="input")]
     return st

@@ -23,7 +23,7 @@ from loomctx.compress.truncate import truncate_item
 from loomctx.items import ContextItem, Tier
 from loomctx.select.packer import Unit
 from loomctx.select.rank import per_build, window_items
-from loomctx.text.need import need_of
+from loomctx.text.need import need_of, with_before
 from loomctx.tokens.protocol import TokenCounter
 
 STABLE_KINDS = frozenset({"system", "tool", "skill", "input"})
@@ -70,19 +70,19 @@ class WindowSettings(Protocol):
 def take_input(st: BuildState, history: str) -> None:
     """Make the history's last user message the input (P0, its message and parts kept); the
     question for retrieval is the part of the last user message's text that carries its need
-    (:func:`~loomctx.text.need.need_text`)."""
+    (:func:`~loomctx.text.need.need_text`), after the user's message before it when it leans on
+    that one (a follow-up)."""
     items = list(st.gathered[history].items or [])
     last = items[-1] if items else None
+    said = [it.content for it in reversed(items[-64:]) if it.role == "user"][:2]
     if last is not None and last.role == "user" and last.kind == "message":
         items.pop()
         st.candidates[INPUT_SOURCE] = [ContextItem(
             id=last.id, source=INPUT_SOURCE, content=last.content, kind="input", role="user",
             tier=Tier.P0, priority=1.0, timestamp=last.timestamp, message=last.message,
             seq=last.seq)]
-        st.question, st.asks = need_of(last.content)
-    else:
-        st.question, st.asks = need_of(next((it.content for it in reversed(items[-64:])
-                                             if it.role == "user"), ""))
+    need = with_before(need_of(said[0] if said else ""), said[1] if len(said) > 1 else None)
+    st.question, st.asks = need.text, need.asks
     st.candidates[history] = items
 
 
@@ -331,7 +331,7 @@ class TurnWindow:
     def wide(self, st: BuildState) -> bool:
         """Whether this turn asks a question whose best matches are mostly out of view (and,
         the first time a user turn is seen, count it among the latest turns)."""
-        wide = st.recall_need >= WIDE and st.asks
+        wide = st.recall_need >= WIDE and st.asks and not self._tools_at_work(st)
         inp = st.candidates.get(INPUT_SOURCE)
         last, recent = self._asked
         if inp and inp[0].id != last:  # tool steps of the same turn are not counted again
@@ -348,9 +348,16 @@ class TurnWindow:
         at_once = st.recall_need >= 1.0 and st.recall_own  # its own past, all out of view
         if not st.recall_wide or (sum(self._asked[1]) < YIELD_AFTER and not at_once):
             return 0
-        if st.recall_said < WIDE:  # mostly tool output: the agent calls the tool again
-            return 0
+        if st.recall_said < WIDE or self._tools_at_work(st):
+            return 0  # the agent gets what is out of view by calling its tools again
         return int(st.recall_need * self.options.recall_share * st.available)
+
+    @staticmethod
+    def _tools_at_work(st: BuildState) -> bool:
+        """Whether the latest turns ran tools (a tool result among the window's last
+        ``RECENT * 4`` messages)."""
+        return any(it.role == "tool" for name in st.window_start
+                   for it in st.candidates.get(name, ())[-RECENT * 4:])
 
     def pool(self, st: BuildState, candidates: Mapping[str, Sequence[ContextItem]],
              ordered: Mapping[str, list[Unit]], declared: Mapping[str, float] | None = None,

@@ -42,7 +42,8 @@ lovely wonderful amazing perfect excellent brilliant fantastic superb hmm um uh 
 haha bye goodbye later soon talk chat chatting catch earlier doing going things everything
 wanted wondering curious thinking thought checking bother bothering mind wait another last one
 something stuff bit time little lot much many kind kinda sort sorta everyone guys friend buddy
-assistant bot ai dear sir madam there
+assistant bot ai dear sir madam there answer answers reply explain explanation short detail
+details sure later double
 你好 您好 嗨 谢谢 谢 感谢 多谢 好的 好 嗯 哈哈 早上好 晚上好 下午好 辛苦 麻烦 请 一下 那个 对了 顺便
 问 问题 一个 再 还有 今天 最近 怎么样 不错 太好了 棒
 """.split())  # noqa: SIM905 (a word list reads best as text)
@@ -60,8 +61,9 @@ _FRAMES_EN = (
     r"(?: again)?(?: (?:about|with|of|on))?",
     r"(?:please |pls |kindly )?(?:find out|look up|check|figure out|recall|remember|pull up"
     r"|dig up|confirm|refresh my memory(?: on| about)?)(?: for me)?",
-    r"(?:i|we) (?:really )?(?:need|want|would like|'d like|wanna|have) to (?:know|find out"
-    r"|check|confirm|understand)(?: about)?",
+    r"(?:i|we)(?: really)?(?: need| want| would like|'d like| would love|'d love| wanna| have)"
+    r" to (?:know|find out|check|confirm|understand|hear|figure out)(?: about)?",
+    r"i(?:'m| am) trying to (?:remember|recall|figure out|find out|work out)(?: about)?",
     r"i(?:'m| am) (?:wondering|curious|trying to remember|not sure)(?: about)?",
     r"i (?:was )?(?:wondering|wonder)(?: about| if| whether)?",
     r"do you (?:happen to )?(?:remember|recall|know)(?: about)?",
@@ -87,23 +89,30 @@ _TAIL = re.compile(
     r"|by any chance|real quick)\b)+\s*[.!?]*\s*$", re.IGNORECASE)
 _TAIL_ZH = re.compile(
     r"(?:[，,]?\s*(?:谢谢|谢了|多谢|麻烦了|好吗|可以吗|行吗|吧|呢|啊|呀)\s*)+[。！？!?]*\s*$")
-_SENTENCES = re.compile(r"(?<=[.!?。！？])\s+|(?<=[。！？])|[\n\r]+")
+_SENTENCES = re.compile(r"(?<=[.!?。！？])\s+|(?<=[。！？])|[\n\r]+|(?<=:)\s+(?=[A-Z])")
+_QUESTION = re.compile(
+    r"[?？]|^\W*(?:and\s+)?(?:what|when|where|who|which|why|how)\b|吗|呢|什么|哪|谁", re.IGNORECASE)
 _LEANING = re.compile(
     r"\b(?:he|she|her|him|his|hers|they|them|their|it|its|that|those|this|these|one|ones|first"
     r"|second|third|last|other|latter|former|there|then)\b|他|她|它|那|这|第", re.IGNORECASE)
-_PAST = re.compile(
-    r"\b(?:previous|earlier|before|last time|you (?:told|said|mentioned|gave|provided"
-    r"|recommended|suggested|shared|sent|wrote|listed|helped)|i (?:told|mentioned|said|shared"
-    r"|gave|asked)|we (?:talked|discussed|decided|agreed|spoke|chatted))\b"
-    r"|上次|之前|以前|刚才|你说|我说过", re.IGNORECASE)
+_PAST = re.compile(  # a sentence that points at something said before, by its topic
+    r"\b(?:previous|earlier|last|other) (?:conversation|chat|discussion|session|talk|game|time)s?"
+    r"\b.*\b(?:about|on|regarding|where)\b|\b(?:i|you) (?:told|mentioned|said|shared|gave"
+    r"|provided|recommended|suggested|listed|sent|wrote)\b|上次|之前|以前|刚才|你说|我说过",
+    re.IGNORECASE)
+_CODE = re.compile(r"[A-Za-z]-?\d|\d-?[A-Za-z]")  # SHP-40233, A1001, 27th
 _HAN = re.compile(r"[\u4e00-\u9fff]")
 _PRONOUNS = frozenset({"I", "I'm", "I've", "I'd", "I'll", "OK", "Ok"})
 _ABBREVIATION = re.compile(r"(?:\b(?:dr|mr|mrs|ms|st|mt|jr|sr|vs|etc|e\.g|i\.e|no)|\b[A-Z])\.$",
                            re.IGNORECASE)
 _ASKS = re.compile(
-    r"[?？]|(?:^|[,;:]\s*|\bwondering\s+)(?:what|when|where|who|whom|whose|which|why|how|did|does|do|is|are|was|were"
-    r"|has|have|had|can|could|would|will|should|shall|may|might|am)\b"
-    r"|什么|哪|谁|几|多少|吗|呢|怎么|为什么|为何|是否|有没有|是不是", re.IGNORECASE)
+    r"[?？]|\b(?:what|when|where|who|whom|whose|which|why|how)\b"  # a question, or one inside
+    r"|(?:^|[,;:，：]\s*)(?:did|does|do|is|are|was|were|has|have|had|can|could|would|will"
+    r"|should|shall|may|might|am)\b"
+    r"|^\W*(?:\S+\s+){0,4}?(?:tell|remind|know|find|look|check|recall|remember|confirm"
+    r"|figure|wonder|wondering|curious|ask|asking)\b"  # a request for what is known, up front
+    r"|什么|哪|谁|几|多少|吗|呢|怎么|为什么|为何|是否|有没有|是不是|告诉|提醒|想知道|查|问|记得",
+    re.IGNORECASE)
 
 
 def _asking(sentence: str, framed: bool) -> bool:
@@ -136,6 +145,9 @@ class Need(NamedTuple):
 
     text: str
     asks: bool
+    leans: bool = False
+    """What asks names nothing of its own ("how did they feel about it?"): it means something
+    only with what was said before it (:func:`with_before`)."""
 
 
 def need_text(message: str) -> str:
@@ -162,7 +174,7 @@ def need_of(message: str) -> Need:
         text, framed = _unframed(sentence)
         content = _content(text)
         asks = _asking(sentence, framed)
-        if content or (asks and _LEANING.search(text)):  # "What about her?" asks of before
+        if content or (_QUESTION.search(sentence) and _LEANING.search(text)):  # "What about her?"
             kept.append((text, asks, len(content), _names(text)))
     if not kept:
         return Need("", False)
@@ -186,7 +198,18 @@ def need_of(message: str) -> Need:
             break
         chosen.add(i)
         words += kept[i][2]
-    return Need(_joined(kept[i][0] for i in sorted(chosen)), True)
+    alone = not any(kept[i][3] for i in chosen)  # nothing chosen names anything
+    return Need(_joined(kept[i][0] for i in sorted(chosen)), True, leans and alone)
+
+
+def with_before(need: Need, before: str | None) -> Need:
+    """``need``, preceded by the need of the user's message ``before`` it when it leans on it
+    (a follow-up split over two turns: "I have a question about Caroline." / "what did she
+    research?")."""
+    if not need.leans or not before:
+        return need
+    earlier = need_of(before).text
+    return need._replace(text=_joined([earlier, need.text])) if earlier else need
 
 
 def _goes_on(sentence: str, part: str) -> bool:
@@ -198,8 +221,10 @@ def _goes_on(sentence: str, part: str) -> bool:
 
 def _names(text: str) -> bool:
     """Whether a sentence names something: a name or title (a capital past its first word),
-    a number or code, the conversation's past, or Chinese text (no capitals to tell)."""
-    return bool(_PAST.search(text) or any(c.isdigit() for c in text) or _HAN.search(text)
+    a code (SHP-40233), a topic of the conversation's past ("our previous chat about ...",
+    "you told me ..."), or Chinese text (no capitals to tell). A time, a list of errands or
+    "everything we discussed" names nothing."""
+    return bool(_PAST.search(text) or _CODE.search(text) or _HAN.search(text)
                 or _capitals(text))
 
 
@@ -219,4 +244,4 @@ def _joined(parts: Iterable[str]) -> str:
     return out
 
 
-__all__ = ["CHATTER", "LEANS", "MAX_WORDS", "Need", "need_of", "need_text"]
+__all__ = ["CHATTER", "LEANS", "MAX_WORDS", "Need", "need_of", "need_text", "with_before"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from loomctx.text.need import MAX_WORDS, need_of, need_text
+from loomctx.text.need import MAX_WORDS, need_of, need_text, with_before
 
 
 @pytest.mark.parametrize("message, need", [
@@ -30,7 +30,7 @@ def test_the_need_is_what_asks_without_frames_and_small_talk(message: str, need:
 @pytest.mark.parametrize("message", ["Thanks, that helps!", "How are you?", "你好！谢谢！",
                                      "Hey! Hope your day is going well.", "ok", "   ", ""])
 def test_small_talk_alone_needs_nothing(message: str) -> None:
-    assert need_of(message) == ("", False)
+    assert need_of(message)[:2] == ("", False)
 
 
 def test_what_asks_with_one_word_leans_on_the_sentence_before_it() -> None:
@@ -61,3 +61,12 @@ def test_the_sentences_around_what_asks_stay_within_max_words() -> None:
     need = need_text(f"{context} What about her?")
     assert len([w for w in need.split() if w[0].isalpha()]) <= 3 * MAX_WORDS
     assert need.endswith("What about her?")
+
+
+def test_a_follow_up_over_two_turns_takes_its_subject_from_the_turn_before() -> None:
+    follow_up = need_of("how did they feel about her family after the accident?")
+    assert follow_up.leans
+    need = with_before(follow_up, "I have a question about Melanie.")
+    assert need.text.startswith("Melanie") and need.asks
+    named = need_of("What did Caroline research?")
+    assert not named.leans and with_before(named, "Tell me about Melanie.") == named
