@@ -90,6 +90,10 @@ class Service:
             if options.store_factory is None and is_shared_url(options.store) else None)
         """Locks, sessions and builds shared with other processes on a PostgreSQL store
         (:mod:`loomctx.service.shared`); None on SQLite or in memory (one process)."""
+        self._creating: dict[tuple[str, str], Conversation] = {}
+        """Named sessions whose first requests are in flight, not the tenant's yet:
+        concurrent first requests of one id share one (create-or-load) instead of each
+        making its own."""
 
     async def start(self) -> None:
         """Connect what needs the event loop (the shared store's pool); before any request."""
@@ -133,14 +137,25 @@ class Service:
         return conv
 
     def adopt(self, tenant: str, conv: Conversation) -> None:
-        """Make a session :meth:`open` made unregistered the tenant's."""
-        self.tenants.add_session(tenant, conv)
-        self.tenants.index(tenant, conv, None)
+        """Make a session :meth:`open` made unregistered the tenant's (again: a no-op)."""
+        if self.tenants.session(tenant, conv.session.id) is not conv:
+            self.tenants.add_session(tenant, conv)
+            self.tenants.index(tenant, conv, None)
 
     def forget(self, tenant: str, conv: Conversation) -> None:
         """Undo :meth:`adopt` of a session whose first request failed before anything of it
-        was stored (on a shared store no row was written for it either)."""
-        self.tenants.drop(tenant, conv)
+        was stored (on a shared store no row was written for it either); kept while other
+        requests :meth:`route` handed it to are not :meth:`done`: they will store in it."""
+        if conv.users == 0:
+            self.tenants.drop(tenant, conv)
+
+    def done(self, tenant: str, conv: Conversation) -> None:
+        """A request :meth:`route` handed ``conv`` to is over (stored, failed, or never took
+        the session's lock): once per routed request, before :meth:`forget`."""
+        conv.users -= 1
+        key = (tenant, conv.session.id)
+        if conv.users == 0 and self._creating.get(key) is conv:
+            del self._creating[key]
 
     def window(self, conv: Conversation) -> int:
         w = conv.session.context_window
@@ -154,18 +169,34 @@ class Service:
         whether the session is new (not the tenant's until :meth:`adopt`).
 
         With a session id (the ``X-Loomctx-Session`` header) every message is new and the
-        session is created on first use. Without, the request is the whole conversation: the
+        session is created on first use: concurrent first uses get the same new session,
+        whose lock orders them (create-or-load). Without, the request is the whole conversation: the
         session whose stored messages are its longest prefix continues, and only the rest is
         new; no match (a branch from an older point, an ended session) starts a new session.
 
         On a shared store the session may be another process's: it is looked up there (and
         the head returned is the one found, which the caller checks again under the lock).
+
+        The session counts the request among its ``users`` until the caller calls
+        :meth:`done` (a session in use is never unloaded or forgotten).
         """
+        conv, new, seen, fresh = await self._route(tenant, fmt, model, system, messages,
+                                                   session_id)
+        conv.users += 1
+        return conv, new, seen, fresh
+
+    async def _route(self, tenant: str, fmt: str, model: str, system: str | None,
+                     messages: Sequence[Mapping[str, Any]], session_id: str | None,
+                     ) -> tuple[Conversation, list[Mapping[str, Any]], str | None, bool]:
         if session_id is not None:
             conv = await self.session(tenant, session_id)
             if conv is None:
-                return (self.open(tenant, fmt, model, session_id=session_id, system=system,
-                                  register=False), list(messages), None, True)
+                conv = self._creating.get((tenant, session_id))
+                if conv is None:
+                    conv = self._creating[tenant, session_id] = self.open(
+                        tenant, fmt, model, session_id=session_id, system=system,
+                        register=False)
+                return conv, list(messages), None, True
             if conv.format != fmt:
                 raise InputError(f"session {session_id!r} builds {conv.format} requests: "
                                  f"use its endpoint, or another session id", where="session")
@@ -290,15 +321,17 @@ class Service:
             # (its version holds); else one that taking the lock will reload (version -1).
             async with self.shared.peek(tenant, session_id) as held:
                 row = await self.shared.row(tenant, session_id, held)
-                if row is None:
-                    return None
-                conv = await asyncio.to_thread(self._conversation, tenant, row["format"],
-                                               row["model"], session_id, row["system"])
-                await self._apply(tenant, conv, row, held)
-                if held is not None:
-                    conv.version = row["version"]
-            self.tenants.add_session(tenant, conv)
-            self.tenants.index(tenant, conv, None)
+                if row is not None:
+                    conv = await asyncio.to_thread(self._conversation, tenant, row["format"],
+                                                   row["model"], session_id, row["system"])
+                    await self._apply(tenant, conv, row, held)
+                    if held is not None:
+                        conv.version = row["version"]
+            # A request that loaded or created it meanwhile: one copy (and lock) per process.
+            loaded = self.tenants.session(tenant, session_id)
+            if loaded is not None or conv is None:
+                return loaded
+            self.adopt(tenant, conv)
         return conv
 
     async def session_info(self, tenant: str, session_id: str) -> dict[str, Any] | None:
