@@ -34,8 +34,9 @@ from loomctx.service.conversations import (
     seed,
     text_size,
 )
+from loomctx.service.lock_lines import Held
 from loomctx.service.options import DEFAULT_WINDOW, FALLBACK_ENCODING, ServiceOptions
-from loomctx.service.shared import Conn, SharedSessions, info_of, is_shared_url
+from loomctx.service.shared import SharedSessions, info_of, is_shared_url
 from loomctx.service.shared_lock import SharedLock
 from loomctx.session import Session, SessionState
 from loomctx.stores.urls import open_store
@@ -86,7 +87,8 @@ class Service:
                                max_session_bytes=options.max_session_bytes)
         self.shared: SharedSessions | None = (
             SharedSessions(options.store, max_builds=options.max_builds,
-                           lock_wait=LOCK_WAIT_TIMEOUTS * options.timeout)
+                           lock_wait=LOCK_WAIT_TIMEOUTS * options.timeout,
+                           lock_lines=options.lock_lines)
             if options.store_factory is None and is_shared_url(options.store) else None)
         """Locks, sessions and builds shared with other processes on a PostgreSQL store
         (:mod:`loomctx.service.shared`); None on SQLite or in memory (one process)."""
@@ -96,7 +98,8 @@ class Service:
         making its own."""
 
     async def start(self) -> None:
-        """Connect what needs the event loop (the shared store's pool); before any request."""
+        """Connect what needs the event loop (the shared store's pool and lock lines);
+        before any request."""
         if self.shared is not None:
             await self.shared.open()
 
@@ -393,7 +396,7 @@ class Service:
         self.tenants.index(tenant, conv, old_head)
 
     async def _apply(self, tenant: str, conv: Conversation, row: dict[str, Any],
-                     held: Conn | None) -> None:
+                     held: Held | None) -> None:
         """Take ``row``'s settings, and the chain cut to the messages the store holds (in the
         shared store too when the session's lock is ``held``: unheld, the hashes past them
         may be those of a holder storing its messages right now)."""
@@ -419,7 +422,7 @@ class Service:
         conv.builds = await self.shared.build_ids(tenant, sid, held)
         self.tenants.grew(tenant, conv, sum(len(it.content) for it in items) - conv.size)
 
-    async def _flush(self, tenant: str, conv: Conversation, since: int, held: Conn) -> None:
+    async def _flush(self, tenant: str, conv: Conversation, since: int, held: Held) -> None:
         """Save what a lock holder changed: its builds' outcomes and the session's row."""
         assert self.shared is not None
         records = [r for b in conv.builds[since:] if (r := self.tenants.build(tenant, b))]
@@ -435,7 +438,7 @@ class Service:
         await self.shared.update(tenant, s.id, values, held)
 
 
-def _held(conv: Conversation) -> Conn | None:
+def _held(conv: Conversation) -> Held | None:
     """The connection holding ``conv``'s shared lock, if this process holds it."""
     return conv.lock.held if isinstance(conv.lock, SharedLock) else None
 

@@ -23,6 +23,9 @@ log = logging.getLogger("loomctx.service")
 class ServiceError(Exception):
     """A request the service answers with ``status`` and a one-line reason."""
 
+    retry_after: int | None = None
+    """Seconds to send as ``Retry-After`` (a refusal for want of room), if any."""
+
     def __init__(self, status: int, message: str) -> None:
         super().__init__(message)
         self.status = status
@@ -42,6 +45,7 @@ def one_line(text: str, limit: int = 400) -> str:
 
 
 _TYPES = {400: "invalid_request_error", 401: "authentication_error", 404: "not_found_error",
+          429: "rate_limit_error",
           409: "invalid_request_error", 413: "request_too_large", 422: "invalid_request_error",
           499: "invalid_request_error", 502: "api_error", 504: "timeout_error",
           500: "api_error"}
