@@ -26,6 +26,7 @@ import numpy as np
 
 from loomctx.errors import ConfigError
 from loomctx.text.decoration import index_text
+from loomctx.text.memo import WeightMemo
 from loomctx.text.stem import stem
 from loomctx.text.stopwords import STOPWORDS
 
@@ -94,12 +95,25 @@ def tokenize(text: str, *, drop_stopwords: bool = False) -> list[str]:
     return _tokenize(text, drop_stopwords)
 
 
-@lru_cache(maxsize=1 << 15)
+def _term_set(text: str) -> frozenset[str]:
+    return frozenset(tokenize(index_text(text), drop_stopwords=True))
+
+
+TERM_MEMO_BYTES = 32 * 1024 * 1024
+"""About the memory :func:`term_set`'s memo may hold: texts and their term sets (a term costs
+about :data:`_TERM_BYTES` in a set of them)."""
+_TERM_BYTES = 64
+_term_memo = WeightMemo(_term_set, lambda text, terms: len(text) + _TERM_BYTES * len(terms),
+                        limit=TERM_MEMO_BYTES)
+
+
 def term_set(text: str) -> frozenset[str]:
     """The distinct search terms of a stored text (its decoration removed, stopwords dropped).
 
-    Memoised: a session's candidates are scored again build after build."""
-    return frozenset(tokenize(index_text(text), drop_stopwords=True))
+    Memoised within :data:`TERM_MEMO_BYTES` (:class:`~loomctx.text.memo.WeightMemo`): a
+    session's candidates are scored again build after build, and a service scores new long
+    texts for as long as it runs."""
+    return _term_memo(text)
 
 
 def content_terms(text: str, k: int) -> list[str]:
