@@ -106,13 +106,18 @@ class LockLines:
         async with line.use:
             if key in line.keys:
                 return None
-            conn = await line.connection()
-            try:
-                cur = await conn.execute("SELECT pg_try_advisory_lock(%s)", [key])
-                row = await cur.fetchone()
-            except psycopg.Error as exc:
-                raise ServiceError(503, f"cannot lock a session in the shared PostgreSQL "
-                                        f"store: {type(exc).__name__}: {exc}") from exc
+            for retry in (True, False):
+                conn = await line.connection()
+                try:
+                    cur = await conn.execute("SELECT pg_try_advisory_lock(%s)", [key])
+                    row = await cur.fetchone()
+                    break
+                except psycopg.Error as exc:
+                    if retry and not line.keys:  # idle through a restart: no lock lost
+                        await line.close()
+                        continue
+                    raise ServiceError(503, f"cannot lock a session in the shared PostgreSQL "
+                                            f"store: {type(exc).__name__}: {exc}") from exc
             if row is None or not row[0]:
                 return None
             line.keys.add(key)

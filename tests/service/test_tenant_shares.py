@@ -15,6 +15,7 @@ from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 
 import httpx
+import psycopg
 
 from loomctx.service import ServiceOptions, serve_in_thread
 from loomctx.testing import FakeModelServer, HashingEmbedder, Reply
@@ -112,3 +113,17 @@ def test_requests_in_flight_are_not_capped_by_lock_connections(pg_url: str) -> N
         finally:
             gate.set()
         assert [f.result().status_code for f in futures] == [200] * n
+
+
+def test_lock_lines_the_server_cut_while_idle_are_taken_again(pg_url: str) -> None:
+    """Connections PostgreSQL ended while nothing was locked on them (a restart, an idle
+    timeout) cost no request a 503: the lock line connects again."""
+    with FakeModelServer(respond=_echo) as up, serve_in_thread(ServiceOptions(
+            upstream=up.url + "/v1", store=pg_url, embedder=HashingEmbedder())) as proxy:
+        assert _post(proxy.url, {}, "first", "cut").status_code == 200
+        with psycopg.connect(pg_url, autocommit=True) as admin:
+            admin.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE "
+                          "datname = current_database() AND pid <> pg_backend_pid() AND "
+                          "application_name NOT LIKE 'loomctx-store%'")
+        answers = [_post(proxy.url, {}, f"after {i}", f"cut-{i}") for i in range(8)]
+        assert [r.status_code for r in answers] == [200] * 8, [r.text for r in answers]
