@@ -24,8 +24,19 @@ all on loopback.
   refuses what exceeds it, as real APIs do; it reports as cached the tokens of the request's
   leading part that repeat the previous accepted request.
 
+- ``--workers N [N ...]`` (part ``workers``): the throughput run's clients against ``loomctx
+  serve --workers N`` over one PostgreSQL store and one Redis bus (started here), for each N
+  (``--workers 1`` is one process on the same store), and straight to the fake, interleaved
+  ``--repeats`` times in one run: requests per second and the latency the proxy adds (p50 /
+  p95 over the direct run's), median and spread of the repeats.
+- ``fairness``: tenant B's latency (4 clients, fast answers) alone, then while tenant A keeps
+  twice its share (``--tenant-requests``) of slow requests (0.5 s upstream) in flight, its
+  excess refused with 429 and retried; same process, same run, ``--repeats`` times.
+
     python3 benchmarks/bench_proxy.py [--quick] [--only PART ...] [--json PATH]
     python3 benchmarks/bench_proxy.py --only throughput --json /tmp/tput.json
+    python3 benchmarks/bench_proxy.py --only workers --workers 1 2 4 --repeats 3 \
+        --json benchmarks/results/proxy_workers.json
 """
 
 from __future__ import annotations
@@ -231,6 +242,122 @@ def throughput(clients: int, per_client: int) -> dict[str, Any]:
         return result
 
 
+def _load(base: str, clients: int, requests: int, *extra: str) -> dict[str, Any]:
+    """One run of ``_load.py`` against ``base`` (its JSON result)."""
+    load = subprocess.run([sys.executable, str(Path(__file__).parent / "_load.py"), base,
+                           "--clients", str(clients), "--requests", str(requests), *extra],
+                          capture_output=True, text=True, check=False)
+    if load.returncode:
+        raise SystemExit(f"load generator failed on {base}: {load.stderr.strip()[-400:]}")
+    return dict(json.loads(load.stdout))
+
+
+def _spread(values: list[float]) -> dict[str, float]:
+    return {"median": round(statistics.median(values), 2), "min": round(min(values), 2),
+            "max": round(max(values), 2)}
+
+
+def workers(counts: list[int], clients: int, per_client: int, repeats: int) -> dict[str, Any]:
+    """``serve --workers N`` over PostgreSQL + Redis for each N, beside the fake alone."""
+    from loomctx.servers import PostgresServer, RedisServer
+
+    runs: dict[str, list[dict[str, float]]] = {}
+    with PostgresServer() as pg, RedisServer() as bus, \
+            WindowedFakeServer(window=10**9, default="ok") as up:
+        up.requests = _Forgetful()
+        store = pg.create_database()  # type: ignore[attr-defined]
+        for r in range(repeats):
+            for n in [0, *counts]:
+                name = f"workers_{n}" if n else "direct"
+                if n:
+                    with Proxy(up.url + "/v1", "--store", store, "--bus",
+                               bus.url, "--workers", str(n)) as proxy:  # type: ignore[attr-defined]
+                        prefix = f"r{r}w{n}-"
+                        _load(proxy.url, clients, 2, "--session-header", "--session-prefix",
+                              prefix)  # every process warm, every session made
+                        run = _load(proxy.url, clients, per_client, "--session-header",
+                                    "--session-prefix", prefix)
+                else:
+                    run = _load(up.url, clients, per_client)
+                lat = run["latencies_s"]
+                row = {"requests_per_s": clients * per_client / run["wall_s"],
+                       "p50_ms": _pct(lat, .5) * 1000, "p95_ms": _pct(lat, .95) * 1000}
+                runs.setdefault(name, []).append(row)
+                print(r, name, {k: round(v, 1) for k, v in row.items()}, flush=True)
+    direct = runs["direct"]
+    out: dict[str, Any] = {"clients": clients, "requests_per_client": per_client,
+                           "repeats": repeats, "store": "PostgreSQL (loomctx.servers)",
+                           "bus": "Redis (loomctx.servers)", "embedder": "hashing",
+                           "direct": {k: _spread([x[k] for x in direct]) for k in direct[0]}}
+    for n in counts:
+        rows = runs[f"workers_{n}"]
+        out[f"workers_{n}"] = {
+            "requests_per_s": _spread([x["requests_per_s"] for x in rows]),
+            "added_ms_p50": _spread([x["p50_ms"] - d["p50_ms"] for x, d in zip(rows, direct,
+                                                                               strict=True)]),
+            "added_ms_p95": _spread([x["p95_ms"] - d["p95_ms"] for x, d in zip(rows, direct,
+                                                                               strict=True)])}
+    if 1 in counts:
+        one = [x["requests_per_s"] for x in runs["workers_1"]]
+        for n in counts:
+            if n > 1:
+                out[f"speedup_{n}_over_1"] = _spread(
+                    [x["requests_per_s"] / o for x, o in zip(runs[f"workers_{n}"], one,
+                                                              strict=True)])
+    return out
+
+
+def fairness(share: int, repeats: int) -> dict[str, Any]:
+    """Tenant B's latency alone and while tenant A saturates its share (see the module)."""
+    import tempfile
+
+    from loomctx.testing import Delay, FakeModelServer
+    from loomctx.testing.fake_server import RecordedRequest
+
+    def respond(request: RecordedRequest) -> Any:
+        text = str(request.body["messages"][-1].get("content"))
+        return Delay(0.5, Reply(text="ok")) if "slow" in text else Reply(text="ok")
+
+    alone, loaded, refused = [], [], []
+    with tempfile.TemporaryDirectory() as tmp, FakeModelServer(respond=respond) as up:
+        up.requests = _Forgetful()  # type: ignore[assignment]
+        keys = Path(tmp) / "keys.txt"
+        keys.write_text("key-of-tenant-a a\nkey-of-tenant-b b\n", encoding="utf-8")
+        with Proxy(up.url + "/v1", "--keys", str(keys), "--tenant-requests",
+                   str(share)) as proxy:
+            b = ("--key", "key-of-tenant-b", "--session-header")
+            _load(proxy.url, 4, 3, *b, "--session-prefix", "warm-")
+            for r in range(repeats):
+                alone += _load(proxy.url, 4, 15, *b, "--session-prefix", f"b{r}-")[
+                    "latencies_s"]
+                a = subprocess.Popen(
+                    [sys.executable, str(Path(__file__).parent / "_load.py"), proxy.url,
+                     "--clients", str(2 * share), "--requests", "12", "--key",
+                     "key-of-tenant-a", "--session-header", "--session-prefix", f"a{r}-",
+                     "--text", "slow ", "--accept-429"], stdout=subprocess.PIPE, text=True)
+                time.sleep(1.0)  # A holds its share
+                loaded += _load(proxy.url, 4, 15, *b, "--session-prefix", f"bl{r}-")[
+                    "latencies_s"]
+                still = a.poll() is None
+                out_a, _ = a.communicate(timeout=600)
+                refused.append(json.loads(out_a)["refused"])
+                print(r, "A still loading when B finished:", still, flush=True)
+    p95 = (_pct(alone, .95), _pct(loaded, .95))
+    return {"tenant_requests": share, "tenant_a_clients": 2 * share, "tenant_b_clients": 4,
+            "repeats": repeats, "b_alone_ms": {"p50": round(_pct(alone, .5) * 1000, 1),
+                                               "p95": round(p95[0] * 1000, 1)},
+            "b_while_a_saturates_ms": {"p50": round(_pct(loaded, .5) * 1000, 1),
+                                       "p95": round(p95[1] * 1000, 1)},
+            "b_p95_ratio": round(p95[1] / p95[0], 2), "a_refused_429": refused}
+
+
+class _Forgetful(list):  # type: ignore[type-arg]
+    """A fake's request log that keeps nothing (long runs)."""
+
+    def append(self, item: object) -> None:
+        pass
+
+
 def _steps(turns: int) -> tuple[str, list[tuple[list[dict[str, Any]], dict[str, Any]]]]:
     """(system prompt, [(conversation before the step, the recorded assistant reply)])."""
     replay = tool_agent(turns)
@@ -285,19 +412,26 @@ def _machine() -> dict[str, Any]:
             "cpus": os.cpu_count(), "load_avg": os.getloadavg()}
 
 
-PARTS = ("overhead", "throughput", "replay")
+PARTS = ("overhead", "throughput", "replay", "workers", "fairness")
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true", help="1k history, fewer requests")
     ap.add_argument("--only", choices=PARTS, action="append",
-                    help="run only this part (repeatable; default: all three)")
+                    help="run only this part (repeatable; default: the first three)")
+    ap.add_argument("--workers", type=int, nargs="+", default=None, metavar="N",
+                    help="part workers: serve --workers N over PostgreSQL + Redis, for each N "
+                         "(default 1 2 4; giving it runs the part)")
+    ap.add_argument("--repeats", type=int, default=3,
+                    help="workers / fairness: interleaved repeats (median and spread)")
+    ap.add_argument("--tenant-requests", type=int, default=8,
+                    help="fairness: tenant A's share (requests in flight)")
     ap.add_argument("--per-client", type=int, default=None,
                     help="throughput: requests per client (default 25, 10 with --quick)")
     ap.add_argument("--json", type=Path, default=_OUT)
     args = ap.parse_args()
-    parts = args.only or list(PARTS)
+    parts = args.only or (["workers"] if args.workers else list(PARTS[:3]))
     sizes, requests = ([1000], 20) if args.quick else ([1000, 10_000], 40)
     per_client = args.per_client or (10 if args.quick else 25)
     result: dict[str, Any] = {"benchmark": "proxy", "machine": _machine()}
@@ -307,6 +441,10 @@ def main() -> int:
         result["throughput"] = throughput(16, per_client)
     if "replay" in parts:
         result["replay"] = replay(50, 8192)
+    if "workers" in parts:
+        result["workers"] = workers(args.workers or [1, 2, 4], 16, per_client, args.repeats)
+    if "fairness" in parts:
+        result["fairness"] = fairness(args.tenant_requests, args.repeats)
     result["load_avg_after"] = os.getloadavg()
     args.json.parent.mkdir(parents=True, exist_ok=True)
     args.json.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")

@@ -11,6 +11,14 @@ growth per request is reported, with the size after each request (a bounded conf
 levels off). Linux only.
 
     python3 benchmarks/bench_proxy_memory.py [--quick] [--sessions N] [--words N] [--json PATH]
+
+``--conversations N`` measures instead what the issue's target names: N new whole
+conversations (no session header) of one ``--kb`` user message each, with the default limits;
+RSS is sampled every 25 conversations after ``--warm-up`` of them, and the samples' spread
+around the first one is reported (flat: within ±10 %).
+
+    python3 benchmarks/bench_proxy_memory.py --conversations 500 --kb 168 --warm-up 100 \
+        --json benchmarks/results/proxy_memory_flat.json
 """
 
 from __future__ import annotations
@@ -98,16 +106,76 @@ def measure(upstream: str, store: str, sessions: int, words: int,
         proc.wait(timeout=30)
 
 
+def flat(upstream: str, store: str, conversations: int, kb: int, warm_up: int,
+         ) -> dict[str, Any]:
+    """RSS over ``conversations`` new whole conversations of one ``kb`` KB message each."""
+    port = _port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "loomctx.cli.main", "serve", "--upstream", upstream, "--port",
+         str(port), "--embedder", "hashing", "--store", store, "--window", "128000"],
+        cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    base = f"http://127.0.0.1:{port}"
+    words = kb * 1024 // 7  # random words average 6 letters and a space
+    try:
+        try:
+            wait_healthy(base + "/health", proc, timeout=120)
+        except ServerError:
+            raise SystemExit("the proxy did not start") from None
+        rnd = random.Random(11)
+        client = httpx.Client(timeout=300)
+        client.post(base + "/v1/chat/completions", json={  # a short first message
+            "model": "gpt-4o", "max_tokens": 20,
+            "messages": [{"role": "user", "content": "hello"}]}).raise_for_status()
+        samples: list[tuple[int, float]] = []
+        for i in range(warm_up + conversations):
+            resp = client.post(base + "/v1/chat/completions", json={
+                "model": "gpt-4o", "max_tokens": 20,
+                "messages": [{"role": "user", "content": _text(rnd, words)}]})
+            resp.raise_for_status()
+            done = i + 1 - warm_up
+            if done >= 0 and done % 25 == 0:
+                samples.append((done, round(_rss_mb(proc.pid), 1)))
+                print(samples[-1], flush=True)
+        first = samples[0][1]
+        rss = [v for _, v in samples]
+        return {"conversations": conversations, "warm_up": warm_up, "message_kb": kb,
+                "rss_after_warm_up_mb": first, "rss_end_mb": rss[-1],
+                "rss_min_mb": min(rss), "rss_max_mb": max(rss),
+                "spread_pct": [round(100 * (min(rss) - first) / first, 1),
+                               round(100 * (max(rss) - first) / first, 1)],
+                "rss_mb_every_25": samples}
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true", help="8 sessions of 3,000 words")
     ap.add_argument("--sessions", type=int, default=40)
     ap.add_argument("--words", type=int, default=10_000)
     ap.add_argument("--json", type=Path, default=_OUT)
+    ap.add_argument("--conversations", type=int, default=None,
+                    help="measure RSS over this many new whole conversations instead")
+    ap.add_argument("--kb", type=int, default=168, help="--conversations: message size")
+    ap.add_argument("--warm-up", type=int, default=100,
+                    help="--conversations: conversations before the first sample")
     args = ap.parse_args()
     if not Path("/proc/self/statm").exists():
         print("needs Linux (/proc)", file=sys.stderr)
         return 2
+    if args.conversations:
+        with WindowedFakeServer(window=128_000, default="ok") as fake, \
+                tempfile.TemporaryDirectory() as tmp:
+            fake.requests = _Forgetful()
+            row = flat(fake.url + "/v1", str(Path(tmp) / "store.db"), args.conversations,
+                       args.kb, args.warm_up)
+        print(json.dumps({k: v for k, v in row.items() if k != "rss_mb_every_25"}))
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps({"machine": platform.platform(),
+                                         "python": platform.python_version(), **row},
+                                        indent=2) + "\n", encoding="utf-8")
+        return 0
     sessions, words = (8, 3000) if args.quick else (args.sessions, args.words)
     rows = []
     with WindowedFakeServer(window=128_000, default="ok") as fake, \

@@ -67,6 +67,20 @@ def add_serve_parser(sub: Any) -> None:
     p.add_argument("--upstream-timeout", type=float, default=300.0, metavar="SECONDS",
                    help="longest an upstream call may take: a JSON answer in whole, a stream "
                         "to its first bytes and between two chunks (past it: 504; default 300)")
+    p.add_argument("--max-requests", type=int, default=256, metavar="N",
+                   help="requests one process serves at once, all tenants, streams included "
+                        "(also its upstream connections; 503 with Retry-After past it)")
+    p.add_argument("--tenant-requests", type=int, default=64, metavar="N",
+                   help="requests one tenant may have in flight per process (429 with "
+                        "Retry-After past it, while other tenants are served)")
+    p.add_argument("--max-request-mb", type=float, default=256.0,
+                   help="megabytes of request bodies in flight per process (503 past it)")
+    p.add_argument("--tenant-request-mb", type=float, default=64.0,
+                   help="megabytes of request bodies one tenant may have in flight per "
+                        "process (429 past it; at least --max-body-mb)")
+    p.add_argument("--lock-lines", type=int, default=4, metavar="N",
+                   help="PostgreSQL connections each process holds its session locks on "
+                        "(any number of locks each; a postgresql:// store only)")
     p.add_argument("--workers", type=int, default=1, metavar="N",
                    help="processes serving the port (default 1). More than 1 needs --store "
                         "postgresql://... and --bus redis://...: sessions are locked, kept and "
@@ -112,7 +126,8 @@ def options_from(args: argparse.Namespace) -> Any:
 
     if not 0 <= args.port <= 65535:
         raise ConfigError(f"--port must be 0-65535, got {args.port!r}")
-    for flag in ("max_body_mb", "max_session_mb", "max_build_mb"):
+    for flag in ("max_body_mb", "max_session_mb", "max_build_mb", "max_request_mb",
+                 "tenant_request_mb"):
         if not getattr(args, flag) > 0:
             raise ConfigError(f"--{flag.replace('_', '-')} must be > 0, got "
                               f"{getattr(args, flag)!r}")
@@ -131,12 +146,17 @@ def options_from(args: argparse.Namespace) -> Any:
         max_sessions=args.max_sessions,
         max_session_bytes=max(1, int(args.max_session_mb * 1024 * 1024)),
         max_builds=args.max_builds, max_build_bytes=max(1, int(args.max_build_mb * 1024 * 1024)),
-        body_timeout=args.body_timeout, timeout=args.upstream_timeout, edge=EdgeLimits(
+        body_timeout=args.body_timeout, timeout=args.upstream_timeout,
+        edge=EdgeLimits(
             max_header_bytes=int(args.max_header_kb * 1024), max_headers=args.max_headers,
             header_timeout=args.header_timeout, idle_timeout=args.idle_timeout,
             max_client_connections=args.max_client_connections,
             max_connections=args.max_connections, auth_failures=args.auth_failures,
-            auth_window=args.auth_window))
+            auth_window=args.auth_window),
+        max_requests=args.max_requests, tenant_requests=args.tenant_requests,
+        max_request_bytes=int(args.max_request_mb * 1024 * 1024),
+        tenant_request_bytes=int(args.tenant_request_mb * 1024 * 1024),
+        lock_lines=args.lock_lines)
 
 
 def check_workers(workers: int, store: str, bus: str | None) -> None:

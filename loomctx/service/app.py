@@ -36,6 +36,7 @@ from loomctx.service.notes import router as notes_router
 from loomctx.service.options import FALLBACK_ENCODING, ServiceOptions
 from loomctx.service.pages import Pages, default_pages
 from loomctx.service.proxy import Proxy
+from loomctx.service.shares import ReleaseShares, Shares, hold
 from loomctx.service.slowbody import BodyTimeout
 from loomctx.service.stream import EventHub
 from loomctx.service.tenants import Unauthorized
@@ -98,10 +99,20 @@ class BodyLimit:
 def _proxy_route(fmt: str, label: str, tenant: Callable[..., Any]
                  ) -> Callable[..., Awaitable[Response]]:
     async def route(request: Request, who: str = Depends(tenant)) -> Response:
+        shares: Shares = request.app.state.shares
+        hold(request.scope, shares.admit(who, _body_size(request)))
         return await request.app.state.proxy.handle(fmt, request, who)  # type: ignore[no-any-return]
 
     route.__doc__ = f"{label}, through the context proxy."
     return route
+
+
+def _body_size(request: Request) -> int:
+    """The bytes a request's body counts for in its tenant's share: its ``Content-Length``, or
+    the largest body accepted when it is chunked (read whole by :class:`BodyLimit`)."""
+    declared = request.headers.get("content-length")
+    limit: int = request.app.state.service.options.max_body_bytes
+    return min(int(declared), limit) if declared is not None and declared.isdigit() else limit
 
 
 def create_app(options: ServiceOptions, *, pages: Pages | None = None,
@@ -117,7 +128,8 @@ def create_app(options: ServiceOptions, *, pages: Pages | None = None,
         hide = SecretFilter(options.upstream)
         logging.getLogger("httpx").addFilter(hide)
         timeout = httpx.Timeout(options.timeout, connect=min(30.0, options.timeout))
-        limits = httpx.Limits(max_connections=256, max_keepalive_connections=64)
+        limits = httpx.Limits(max_connections=options.max_requests,
+                              max_keepalive_connections=min(64, options.max_requests))
         # One client serves every tenant: it keeps no cookie an upstream sets (a request is
         # built whole by the proxy, so none would be sent, but the jar would grow unbounded).
         jar = CookieJar(DefaultCookiePolicy(allowed_domains=()))
@@ -148,6 +160,10 @@ def create_app(options: ServiceOptions, *, pages: Pages | None = None,
     app.state.service = service
     app.state.hub = hub
     app.state.pages = pages if pages is not None else default_pages()
+    app.state.shares = Shares(max_requests=options.max_requests,
+                              tenant_requests=options.tenant_requests,
+                              max_request_bytes=options.max_request_bytes,
+                              tenant_request_bytes=options.tenant_request_bytes)
 
     async def on_error(request: Request, exc: Exception) -> Response:
         if isinstance(exc, LoginRequired):
@@ -168,7 +184,10 @@ def create_app(options: ServiceOptions, *, pages: Pages | None = None,
         if isinstance(exc, HTTPException):
             return error_response(request, exc.status_code, str(exc.detail))
         status, message = status_of(exc)
-        return error_response(request, status, message)
+        response = error_response(request, status, message)
+        if isinstance(exc, ServiceError) and exc.retry_after is not None:
+            response.headers["retry-after"] = str(exc.retry_after)
+        return response
 
     # Specific kinds are answered by the exception middleware; plain ``Exception`` (a bug)
     # reaches the server-error middleware, which answers and then logs the trace.
@@ -195,6 +214,7 @@ def create_app(options: ServiceOptions, *, pages: Pages | None = None,
     app.include_router(login_router())
     app.add_middleware(BodyLimit, limit=options.max_body_bytes)
     app.add_middleware(BodyTimeout, idle=options.body_timeout, total=options.body_deadline)
+    app.add_middleware(ReleaseShares)
     return app
 
 

@@ -138,6 +138,9 @@ class Conversation:
     """Text size of the messages stored through this session (:func:`text_size`)."""
     saved_tools: list[Any] = field(default_factory=list)
     """The tool definitions the shared store's row holds, as far as this copy knows."""
+    users: int = 0
+    """Requests the service routed to this session that are not over (holding its lock or
+    waiting for it): a session in use is never unloaded."""
     version: int = -1
     """The session's version in the shared store when this copy was loaded or last locked
     (:mod:`loomctx.service.shared`); -1: not loaded under the lock yet."""
@@ -244,6 +247,12 @@ class Tenants:
         is unloaded (its memory stays in the store, its settings are :class:`Parked`: it loads
         again on its next request, named or resent whole)."""
         loaded = self._sessions.setdefault(tenant, OrderedDict())
+        old = loaded.get(conv.session.id)
+        if old is conv:
+            loaded.move_to_end(conv.session.id)
+            return
+        if old is not None:
+            self._unload(tenant, conv.session.id, old)
         loaded[conv.session.id] = conv
         self._session_bytes[tenant] = self._session_bytes.get(tenant, 0) + conv.size
         self.trim(tenant, conv)
@@ -270,7 +279,7 @@ class Tenants:
             if len(loaded) <= self.max_sessions and (cap is None
                                                      or self.loaded_bytes(tenant) <= cap):
                 break
-            if old is not keep and not old.lock.locked():
+            if old is not keep and not old.users and not old.lock.locked():
                 self._unload(tenant, sid, old)
 
     def drop(self, tenant: str, conv: Conversation) -> None:

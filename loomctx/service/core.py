@@ -36,9 +36,10 @@ from loomctx.service.conversations import (
     seed,
     text_size,
 )
+from loomctx.service.lock_lines import Held
 from loomctx.service.options import DEFAULT_WINDOW, FALLBACK_ENCODING, ServiceOptions
 from loomctx.service.replay import REPLAY_WINDOW
-from loomctx.service.shared import Conn, SharedSessions, info_of, is_shared_url
+from loomctx.service.shared import SharedSessions, info_of, is_shared_url
 from loomctx.service.shared_lock import SharedLock
 from loomctx.session import Session, SessionState
 from loomctx.stores.urls import open_store
@@ -91,14 +92,20 @@ class Service:
                                max_message_chars=options.max_message_chars)
         self.shared: SharedSessions | None = (
             SharedSessions(options.store, max_builds=options.max_builds,
-                           lock_wait=LOCK_WAIT_TIMEOUTS * options.timeout)
+                           lock_wait=LOCK_WAIT_TIMEOUTS * options.timeout,
+                           lock_lines=options.lock_lines)
             if options.store_factory is None and is_shared_url(options.store) else None)
         """Locks, sessions and builds shared with other processes on a PostgreSQL store
         (:mod:`loomctx.service.shared`); None on SQLite or in memory (one process)."""
         self.tenants.parks = self.shared is None
+        self._creating: dict[tuple[str, str], Conversation] = {}
+        """Named sessions whose first requests are in flight, not the tenant's yet:
+        concurrent first requests of one id share one (create-or-load) instead of each
+        making its own."""
 
     async def start(self) -> None:
-        """Connect what needs the event loop (the shared store's pool); before any request."""
+        """Connect what needs the event loop (the shared store's pool and lock lines);
+        before any request."""
         if self.shared is not None:
             await self.shared.open()
 
@@ -140,14 +147,25 @@ class Service:
         return conv
 
     def adopt(self, tenant: str, conv: Conversation) -> None:
-        """Make a session :meth:`open` made unregistered the tenant's."""
-        self.tenants.add_session(tenant, conv)
-        self.tenants.index(tenant, conv, None)
+        """Make a session :meth:`open` made unregistered the tenant's (again: a no-op)."""
+        if self.tenants.session(tenant, conv.session.id) is not conv:
+            self.tenants.add_session(tenant, conv)
+            self.tenants.index(tenant, conv, None)
 
     def forget(self, tenant: str, conv: Conversation) -> None:
         """Undo :meth:`adopt` of a session whose first request failed before anything of it
-        was stored (on a shared store no row was written for it either)."""
-        self.tenants.drop(tenant, conv)
+        was stored (on a shared store no row was written for it either); kept while other
+        requests :meth:`route` handed it to are not :meth:`done`: they will store in it."""
+        if conv.users == 0:
+            self.tenants.drop(tenant, conv)
+
+    def done(self, tenant: str, conv: Conversation) -> None:
+        """A request :meth:`route` handed ``conv`` to is over (stored, failed, or never took
+        the session's lock): once per routed request, before :meth:`forget`."""
+        conv.users -= 1
+        key = (tenant, conv.session.id)
+        if conv.users == 0 and self._creating.get(key) is conv:
+            del self._creating[key]
 
     def window(self, conv: Conversation) -> int:
         w = conv.session.context_window
@@ -161,18 +179,34 @@ class Service:
         whether the session is new (not the tenant's until :meth:`adopt`).
 
         With a session id (the ``X-Loomctx-Session`` header) every message is new and the
-        session is created on first use. Without, the request is the whole conversation: the
+        session is created on first use: concurrent first uses get the same new session,
+        whose lock orders them (create-or-load). Without, the request is the whole conversation: the
         session whose stored messages are its longest prefix continues, and only the rest is
         new; no match (a branch from an older point, an ended session) starts a new session.
 
         On a shared store the session may be another process's: it is looked up there (and
         the head returned is the one found, which the caller checks again under the lock).
+
+        The session counts the request among its ``users`` until the caller calls
+        :meth:`done` (a session in use is never unloaded or forgotten).
         """
+        conv, new, seen, fresh = await self._route(tenant, fmt, model, system, messages,
+                                                   session_id)
+        conv.users += 1
+        return conv, new, seen, fresh
+
+    async def _route(self, tenant: str, fmt: str, model: str, system: str | None,
+                     messages: Sequence[Mapping[str, Any]], session_id: str | None,
+                     ) -> tuple[Conversation, list[Mapping[str, Any]], str | None, bool]:
         if session_id is not None:
             conv = await self.session(tenant, session_id)
             if conv is None:
-                return (self.open(tenant, fmt, model, session_id=session_id, system=system,
-                                  register=False), list(messages), None, True)
+                conv = self._creating.get((tenant, session_id))
+                if conv is None:
+                    conv = self._creating[tenant, session_id] = self.open(
+                        tenant, fmt, model, session_id=session_id, system=system,
+                        register=False)
+                return conv, list(messages), None, True
             if conv.format != fmt:
                 raise InputError(f"session {session_id!r} builds {conv.format} requests: "
                                  f"use its endpoint, or another session id", where="session")
@@ -370,15 +404,17 @@ class Service:
             # (its version holds); else one that taking the lock will reload (version -1).
             async with self.shared.peek(tenant, session_id) as held:
                 row = await self.shared.row(tenant, session_id, held)
-                if row is None:
-                    return None
-                conv = await asyncio.to_thread(self._conversation, tenant, row["format"],
-                                               row["model"], session_id, row["system"])
-                await self._apply(tenant, conv, row, held)
-                if held is not None:
-                    conv.version = row["version"]
-            self.tenants.add_session(tenant, conv)
-            self.tenants.index(tenant, conv, None)
+                if row is not None:
+                    conv = await asyncio.to_thread(self._conversation, tenant, row["format"],
+                                                   row["model"], session_id, row["system"])
+                    await self._apply(tenant, conv, row, held)
+                    if held is not None:
+                        conv.version = row["version"]
+            # A request that loaded or created it meanwhile: one copy (and lock) per process.
+            loaded = self.tenants.session(tenant, session_id)
+            if loaded is not None or conv is None:
+                return loaded
+            self.adopt(tenant, conv)
         return conv
 
     def _revive(self, tenant: str, parked: Parked) -> Conversation:
@@ -458,7 +494,7 @@ class Service:
         self.tenants.index(tenant, conv, old_head)
 
     async def _apply(self, tenant: str, conv: Conversation, row: dict[str, Any],
-                     held: Conn | None) -> None:
+                     held: Held | None) -> None:
         """Take ``row``'s settings, and the chain cut to the messages the store holds (in the
         shared store too when the session's lock is ``held``: unheld, the hashes past them
         may be those of a holder storing its messages right now)."""
@@ -488,7 +524,7 @@ class Service:
         conv.builds = await self.shared.build_ids(tenant, sid, held)
         self.tenants.grew(tenant, conv, sum(len(it.content) for it in items) - conv.size)
 
-    async def _flush(self, tenant: str, conv: Conversation, since: int, held: Conn) -> None:
+    async def _flush(self, tenant: str, conv: Conversation, since: int, held: Held) -> None:
         """Save what a lock holder changed: its builds' outcomes and the session's row."""
         assert self.shared is not None
         records = [r for b in conv.builds[since:] if (r := self.tenants.build(tenant, b))]
@@ -504,7 +540,7 @@ class Service:
         await self.shared.update(tenant, s.id, values, held)
 
 
-def _held(conv: Conversation) -> Conn | None:
+def _held(conv: Conversation) -> Held | None:
     """The connection holding ``conv``'s shared lock, if this process holds it."""
     return conv.lock.held if isinstance(conv.lock, SharedLock) else None
 

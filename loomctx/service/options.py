@@ -105,6 +105,24 @@ class ServiceOptions:
     """What a client may hold or try before its request reaches a route: header size, count
     and time, idle keep-alive, connections per address and in all, wrong keys per address."""
 
+    max_requests: int = 256
+    """Requests one process serves at once, all tenants together, streams included (also its
+    upstream connections); past it a request gets 503 with ``Retry-After``
+    (:mod:`loomctx.service.shares`)."""
+    tenant_requests: int = 64
+    """Requests one tenant may have in flight in one process; past it that tenant gets 429
+    with ``Retry-After`` while the others are served."""
+    max_request_bytes: int = 256 * 1024 * 1024
+    """Bytes of request bodies in flight in one process, all tenants (503 past it); a
+    request's memory is several times its body, so this bounds what requests hold at once."""
+    tenant_request_bytes: int = 64 * 1024 * 1024
+    """Bytes of request bodies one tenant may have in flight in one process (429 past it); at
+    least ``max_body_bytes``, which a chunked body (no ``Content-Length``) counts as."""
+    lock_lines: int = 4
+    """PostgreSQL connections a process holds its session locks on (a PostgreSQL store only;
+    :mod:`loomctx.service.lock_lines`): any number of locks each, so this is not a limit on
+    requests in flight; more lines let more holders write at once."""
+
     def __post_init__(self) -> None:
         parts = urlsplit(self.upstream) if isinstance(self.upstream, str) else None
         if parts is None or parts.scheme not in ("http", "https") or not parts.netloc:
@@ -124,10 +142,18 @@ class ServiceOptions:
             if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < 16):
                 raise ConfigError(f"{name} must be an int >= 16 or None, got {v!r}")
         for name in ("output_tokens", "max_body_bytes", "max_message_chars", "max_messages",
-                     "max_builds", "max_build_bytes", "max_sessions", "max_session_bytes"):
+                     "max_builds", "max_build_bytes", "max_sessions", "max_session_bytes",
+                     "max_requests",
+                     "tenant_requests", "max_request_bytes", "tenant_request_bytes",
+                     "lock_lines"):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, int) or v < 1:
                 raise ConfigError(f"{name} must be an int >= 1, got {v!r}")
+        for name in ("tenant_request_bytes", "max_request_bytes"):
+            if getattr(self, name) < self.max_body_bytes:
+                raise ConfigError(f"{name} ({getattr(self, name)}) must be at least "
+                                  f"max_body_bytes ({self.max_body_bytes}): a request of the "
+                                  "largest body accepted could never be admitted")
         for name, flag in (("timeout", " (serve --upstream-timeout)"),
                            ("body_timeout", " (serve --body-timeout)"), ("body_deadline", "")):
             v = getattr(self, name)

@@ -186,9 +186,11 @@ class _Before:
         self.tools = conv.tools.given
 
     def restore(self, service: Service, tenant: str) -> None:
-        """Take the turn back unless it was stored (its messages are in the chain)."""
+        """Take the turn back unless it was stored (its messages are in the chain); the
+        request is :meth:`~Service.done` with the session either way."""
         conv = self.conv
         conv.session.unstage()
+        service.done(tenant, conv)
         if len(conv.chain) != self.messages:
             return
         conv.session.system_prompt = self.system
@@ -244,10 +246,15 @@ class Proxy:
         for _ in range(_ROUTE_TRIES):
             conv, new, seen, fresh = await self.service.route(
                 tenant, fmt, str(body.get("model") or ""), system, conversation, session_id)
-            await conv.lock.acquire()
+            try:
+                await conv.lock.acquire()
+            except BaseException:
+                self.service.done(tenant, conv)
+                raise
             if seen is None or conv.head == seen:
                 break
             conv.lock.release()  # a reply landed while this request waited: look again
+            self.service.done(tenant, conv)
         else:
             raise ServiceError(409, "the conversation changed while this request waited "
                                     f"{_ROUTE_TRIES} times; send it again")
@@ -273,7 +280,7 @@ class Proxy:
             self.service.check_fits(conv, budget, prompt, new)
             if fresh:  # nothing refused it: the session is the tenant's from here on
                 self.service.adopt(tenant, conv)
-            elif system is not None and seen is None:
+            if system is not None and seen is None:
                 conv.session.system_prompt = system
             staged = conv.session.stage(new)  # stored with the reply: see _Before
             record = await self.service.build(tenant, conv, budget)

@@ -3,10 +3,12 @@
 One process keeps its sessions and builds in memory; processes behind one load balancer must
 agree on them. Over a ``postgresql://`` store the service keeps in the same database:
 
-- a lock per session: a PostgreSQL advisory lock, held on its own connection from the moment a
-  request takes the session until its reply is stored, so a session's turns are in order
-  across processes; a process that dies loses its connection, and the server frees its locks;
-  a request waits for a held session at most ``lock_wait`` seconds, then gets a 503;
+- a lock per session: a PostgreSQL advisory lock, held from the moment a request takes the
+  session until its reply is stored, so a session's turns are in order across processes; a
+  process holds all of its locks on a few connections of its own
+  (:mod:`loomctx.service.lock_lines`: no connection per request in flight); a process that
+  dies loses its connections, and the server frees its locks; a request waits for a held
+  session at most ``lock_wait`` seconds, then gets a 503;
 - a row per session (format, system prompt, tool definitions, chain seed and head, state,
   counts) and a
   **version** every lock holder increments when it takes the lock: a process whose loaded copy
@@ -37,6 +39,7 @@ from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
 from loomctx.report import BuildReport, ItemReport, SourceReport
 from loomctx.service.conversations import BuildRecord, Usage
+from loomctx.service.lock_lines import LOCK_LINES, Held, LockLines
 from loomctx.service.web import ServiceError
 
 log = logging.getLogger("loomctx.service")
@@ -45,9 +48,10 @@ Conn = psycopg.AsyncConnection[Any]
 
 LOCK_POLL = (0.005, 0.1)
 """First and longest pause (seconds) between two tries of a session lock another holds."""
-LOCK_CONNECTIONS = 32
-"""PostgreSQL connections a process opens for the sessions it holds (one per request in
-flight) and their rows; a request past them waits up to 10 s, then gets a 503."""
+POOL_CONNECTIONS = 16
+"""PostgreSQL connections a process opens for reading sessions' rows and builds it does not
+hold (a statement at a time: none is kept for a request's upstream call); a request past them
+waits up to 10 s, then gets a 503."""
 TRIM_EVERY = 64
 """Builds saved between two trims of a tenant's kept builds to ``max_builds``."""
 
@@ -122,7 +126,8 @@ class SharedSessions:
     """Sessions' locks, rows, chains and builds in one PostgreSQL database (see the module)."""
 
     def __init__(self, url: str, *, max_builds: int, lock_wait: float = 900.0,
-                 max_connections: int = LOCK_CONNECTIONS) -> None:
+                 max_connections: int = POOL_CONNECTIONS, lock_lines: int = LOCK_LINES,
+                 ) -> None:
         self.max_builds = max_builds
         self.lock_wait = lock_wait
         """Seconds a request waits for a session another process holds before a 503 (a
@@ -132,6 +137,7 @@ class SharedSessions:
                                          kwargs={"autocommit": True}, timeout=10.0,
                                          check=AsyncConnectionPool.check_connection,
                                          name="loomctx-proxy")
+        self.locks = LockLines(url, lines=lock_lines)
         self._saved = 0
 
     async def open(self) -> None:
@@ -145,21 +151,24 @@ class SharedSessions:
             for statement in _SCHEMA.split(";"):
                 if statement.strip():
                     await conn.execute(statement)
+        await self.locks.open()
 
     async def close(self) -> None:
+        await self.locks.close()
         await self._pool.close()
 
     @asynccontextmanager
-    async def _connection(self, held: Conn | None) -> AsyncIterator[Conn]:
-        """``held`` (the connection of a session lock this process holds: no pool checkout
-        and no check round trip), else a pooled connection."""
+    async def _connection(self, held: Held | None) -> AsyncIterator[Conn]:
+        """The connection of ``held`` (a session lock this process holds: no pool checkout,
+        and its statements fail if the lock was lost), else a pooled connection."""
         if held is not None:
-            yield held
+            async with self.locks.using(held) as conn:
+                yield conn
         else:
             async with self._pool.connection() as conn:
                 yield conn
 
-    async def _run(self, sql: str, args: Sequence[Any] = (), held: Conn | None = None,
+    async def _run(self, sql: str, args: Sequence[Any] = (), held: Held | None = None,
                    ) -> list[tuple[Any, ...]]:
         """One statement; its rows (none for a write)."""
         try:
@@ -171,84 +180,50 @@ class SharedSessions:
                                     f"{type(exc).__name__}: {exc}") from exc
 
     # -- locks ------------------------------------------------------------------------------
-    async def lock(self, tenant: str, session: str) -> psycopg.AsyncConnection[Any]:
-        """Take the session's lock; the connection holding it (give it to :meth:`unlock`).
+    async def lock(self, tenant: str, session: str) -> Held:
+        """Take the session's lock (give it back to :meth:`unlock`).
 
-        Tried again and again (backing off) rather than waited for in the server, so a request
-        cancelled while it waits leaves no waiter behind in PostgreSQL."""
+        Tried again and again (backing off, holding no connection between tries) rather than
+        waited for in the server, so a request cancelled while it waits leaves no waiter
+        behind in PostgreSQL."""
         key = lock_key(tenant, session)
-        try:
-            conn = await self._pool.getconn()
-        except PoolTimeout as exc:
-            raise ServiceError(503, f"no connection to the shared PostgreSQL store for "
-                                    f"the lock of session {session!r}: {exc}") from exc
-        try:
-            pause, deadline = LOCK_POLL[0], asyncio.get_running_loop().time() + self.lock_wait
-            while True:
-                cur = await conn.execute("SELECT pg_try_advisory_lock(%s)", [key])
-                row = await cur.fetchone()
-                if row is not None and row[0]:
-                    return conn
-                if asyncio.get_running_loop().time() > deadline:
-                    raise ServiceError(503, f"session {session!r} has been busy in another "
-                                            f"process for {self.lock_wait:g} s; send the "
-                                            "request again later")
-                await asyncio.sleep(pause)
-                pause = min(LOCK_POLL[1], pause * 2)
-        except BaseException as exc:
-            await self._pool.putconn(conn)
-            if isinstance(exc, psycopg.Error):
-                raise ServiceError(503, f"cannot lock session {session!r} in the shared "
-                                        f"PostgreSQL store: {exc}") from exc
-            raise
+        pause, deadline = LOCK_POLL[0], asyncio.get_running_loop().time() + self.lock_wait
+        while True:
+            held = await self.locks.try_lock(key)
+            if held is not None:
+                return held
+            if asyncio.get_running_loop().time() > deadline:
+                raise ServiceError(503, f"session {session!r} has been busy in another "
+                                        f"process for {self.lock_wait:g} s; send the "
+                                        "request again later")
+            await asyncio.sleep(pause)
+            pause = min(LOCK_POLL[1], pause * 2)
 
     @asynccontextmanager
-    async def peek(self, tenant: str, session: str) -> AsyncIterator[Conn | None]:
-        """The session's lock for a moment if it is free (its connection), else None: a load
-        made while holding it is as current as one made by a request that holds it."""
+    async def peek(self, tenant: str, session: str) -> AsyncIterator[Held | None]:
+        """The session's lock for a moment if it is free, else None: a load made while
+        holding it is as current as one made by a request that holds it."""
+        held = await self.locks.try_lock(lock_key(tenant, session))
         try:
-            async with self._pool.connection() as conn:
-                cur = await conn.execute("SELECT pg_try_advisory_lock(%s)",
-                                         [lock_key(tenant, session)])
-                row = await cur.fetchone()
-                got = row is not None and bool(row[0])
-                try:
-                    yield conn if got else None
-                finally:
-                    if got:
-                        await conn.execute("SELECT pg_advisory_unlock(%s)",
-                                           [lock_key(tenant, session)])
-        except (psycopg.Error, PoolTimeout) as exc:
-            raise ServiceError(503, f"the shared PostgreSQL store failed: {exc}") from exc
-
-    async def unlock(self, conn: psycopg.AsyncConnection[Any], tenant: str,
-                     session: str) -> None:
-        """Free a lock :meth:`lock` took (a connection that fails is closed: that frees it)."""
-        try:
-            await conn.execute("SELECT pg_advisory_unlock(%s)", [lock_key(tenant, session)])
-        except psycopg.Error as exc:
-            log.warning("session %s: unlock failed (%s); closing its connection", session,
-                        exc)
-            await conn.close()
+            yield held
         finally:
-            await self._pool.putconn(conn)
+            if held is not None:
+                await self.locks.unlock(held)
 
-    @staticmethod
-    async def bump(conn: psycopg.AsyncConnection[Any], tenant: str, session: str,
-                   ) -> int | None:
-        """Increment the session's version (the lock is held on ``conn``); the new version,
-        None when no process stored the session yet."""
-        try:
-            cur = await conn.execute(
-                "UPDATE loomctx_proxy_sessions SET version = version + 1 "
-                "WHERE tenant = %s AND id = %s RETURNING version", [tenant, session])
-            row = await cur.fetchone()
-        except psycopg.Error as exc:
-            raise ServiceError(503, f"the shared PostgreSQL store failed: {exc}") from exc
-        return None if row is None else int(row[0])
+    async def unlock(self, held: Held) -> None:
+        """Free a lock :meth:`lock` took."""
+        await self.locks.unlock(held)
+
+    async def bump(self, held: Held, tenant: str, session: str) -> int | None:
+        """Increment the session's version (its lock is ``held``); the new version, None when
+        no process stored the session yet."""
+        rows = await self._run("UPDATE loomctx_proxy_sessions SET version = version + 1 "
+                               "WHERE tenant = %s AND id = %s RETURNING version",
+                               [tenant, session], held)
+        return None if not rows else int(rows[0][0])
 
     # -- sessions ---------------------------------------------------------------------------
-    async def row(self, tenant: str, session: str, held: Conn | None = None,
+    async def row(self, tenant: str, session: str, held: Held | None = None,
                   ) -> dict[str, Any] | None:
         rows = await self._run(f"SELECT {', '.join(_COLUMNS)} FROM loomctx_proxy_sessions "
                                "WHERE tenant = %s AND id = %s", [tenant, session], held)
@@ -268,18 +243,18 @@ class SharedSessions:
             [tenant, *(_param(c, row[c]) for c in names)])
         return bool(done)
 
-    async def chain(self, tenant: str, session: str, held: Conn | None = None) -> list[str]:
+    async def chain(self, tenant: str, session: str, held: Held | None = None) -> list[str]:
         rows = await self._run("SELECT hash FROM loomctx_proxy_chain WHERE tenant = %s AND "
                                "session = %s ORDER BY n", [tenant, session], held)
         return [r[0] for r in rows]
 
-    async def build_ids(self, tenant: str, session: str, held: Conn | None = None) -> list[str]:
+    async def build_ids(self, tenant: str, session: str, held: Held | None = None) -> list[str]:
         rows = await self._run("SELECT id FROM loomctx_proxy_builds WHERE tenant = %s AND "
                                "session = %s ORDER BY at, id", [tenant, session], held)
         return [r[0] for r in rows]
 
     async def cut(self, tenant: str, session: str, n: int, head: str,
-                  held: Conn | None = None) -> None:
+                  held: Held | None = None) -> None:
         """Keep the first ``n`` chain hashes (the messages the store holds), head ``head``."""
         try:
             async with self._connection(held) as conn, conn.transaction():
@@ -291,7 +266,7 @@ class SharedSessions:
             raise ServiceError(503, f"the shared PostgreSQL store failed: {exc}") from exc
 
     async def will_store(self, tenant: str, row: dict[str, Any], start: int,
-                         hashes: Sequence[str], held: Conn | None = None) -> None:
+                         hashes: Sequence[str], held: Held | None = None) -> None:
         """Before messages are stored: their hashes from position ``start``, the session's
         row (created on its first messages) with its new head."""
         names = [c for c in _COLUMNS if c in row]
@@ -312,7 +287,7 @@ class SharedSessions:
             raise ServiceError(503, f"the shared PostgreSQL store failed: {exc}") from exc
 
     async def update(self, tenant: str, session: str, values: dict[str, Any],
-                     held: Conn | None = None) -> None:
+                     held: Held | None = None) -> None:
         """Set some of a session's columns (what a lock holder changed)."""
         sets = ", ".join(f"{c} = %s" for c in values)
         await self._run(f"UPDATE loomctx_proxy_sessions SET {sets} WHERE tenant = %s AND "
@@ -348,7 +323,7 @@ class SharedSessions:
 
     # -- builds -----------------------------------------------------------------------------
     async def save_builds(self, records: Sequence[BuildRecord],
-                          held: Conn | None = None) -> None:
+                          held: Held | None = None) -> None:
         """Store (or update) build records; now and then trim each tenant to ``max_builds``."""
         if not records:
             return
@@ -373,7 +348,7 @@ class SharedSessions:
                     "ORDER BY at DESC LIMIT %s)", [tenant, tenant, self.max_builds])
 
     async def settle_builds(self, records: Sequence[BuildRecord],
-                            held: Conn | None = None) -> None:
+                            held: Held | None = None) -> None:
         """Update what becomes known of saved builds after the upstream answered (usage,
         whether the reply was stored, a note), without writing their payloads again."""
         if not records:
@@ -421,5 +396,5 @@ def info_of(row: dict[str, Any]) -> dict[str, Any]:
             "created": row["created"]}
 
 
-__all__ = ["LOCK_CONNECTIONS", "LOCK_POLL", "Conn", "TRIM_EVERY", "SharedSessions",
+__all__ = ["LOCK_POLL", "POOL_CONNECTIONS", "TRIM_EVERY", "Conn", "SharedSessions",
            "info_of", "is_shared_url", "lock_key", "record_from"]

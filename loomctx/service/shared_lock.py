@@ -8,7 +8,8 @@ from collections.abc import Awaitable, Callable
 from typing import Literal
 
 from loomctx.service.conversations import Conversation
-from loomctx.service.shared import Conn, SharedSessions
+from loomctx.service.lock_lines import Held
+from loomctx.service.shared import SharedSessions
 
 log = logging.getLogger("loomctx.service")
 
@@ -25,32 +26,32 @@ class SharedLock(asyncio.Lock):
 
     def __init__(self, shared: SharedSessions, tenant: str, conv: Conversation,
                  reload: Callable[[str, Conversation], Awaitable[None]],
-                 flush: Callable[[str, Conversation, int, Conn], Awaitable[None]]) -> None:
+                 flush: Callable[[str, Conversation, int, Held], Awaitable[None]]) -> None:
         super().__init__()
         self.shared, self.tenant, self.conv = shared, tenant, conv
         self._reload, self._flush = reload, flush
-        self._conn: Conn | None = None
+        self._held: Held | None = None
         self._since = 0
         self._tasks: set[asyncio.Task[None]] = set()
 
     @property
-    def held(self) -> Conn | None:
-        """The connection holding the session in PostgreSQL, while this process holds it."""
-        return self._conn
+    def held(self) -> Held | None:
+        """The session's lock in PostgreSQL, while this process holds it."""
+        return self._held
 
     async def acquire(self) -> Literal[True]:
         await super().acquire()
         conv, sid = self.conv, self.conv.session.id
         try:
-            self._conn = await self.shared.lock(self.tenant, sid)
+            self._held = await self.shared.lock(self.tenant, sid)
             try:
-                version = await self.shared.bump(self._conn, self.tenant, sid)
+                version = await self.shared.bump(self._held, self.tenant, sid)
                 if version is not None and version - 1 != conv.version:
                     await self._reload(self.tenant, conv)
                 conv.version = version if version is not None else 1
             except BaseException:
-                conn, self._conn = self._conn, None
-                await asyncio.shield(self.shared.unlock(conn, self.tenant, sid))
+                held, self._held = self._held, None
+                await asyncio.shield(self.shared.unlock(held))
                 raise
         except BaseException:
             super().release()
@@ -59,23 +60,23 @@ class SharedLock(asyncio.Lock):
         return True
 
     def release(self) -> None:
-        conn, self._conn = self._conn, None
-        if conn is None:  # never taken in the database (it failed): only the local part
+        held, self._held = self._held, None
+        if held is None:  # never taken in the database (it failed): only the local part
             super().release()
             return
-        task = asyncio.get_running_loop().create_task(self._release(conn))
+        task = asyncio.get_running_loop().create_task(self._release(held))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
-    async def _release(self, conn: Conn) -> None:
+    async def _release(self, held: Held) -> None:
         try:
-            await self._flush(self.tenant, self.conv, self._since, conn)
+            await self._flush(self.tenant, self.conv, self._since, held)
         except Exception as exc:  # the next holder reloads from the store: logged, not lost
             self.conv.version = -1  # this process's holder too
             log.warning("session %s: saving its state failed: %s", self.conv.session.id, exc)
         finally:
             try:
-                await self.shared.unlock(conn, self.tenant, self.conv.session.id)
+                await self.shared.unlock(held)
             finally:
                 super().release()
 

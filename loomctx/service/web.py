@@ -26,6 +26,9 @@ log = logging.getLogger("loomctx.service")
 class ServiceError(Exception):
     """A request the service answers with ``status`` and a one-line reason."""
 
+    retry_after: int | None = None
+    """Seconds to send as ``Retry-After`` (a refusal for want of room), if any."""
+
     def __init__(self, status: int, message: str) -> None:
         super().__init__(message)
         self.status = status

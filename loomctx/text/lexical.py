@@ -26,6 +26,7 @@ import numpy as np
 
 from loomctx.errors import ConfigError
 from loomctx.text.decoration import index_text
+from loomctx.text.memo import WeightMemo
 from loomctx.text.sample import sample
 from loomctx.text.stem import stem
 from loomctx.text.stopwords import STOPWORDS
@@ -97,22 +98,25 @@ def tokenize(text: str, *, drop_stopwords: bool = False) -> list[str]:
     return _tokenize(sample(text), drop_stopwords)
 
 
+def _term_set(text: str) -> frozenset[str]:
+    return frozenset(tokenize(index_text(text), drop_stopwords=True))
+
+
+TERM_MEMO_BYTES = 32 * 1024 * 1024
+"""About the memory :func:`term_set`'s memo may hold: texts and their term sets (a term costs
+about :data:`_TERM_BYTES` in a set of them)."""
+_TERM_BYTES = 64
+_term_memo = WeightMemo(_term_set, lambda text, terms: len(text) + _TERM_BYTES * len(terms),
+                        limit=TERM_MEMO_BYTES)
+
+
 def term_set(text: str) -> frozenset[str]:
     """The distinct search terms of a stored text (its decoration removed, stopwords dropped).
 
-    Memoised up to :data:`_TERMS_MEMO_MAX_CHARS` characters: a session's candidates are scored
-    again build after build. A longer text is read again each time (its bounded sample), so
-    that the memo never keeps a huge text alive after its session is gone."""
-    if len(text) <= _TERMS_MEMO_MAX_CHARS:
-        return _term_set_memo(text)
-    return _term_set(text)
-
-
-_TERMS_MEMO_MAX_CHARS = 16_384
-
-
-def _term_set(text: str) -> frozenset[str]:
-    return frozenset(tokenize(index_text(text), drop_stopwords=True))
+    Memoised within :data:`TERM_MEMO_BYTES` (:class:`~loomctx.text.memo.WeightMemo`): a
+    session's candidates are scored again build after build, and a service scores new long
+    texts for as long as it runs."""
+    return _term_memo(text)
 
 
 _term_set_memo = lru_cache(maxsize=1 << 15)(_term_set)

@@ -57,9 +57,17 @@ def _short(stem: str) -> bool:
             and _consonant(stem, n - 1) and stem[-1] not in "wxy")
 
 
-@lru_cache(maxsize=1 << 16)
+STEM_MEMO_CHARS = 64
+"""The longest word whose stem is memoised: the memo holds 65,536 words, and a "word" of a
+text without spaces can be megabytes long."""
+
+
 def stem(word: str) -> str:
     """The search term of a lowercased English word (see the module docstring for the rules)."""
+    return _stem_memo(word) if len(word) <= STEM_MEMO_CHARS else _stem(word)
+
+
+def _stem(word: str) -> str:
     if len(word) <= 3 or not word.isalpha():
         return word
     if word.endswith("sses"):
@@ -87,4 +95,6 @@ def stem(word: str) -> str:
     return base
 
 
-__all__ = ["stem"]
+_stem_memo = lru_cache(maxsize=1 << 16)(_stem)
+
+__all__ = ["STEM_MEMO_CHARS", "stem"]

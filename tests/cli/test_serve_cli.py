@@ -33,6 +33,9 @@ from loomctx.testing.windowed import WindowedFakeServer
     (["--upstream", "http://127.0.0.1:9", "--max-messages", "0"], "max_messages"),
     (["--upstream", "http://127.0.0.1:9", "--store", "nosuch://x"], "store"),
     (["--upstream", "http://127.0.0.1:9", "--bus", "nosuch://x"], "bus"),
+    (["--upstream", "http://127.0.0.1:9", "--tenant-requests", "0"], "tenant_requests"),
+    (["--upstream", "http://127.0.0.1:9", "--tenant-request-mb", "8"], "max_body_bytes"),
+    (["--upstream", "http://127.0.0.1:9", "--lock-lines", "0"], "lock_lines"),
 ])
 def test_bad_options_are_one_line_and_exit_2(argv: list[str], words: str,
                                              capsys: pytest.CaptureFixture[str]) -> None:
