@@ -38,6 +38,8 @@ from loomctx.text.lexical import tokenize
 from loomctx.tokens.protocol import TokenCounter
 
 MAX_RECALL = 256
+TURN_SHARE = 0.05
+"""The most of a turn's budget L2's important memories take, however many there are."""
 _ORIGIN = {level: f"memory:{level}" for level in get_args(Level)}  # one string per tier
 PERIOD_RANKED = 1024
 """The most memories a period a question names may hold and still be ranked on its own
@@ -118,6 +120,8 @@ class L2ImportantSource(BaseSource):
             # memory on one scale; a second, L2-only ranking would crowd it out.
             return []
         records = [self.memory.records[i] for i in ids if i in self.memory.records]
+        if request.query.strip():  # a turn: the most important first, newest first among equals
+            records = self._turn_share(records, request)
         # In a turn they are ranked by importance, whatever the message says: the importance is
         # their relevance (a question build has no turn and goes through unified retrieval).
         return [
@@ -128,6 +132,23 @@ class L2ImportantSource(BaseSource):
                         metadata={"origin": "memory:L2", "level": r.level})
             for r in records
         ]
+
+
+    def _turn_share(self, records: list[MemoryRecord], request: SourceRequest,
+                     ) -> list[MemoryRecord]:
+        """The most important records that fit ``TURN_SHARE`` of the budget (and the source's own
+        share): in a long chat most messages name a date or a number and reach L2, and all of
+        them, ranked as evidence, would take the room of what the message asks for (LongMemEval
+        turn recall 0.917 -> 0.208 on six development questions)."""
+        room = min(request.budget, int(TURN_SHARE * request.total))
+        out: list[MemoryRecord] = []
+        for r in sorted(records, key=lambda r: (-r.importance, -r.seq, r.id)):
+            cost = self.memory.tokens(r) if request.counter is self.memory.counter \
+                else request.counter.count(r.content)
+            if cost <= room:
+                out.append(r)
+                room -= cost
+        return out
 
 
 class UnifiedRetrievalSource(BaseSource):
