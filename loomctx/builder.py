@@ -199,7 +199,7 @@ class ContextBuilder:
                 alloc = replace(alloc, shares={
                     k: int(v * scale) if any(s.name == k and is_history(s) for s in self.sources)
                     else v for k, v in alloc.shares.items()})
-        st = BuildState(question=need.text, asks=need.asks, turn=query is None,
+        st = BuildState(question=need.text, message=query, asks=need.asks, turn=query is None,
                         now=time.time() if now is None else now, allocation=alloc)
         ctx = dict(context or {})
         st.timings["budget"] = (time.perf_counter() - t0) * 1000
@@ -326,7 +326,8 @@ class ContextBuilder:
 
     def _request(self, st: BuildState, source: ContextSource, ctx: dict[str, Any],
                  phase: str | None) -> SourceRequest:
-        return SourceRequest(query=st.question, now=st.now, counter=self.tokenizer.counter,
+        return SourceRequest(query=st.question, message=st.message, now=st.now,
+                             counter=self.tokenizer.counter,
                              budget=st.allocation.share(source.name),
                              total=st.allocation.total, phase=phase,
                              context={**ctx, "turn": st.turn})

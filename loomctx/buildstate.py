@@ -50,6 +50,8 @@ class BuildState:
     originals: dict[str, ContextItem] = field(default_factory=dict)
     """Full originals of items that were cut, by id."""
     summary: ContextItem | None = None
+    message: str | None = None
+    """The question as written (``question`` is the part of it that carries its need)."""
     asks: bool = False
     """Whether the message asks (:class:`~loomctx.text.need.Need`), not only states."""
     recall_need: float = 0.0

@@ -39,7 +39,13 @@ from loomctx.tokens.protocol import TokenCounter
 
 MAX_RECALL = 256
 TURN_SHARE = 0.05
-"""The most of a turn's budget L2's important memories take, however many there are."""
+"""The most of a turn's budget L2's standing memories take, however many there are."""
+STANDING = re.compile(
+    r"(?:^|[.!?:;]\s+|\bplease\s+)(?:remember|don'?t forget|note that|keep in mind)\b"
+    r"|\bfor the record\b|\bfrom now on\b|\bwe (?:decided|agreed)\b|\bi (?:always )?prefer\b"
+    r"|记住|别忘|请注意|以后都|我们决定", re.IGNORECASE)
+"""A user's message that asks to be kept for later: "Please remember: ...", "Note that ...",
+"From now on ...", a decision or a preference stated."""
 _ORIGIN = {level: f"memory:{level}" for level in get_args(Level)}  # one string per tier
 PERIOD_RANKED = 1024
 """The most memories a period a question names may hold and still be ranked on its own
@@ -136,13 +142,15 @@ class L2ImportantSource(BaseSource):
 
     def _turn_share(self, records: list[MemoryRecord], request: SourceRequest,
                      ) -> list[MemoryRecord]:
-        """The most important records that fit ``TURN_SHARE`` of the budget (and the source's own
-        share): in a long chat most messages name a date or a number and reach L2, and all of
-        them, ranked as evidence, would take the room of what the message asks for (LongMemEval
-        turn recall 0.917 -> 0.208 on six development questions)."""
+        """What the user asked to be kept (:data:`STANDING`), most important first, within
+        ``TURN_SHARE`` of the budget (and the source's own share). Not all of L2: in a long chat
+        most messages name a date or a number and reach it, and all of them, ranked as evidence,
+        took the room of what the message asks for (LongMemEval turn recall 0.917 -> 0.208 on
+        six development questions; the rest of L2 is found by retrieval when it is relevant)."""
         room = min(request.budget, int(TURN_SHARE * request.total))
         out: list[MemoryRecord] = []
-        for r in sorted(records, key=lambda r: (-r.importance, -r.seq, r.id)):
+        standing = [r for r in records if r.role == "user" and STANDING.search(r.content)]
+        for r in sorted(standing, key=lambda r: (-r.importance, -r.seq, r.id)):
             cost = self.memory.tokens(r) if request.counter is self.memory.counter \
                 else request.counter.count(r.content)
             if cost <= room:

@@ -82,7 +82,7 @@ def take_input(st: BuildState, history: str) -> None:
             tier=Tier.P0, priority=1.0, timestamp=last.timestamp, message=last.message,
             seq=last.seq)]
     need = with_before(need_of(said[0] if said else ""), said[1] if len(said) > 1 else None)
-    st.question, st.asks = need.text, need.asks
+    st.question, st.asks, st.message = need.text, need.asks, said[0] if said else ""
     st.candidates[history] = items
 
 

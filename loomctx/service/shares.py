@@ -53,7 +53,7 @@ class Admission:
     def release(self) -> None:
         shares, self._shares = self._shares, None
         if shares is not None:
-            shares._give(self)
+            shares.give_back(self)
 
 
 class Shares:
@@ -96,7 +96,7 @@ class Shares:
         self.bytes += size
         return Admission(self, tenant, size)
 
-    def _give(self, admission: Admission) -> None:
+    def give_back(self, admission: Admission) -> None:
         tenant = admission.tenant
         self.requests -= 1
         self.bytes -= admission.size

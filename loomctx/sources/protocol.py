@@ -18,7 +18,8 @@ class SourceRequest:
     build: what the source records on it belongs to that build alone)."""
 
     query: str
-    """The current question / user input (may be empty)."""
+    """What to search for: the part of the current question / user input that carries its need
+    (:func:`~loomctx.text.need.need_text`; may be empty, e.g. for small talk)."""
     now: float
     """Build time, epoch seconds (sources use it for recency, never ``time.time()``)."""
     counter: TokenCounter
@@ -31,6 +32,8 @@ class SourceRequest:
     """Task phase (early / middle / late) when the caller knows it."""
     context: dict[str, Any] = field(default_factory=dict)
     """Free-form request data (e.g. recent messages for query rewriting)."""
+    message: str | None = None
+    """The current user input as written, to be shown (None: the same as ``query``)."""
     _failures: dict[str, str] = field(default_factory=dict, init=False, repr=False,
                                       compare=False)
 

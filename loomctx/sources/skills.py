@@ -47,7 +47,7 @@ class SkillSource(BaseSource):
     async def collect(self, request: SourceRequest) -> Sequence[ContextItem]:
         out = []
         for i, s in enumerate(self.skills):
-            named = self._named(request.query, s)
+            named = self._named(request.query if request.message is None else request.message, s)
             out.append(ContextItem(
                 id=f"skill:{s.name}", source=self.name,
                 content=f"## Skill: {s.name}\n{s.instructions}", kind="skill",

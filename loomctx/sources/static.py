@@ -30,10 +30,11 @@ class UserInputSource(BaseSource):
     name: str = "user_input"
 
     async def collect(self, request: SourceRequest) -> Sequence[ContextItem]:
-        if not request.query.strip() or request.context.get("turn"):
+        text = request.query if request.message is None else request.message
+        if not text.strip() or request.context.get("turn"):
             return []  # a turn build takes its input from the history
         item_id = str(request.context.get("input_id", "input"))
-        return [ContextItem(id=item_id, source=self.name, content=request.query, kind="input",
+        return [ContextItem(id=item_id, source=self.name, content=text, kind="input",
                             role="user", tier=Tier.P0, priority=1.0, timestamp=request.now)]
 
 

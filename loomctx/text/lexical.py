@@ -115,11 +115,14 @@ def term_set(text: str) -> frozenset[str]:
 
     Memoised within :data:`TERM_MEMO_BYTES` (:class:`~loomctx.text.memo.WeightMemo`): a
     session's candidates are scored again build after build, and a service scores new long
-    texts for as long as it runs."""
+    texts for as long as it runs. A text over :data:`_TERMS_MEMO_MAX_CHARS` is read again each
+    time (its bounded sample), so that no memo keeps a huge text alive after its session."""
+    if len(text) > _TERMS_MEMO_MAX_CHARS:
+        return _term_set(text)
     return _term_memo(text)
 
 
-_term_set_memo = lru_cache(maxsize=1 << 15)(_term_set)
+_TERMS_MEMO_MAX_CHARS = 16_384
 
 
 def content_terms(text: str, k: int) -> list[str]:

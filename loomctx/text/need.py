@@ -31,21 +31,25 @@ _ENDS = 2000
 MAX_WORDS = 48
 """The most content words a need gathers from the sentences around what asks."""
 LEANS = 2
+SHORT = 3
+"""What asks with a pronoun for its subject and at most this many content words leans on what
+was said before it ("how did they feel about it?"); a longer question carries its own subject
+("What is the total time it takes me to get to work?")."""
 """What asks with fewer content words than this leans on the sentences around it."""
 
 CHATTER = frozenset("""
-hi hey hello hiya yo morning afternoon evening night good great awesome cool nice fine ok okay
+hi hey hello hiya yo good great awesome cool nice fine ok okay
 thanks thank thx ty cheers appreciate appreciated appreciation welcome glad happy pleased sorry
-please pls sure yes yeah yep no nope alright right well hope hoping day week weekend today
-helpful help helps helped quick question questions way btw anyway also again back just really
+please pls sure yes yeah yep no nope alright right well hope hoping
+helpful help helps helped quick question questions way btw anyway also again just really
 lovely wonderful amazing perfect excellent brilliant fantastic superb hmm um uh oh ah wow lol
-haha bye goodbye later soon talk chat chatting catch earlier doing going things everything
-wanted wondering curious thinking thought checking bother bothering mind wait another last one
-something stuff bit time little lot much many kind kinda sort sorta everyone guys friend buddy
+haha bye goodbye talk chat chatting catch doing going things everything
+wanted wondering curious thinking thought checking bother bothering mind wait
+something stuff bit little lot much many kind kinda sort sorta everyone guys friend buddy
 assistant bot ai dear sir madam there answer answers reply explain explanation short detail
-details sure later double
+details sure double
 你好 您好 嗨 谢谢 谢 感谢 多谢 好的 好 嗯 哈哈 早上好 晚上好 下午好 辛苦 麻烦 请 一下 那个 对了 顺便
-问 问题 一个 再 还有 今天 最近 怎么样 不错 太好了 棒
+问 问题 一个 再 还有 怎么样 不错 太好了 棒
 """.split())  # noqa: SIM905 (a word list reads best as text)
 """Words of small talk: a sentence with no content word outside these carries no need."""
 _CHATTER_TERMS = frozenset(t for word in CHATTER for t in tokenize(word))  # stemmed as searched
@@ -93,8 +97,8 @@ _SENTENCES = re.compile(r"(?<=[.!?。！？])\s+|(?<=[。！？])|[\n\r]+|(?<=:)
 _QUESTION = re.compile(
     r"[?？]|^\W*(?:and\s+)?(?:what|when|where|who|which|why|how)\b|吗|呢|什么|哪|谁", re.IGNORECASE)
 _LEANING = re.compile(
-    r"\b(?:he|she|her|him|his|hers|they|them|their|it|its|that|those|this|these|one|ones|first"
-    r"|second|third|last|other|latter|former|there|then)\b|他|她|它|那|这|第", re.IGNORECASE)
+    r"\b(?:he|she|her|him|his|hers|they|them|their|theirs|it|its|those|these|latter|former)\b"
+    r"|他|她|它|那|这", re.IGNORECASE)
 _PAST = re.compile(  # a sentence that points at something said before, by its topic
     r"\b(?:previous|earlier|last|other) (?:conversation|chat|discussion|session|talk|game|time)s?"
     r"\b.*\b(?:about|on|regarding|where)\b|\b(?:i|you) (?:told|mentioned|said|shared|gave"
@@ -187,8 +191,9 @@ def need_of(message: str) -> Need:
     # first, up to MAX_WORDS. A sentence about the asker's day names nothing and goes.
     chosen = set(asking)
     words = sum(kept[i][2] for i in asking)
-    leans = words < LEANS or any(_LEANING.search(kept[i][0]) and not _capitals(kept[i][0])
-                                 for i in asking)  # "her bookshelf" after "Caroline" does not
+    leans = words < LEANS or any(  # "her bookshelf" after "Caroline" does not lean
+        _LEANING.search(kept[i][0]) and not _capitals(kept[i][0]) and kept[i][2] <= SHORT
+        for i in asking)
     others = sorted((i for i in range(len(kept)) if i not in chosen),
                     key=lambda i: (min(abs(i - j) for j in asking), -i))
     for i in others:

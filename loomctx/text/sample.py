@@ -27,11 +27,18 @@ JOIN = "\n"
 def sample(text: str) -> str:
     """``text`` when it has at most :data:`ANALYSIS_CHARS` characters, else its first
     :data:`HEAD_CHARS` and its last characters joined by a line break, ``ANALYSIS_CHARS`` in
-    all. Deterministic: a text always gives the same sample."""
+    all at most, each cut at a space when one is near so that no word is read in half.
+    Deterministic: a text always gives the same sample."""
     if len(text) <= ANALYSIS_CHARS:
         return text
     tail = ANALYSIS_CHARS - HEAD_CHARS - len(JOIN)
-    return text[:HEAD_CHARS] + JOIN + text[len(text) - tail:]
+    head_end = text.rfind(" ", HEAD_CHARS - _NEAR, HEAD_CHARS)
+    tail_start = text.find(" ", len(text) - tail, len(text) - tail + _NEAR)
+    return (text[:HEAD_CHARS if head_end < 0 else head_end] + JOIN
+            + text[len(text) - tail if tail_start < 0 else tail_start + 1:])
+
+
+_NEAR = 64  # how far back (or on) a cut looks for a space
 
 
 __all__ = ["ANALYSIS_CHARS", "HEAD_CHARS", "sample"]
