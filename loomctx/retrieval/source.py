@@ -41,11 +41,11 @@ MAX_RECALL = 256
 TURN_SHARE = 0.05
 """The most of a turn's budget L2's standing memories take, however many there are."""
 STANDING = re.compile(
-    r"(?:^|[.!?:;]\s+|\bplease\s+)(?:remember|don'?t forget|note that|keep in mind)\b"
-    r"|\bfor the record\b|\bfrom now on\b|\bwe (?:decided|agreed)\b|\bi (?:always )?prefer\b"
-    r"|记住|别忘|请注意|以后都|我们决定", re.IGNORECASE)
+    r"(?:^|[.!?]\s+)(?:please\s+)?(?:remember|note)(?:\s+that\b|\s*:)|\bdon'?t forget\b"
+    r"|\bkeep in mind\b|\bfrom now on\b|\bfor the record\b|记住|别忘了|以后都", re.IGNORECASE)
 """A user's message that asks to be kept for later: "Please remember: ...", "Note that ...",
-"From now on ...", a decision or a preference stated."""
+"From now on ...", "For the record ..." (not "Remember when ...": a chat recalls, it does not
+instruct; decisions and preferences are found by retrieval when a message is about them)."""
 _ORIGIN = {level: f"memory:{level}" for level in get_args(Level)}  # one string per tier
 PERIOD_RANKED = 1024
 """The most memories a period a question names may hold and still be ranked on its own
