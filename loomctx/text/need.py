@@ -47,6 +47,8 @@ haha bye goodbye talk chat chatting catch doing going things everything
 wanted wondering curious thinking thought checking bother bothering mind wait
 something stuff bit little lot much many kind kinda sort sorta everyone guys friend buddy
 assistant bot ai dear sir madam there answer answers reply explain explanation short detail
+day week weekend today time last one another earlier back later soon night morning afternoon
+evening
 details sure double
 你好 您好 嗨 谢谢 谢 感谢 多谢 好的 好 嗯 哈哈 早上好 晚上好 下午好 辛苦 麻烦 请 一下 那个 对了 顺便
 问 问题 一个 再 还有 怎么样 不错 太好了 棒
@@ -96,6 +98,8 @@ _TAIL_ZH = re.compile(
 _SENTENCES = re.compile(r"(?<=[.!?。！？])\s+|(?<=[。！？])|[\n\r]+|(?<=:)\s+(?=[A-Z])")
 _QUESTION = re.compile(
     r"[?？]|^\W*(?:and\s+)?(?:what|when|where|who|which|why|how)\b|吗|呢|什么|哪|谁", re.IGNORECASE)
+_FOLLOW = re.compile(r"(?:^\W*|[,;]\s*)(?:and|what about|how about|also)\b[^,;]*[?？]\s*$",
+                     re.IGNORECASE)
 _LEANING = re.compile(
     r"\b(?:he|she|her|him|his|hers|they|them|their|theirs|it|its|those|these|latter|former)\b"
     r"|他|她|它|那|这", re.IGNORECASE)
@@ -178,7 +182,8 @@ def need_of(message: str) -> Need:
         text, framed = _unframed(sentence)
         content = _content(text)
         asks = _asking(sentence, framed)
-        if content or (_QUESTION.search(sentence) and _LEANING.search(text)):  # "What about her?"
+        if content or (_QUESTION.search(sentence) and _LEANING.search(text)) \
+                or _FOLLOW.search(sentence):  # "What about her?", "And the week?"
             kept.append((text, asks, len(content), _names(text)))
     if not kept:
         return Need("", False)

@@ -28,7 +28,7 @@ def test_the_need_is_what_asks_without_frames_and_small_talk(message: str, need:
 
 
 @pytest.mark.parametrize("message", ["Thanks, that helps!", "How are you?", "你好！谢谢！",
-                                     "Hey! Hope you are doing well.", "ok", "   ", ""])
+                                     "Hey! Hope your day is going well.", "ok", "   ", ""])
 def test_small_talk_alone_needs_nothing(message: str) -> None:
     assert need_of(message)[:2] == ("", False)
 
