@@ -30,8 +30,8 @@ def two_turns() -> tuple[Session, BuildResult, BuildResult]:
     s.add_message_sync("user", XSS)
     first = s.build_sync(max_tokens=900)
     s.add_message_sync("assistant", "I cannot run that.")
-    # Not a question about the conversation's own past (that one would make the window yield
-    # room to recall, and compact): the second turn repeats the first's start.
-    s.add_message_sync("user", "Tell me the refund policy.")
+    # A statement, not a request about the conversation's own past (that one would make the
+    # window yield room to recall, and compact): the second turn repeats the first's start.
+    s.add_message_sync("user", "Fine, I will read the refund policy myself.")
     second = s.build_sync(max_tokens=900)
     return s, first, second
