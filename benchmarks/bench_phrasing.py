@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from _replays import context_text
+from bench_turn_recall import _session  # the same session as the dataset wording's
 
 HERE = Path(__file__).resolve().parent
 MODEL = "cl100k_base"
@@ -95,18 +96,6 @@ def _numbered(questions: Iterable[Any], wanted: set[int] | None) -> Iterator[tup
             keep.append(q.history)
         if wanted is None or seen[id(q.history)] in wanted:
             yield seen[id(q.history)], q
-
-
-def _session(history: Any, embedder: Any) -> Any:
-    from loomctx.builder import BuildOptions
-    from loomctx.session import Session
-
-    session = Session(model=MODEL, embedder=embedder, clock=lambda: 0.0,
-                      options=BuildOptions(model=MODEL, format="openai"))
-    session.add_messages_sync([
-        {"id": t.id, "role": t.role if t.role in ("user", "assistant") else "user",
-         "content": t.content, "timestamp": t.timestamp} for t in history])
-    return session
 
 
 def run_group(questions: list[Any], phrasing: str, budget: int, embedder: Any,
