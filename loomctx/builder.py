@@ -60,7 +60,7 @@ from loomctx.sources.protocol import (
     declared_share,
     makes_fresh,
 )
-from loomctx.text.need import need_of, with_before
+from loomctx.text.need import Need, need_of, with_before
 from loomctx.tokens.registry import counter_for_model
 
 FORMATS = formats()
@@ -205,7 +205,7 @@ class ContextBuilder:
         st.timings["budget"] = (time.perf_counter() - t0) * 1000
 
         t = time.perf_counter()
-        await self._gather(st, ctx, phase, query or "")
+        await self._gather(st, ctx, phase, query or "", need)
         if st.turn and query:  # the question was the history's last user message: a turn
             st.allocation = self.budget.allocate(max_tokens, phase=phase)
         st.timings["gather"] = (time.perf_counter() - t) * 1000
@@ -333,7 +333,7 @@ class ContextBuilder:
                              context={**ctx, "turn": st.turn})
 
     async def _gather(self, st: BuildState, ctx: dict[str, Any], phase: str | None,
-                      asked: str = "") -> None:
+                      asked: str, need: Need) -> None:
         """Collect every source. The history comes first (it is in memory): a turn takes its
         input from it, and the other sources get it as ``context["history"]`` (per-turn
         retrieval re-derives its query from the newest step)."""
@@ -347,10 +347,9 @@ class ContextBuilder:
             ctx = {**ctx, "history": items}
             if not st.turn and _asked_last(items, asked):
                 st.turn = True  # build(question) after adding it: show it once, as a turn
-            elif not st.turn and st.question:  # a follow-up's question leans on the last turn
-                need = with_before(need_of(asked), next(
-                    (it.content for it in reversed(items[-64:]) if it.role == "user"), None))
-                st.question = need.text
+            elif not st.turn and need.leans:  # a follow-up's question leans on the last turn
+                st.question = with_before(need, next(
+                    (it.content for it in reversed(items[-64:]) if it.role == "user"), None)).text
             if st.turn:
                 take_input(st, history[0].name)
                 ctx["history_in_view"] = self._in_view(history[0].name, items, st)

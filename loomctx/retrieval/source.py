@@ -108,10 +108,10 @@ class L2ImportantSource(BaseSource):
     """The session's L2 (important) memories, by importance, for turn builds and builds without
     a question.
 
-    A turn is the agent loop: what the user asked to be remembered, decided or preferred must
-    reach every later turn, not only the turns whose words happen to match it (seed 001 gives
-    L2 its own share, 12 %, for this). Those the window still shows are dropped as shown, so
-    they cost room only once they are out of view."""
+    A turn is the agent loop: what the user asked to be kept (:data:`STANDING`) must reach
+    every later turn, not only the turns whose words happen to match it (seed 001 gives L2 its
+    own share for this; here at most :data:`TURN_SHARE`). Those the window still shows are
+    dropped as shown, so they cost room only once they are out of view."""
 
     def __init__(self, memory: TieredMemory, *, name: str = "L2_important") -> None:
         self.name = name
