@@ -61,6 +61,9 @@ class BuildState:
     a tool's output)."""
     recall_own: bool = False
     """Turn builds: retrieval's best candidates include the session's own messages."""
+    recall_beyond: float = 0.0
+    """Turn builds: the share of retrieval's best candidates out of view that are not the
+    session's own messages (knowledge, other sessions)."""
     recall_wide: bool = False
     """Turn builds: a question whose best matches are mostly out of view (its evidence is kept
     in place as a recall note)."""

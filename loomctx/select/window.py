@@ -321,9 +321,11 @@ class TurnWindow:
         best = [it for name in pool_sources(st.candidates, st.window_start)
                 for it in st.candidates[name][:top]
                 if it.id not in asked]
-        st.recall_own = session is not None and any(
-            it.metadata.get("session") == session for it in best)
+        own = [session is not None and it.metadata.get("session") == session for it in best]
+        st.recall_own = any(own)
         hits = [it.id not in shown for it in best]
+        st.recall_beyond = (sum(hit and not mine for hit, mine in zip(hits, own, strict=True))
+                            / len(hits) if hits else 0.0)
         said = [hit and it.role != "tool" for hit, it in zip(hits, best, strict=True)]
         st.recall_said = sum(said) / len(said) if said else 0.0
         return sum(hits) / len(hits) if hits else 0.0
@@ -372,8 +374,9 @@ class TurnWindow:
         pool = pool_sources(candidates, st.window_start)
         own = sum(v for k, v in (declared or {}).items() if k in pool)
         cap = int(max(self.options.volatile_share, min(own, 1.0)) * st.available)
-        if st.asks:
-            cap = max(cap, st.recall_reserve, int(st.recall_need * max(0, left)))
+        if st.asks:  # while tools are at work, the session's own past keeps to the share
+            need = st.recall_beyond if self._tools_at_work(st) else st.recall_need
+            cap = max(cap, st.recall_reserve, int(need * max(0, left)))
         heads = [q[0] for name, q in ordered.items() if name in pool and q]
         if heads:
             best = max(heads, key=lambda u: u.score)

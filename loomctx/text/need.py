@@ -51,10 +51,18 @@ day week weekend today time last one another earlier back later soon night morni
 evening
 details sure double
 你好 您好 嗨 谢谢 谢 感谢 多谢 好的 好 嗯 哈哈 早上好 晚上好 下午好 辛苦 麻烦 请 一下 那个 对了 顺便
-问 问题 一个 再 还有 怎么样 不错 太好了 棒
+问 问题 一个 再 还有 怎么样 不错 太好了 棒 打扰 抱歉 不好意思
 """.split())  # noqa: SIM905 (a word list reads best as text)
 """Words of small talk: a sentence with no content word outside these carries no need."""
 _CHATTER_TERMS = frozenset(t for word in CHATTER for t in tokenize(word))  # stemmed as searched
+ASKING = frozenset("""
+ask asking tell remind show check double confirm look find search recall remember forget forgot
+know question wonder curious refresh memory
+问 查 找 搜 确认 提醒 告诉 回忆 记得 忘 想 帮 帮忙 个 下 了 知道 了解 之前 以前 上次 聊 聊过 说过 过 说 讨论 一句 句
+""".split())  # noqa: SIM905
+"""Words of asking: a clause of these and small talk alone ("能 remind 我一下吗", "我有个
+question") frames what another clause asks and names nothing itself."""
+_ASKING_TERMS = frozenset(t for word in ASKING for t in tokenize(word)) - _CHATTER_TERMS
 
 _FRAMES_EN = (
     r"(?:hi|hey|hello|ok(?:ay)?|so|well|also|and|oh|btw|by the way|anyway|quick question"
@@ -95,13 +103,16 @@ _TAIL = re.compile(
     r"|by any chance|real quick)\b)+\s*[.!?]*\s*$", re.IGNORECASE)
 _TAIL_ZH = re.compile(
     r"(?:[，,]?\s*(?:谢谢|谢了|多谢|麻烦了|好吗|可以吗|行吗|吧|呢|啊|呀)\s*)+[。！？!?]*\s*$")
-_SENTENCES = re.compile(r"(?<=[.!?。！？])\s+|(?<=[。！？])|[\n\r]+|(?<=:)\s+(?=[A-Z])")
+_SENTENCES = re.compile(  # a full-width comma or colon where the script switches ends a clause
+    r"(?<=[.!?。！？])\s+|(?<=[。！？])|[\n\r]+|(?<=:)\s+(?=[A-Z])|(?<=[，：；])\s*(?=[A-Za-z])"
+    r"|(?<=[A-Za-z0-9?!.])\s*[，：；]\s*(?=[\u4e00-\u9fff])")
 _QUESTION = re.compile(
     r"[?？]|^\W*(?:and\s+)?(?:what|when|where|who|which|why|how)\b|吗|呢|什么|哪|谁", re.IGNORECASE)
 _FOLLOW = re.compile(r"(?:^\W*|[,;]\s*)(?:and|what about|how about|also)\b[^,;]*[?？]\s*$",
                      re.IGNORECASE)
 _LEANING = re.compile(
-    r"\b(?:he|she|her|him|his|hers|they|them|their|theirs|it|its|those|these|latter|former)\b"
+    r"\b(?:he|she|her|him|his|hers|they|them|their|theirs|it|its|that|those|these|latter"
+    r"|former)\b"
     r"|他|她|它|那|这", re.IGNORECASE)
 _PAST = re.compile(  # a sentence that points at something said before, by its topic
     r"\b(?:previous|earlier|last|other) (?:conversation|chat|discussion|session|talk|game|time)s?"
@@ -114,18 +125,31 @@ _PRONOUNS = frozenset({"I", "I'm", "I've", "I'd", "I'll", "OK", "Ok"})
 _ABBREVIATION = re.compile(r"(?:\b(?:dr|mr|mrs|ms|st|mt|jr|sr|vs|etc|e\.g|i\.e|no)|\b[A-Z])\.$",
                            re.IGNORECASE)
 _ASKS = re.compile(
-    r"[?？]|\b(?:what|when|where|who|whom|whose|which|why|how)\b"  # a question, or one inside
+    r"[?？]|^\W*(?:(?:and|so|but|ok|okay|also|then|now)\W+)?(?:according to [^,]{1,40},\s*)?"
+    r"(?:(?:in|on|at|for|from|to|with|by|around|during|since|of|about|after|before|between)\s+)?"
+    r"(?:what|when|where|who|whom|whose|which|why|how)\b"  # a question ("In what ways …");
+    # one inside a sentence is asked by a verb of knowing:
+    r"|\b(?:know|tell|remind|recall|remember|sure|wonder|wondering|ask|asking|out|check|confirm"
+    r"|idea|hear|forget|forgot|forgotten|unsure|clue)\b(?:\W+\w+){0,2}?\W+(?:what|when|where"
+    r"|who|whom|whose|which|why|how|if|whether)\b"  # "I forget when she went"; "a library for when I
+    # have kids" asks nothing
     r"|(?:^|[,;:，：]\s*)(?:did|does|do|is|are|was|were|has|have|had|can|could|would|will"
     r"|should|shall|may|might|am)\b"
     r"|^\W*(?:\S+\s+){0,4}?(?:tell|remind|know|find|look|check|recall|remember|confirm"
     r"|figure|wonder|wondering|curious|ask|asking)\b"  # a request for what is known, up front
+    r"|^\W*(?:please\s+)?(?:suggest|recommend|list|name|summari[sz]e|describe|explain|give|share"
+    r"|show|compare)\b"  # a request to be answered
+    r"|\b(?:i|we)\s+(?:really\s+|also\s+|still\s+)?(?:need|want|would like|'d like)\s+(?:the|our"
+    r"|my|your|his|her|their|a|an|some|all|any|to know|to see|to check|to find)\b"
+    r"|\b(?:what|when|where|who|which|how|whether)\s+to\s+\w"  # "what to tell the customer"
     r"|什么|哪|谁|几|多少|吗|呢|怎么|为什么|为何|是否|有没有|是不是|告诉|提醒|想知道|查|问|记得",
     re.IGNORECASE)
 
 
-def _asking(sentence: str, framed: bool) -> bool:
-    """Whether a sentence asks (a request frame was cut from it, or it reads as a question)."""
-    return framed or bool(_ASKS.search(sentence))
+def _asking(sentence: str, text: str, framed: bool) -> bool:
+    """Whether a sentence asks: a request frame was cut from it, or it reads as a question
+    as written or without its lead ("Anyway, what did …")."""
+    return framed or bool(_ASKS.search(sentence) or _ASKS.search(text))
 
 
 def _content(sentence: str) -> list[str]:
@@ -178,13 +202,21 @@ def need_of(message: str) -> Need:
     if not sentences:
         return Need("", False)
     kept: list[tuple[str, bool, int, bool]] = []
+    framing: list[bool] = []  # per kept sentence: it only frames what another one asks
     for sentence in sentences:
         text, framed = _unframed(sentence)
         content = _content(text)
-        asks = _asking(sentence, framed)
+        asks = _asking(sentence, text, framed)
         if content or (_QUESTION.search(sentence) and _LEANING.search(text)) \
                 or _FOLLOW.search(sentence):  # "What about her?", "And the week?"
             kept.append((text, asks, len(content), _names(text)))
+            framing.append(bool(content) and all(w in _ASKING_TERMS for w in content))
+        elif kept and _QUESTION.search(sentence) and _HAN.match(sentence.lstrip()) \
+                and re.search(r"[A-Za-z0-9]\W*$", kept[-1][0]):  # "… pickup，怎么样了？"
+            kept[-1] = (*kept[-1][:1], True, *kept[-1][2:])
+    if not all(framing):  # "我有个 question：What is …": the frame goes, what follows asks
+        kept = [(k[0], k[1] or (i > 0 and framing[i - 1]), k[2], k[3])
+                for i, k in enumerate(kept) if not framing[i]]
     if not kept:
         return Need("", False)
     asking = [i for i, k in enumerate(kept) if k[1]]
@@ -226,7 +258,8 @@ def _goes_on(sentence: str, part: str) -> bool:
     """Whether ``part`` continues ``sentence`` rather than starting a new one: after an
     abbreviation, inside a quotation, or when it starts in lower case or with a digit."""
     return (bool(_ABBREVIATION.search(sentence)) or sentence.count('"') % 2 == 1
-            or bool(re.match(r"\s*[a-z0-9]", part)))
+            or (bool(re.match(r"\s*[a-z0-9]", part)) and not sentence.rstrip().endswith(
+                ("，", "：", "；"))))
 
 
 def _names(text: str) -> bool:

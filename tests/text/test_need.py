@@ -70,3 +70,48 @@ def test_a_follow_up_over_two_turns_takes_its_subject_from_the_turn_before() -> 
     assert need.text.startswith("Melanie") and need.asks
     named = need_of("What did Caroline research?")
     assert not named.leans and with_before(named, "Tell me about Melanie.") == named
+
+
+@pytest.mark.parametrize("message, need", [
+    ("Sorry 打扰一下，When did Caroline go to the LGBTQ support group?",
+     "When did Caroline go to the LGBTQ support group?"),
+    ("能 remind 我一下吗：what did Melanie paint recently", "what did Melanie paint recently"),
+    ("我有个 question：What did Melanie paint?", "What did Melanie paint?"),
+    ("之前聊过的，what did Melanie paint，你还记得吗", "what did Melanie paint"),
+])
+def test_a_clause_that_only_frames_goes_where_the_script_switches(message: str, need: str,
+                                                                   ) -> None:
+    asked = need_of(message)
+    assert asked.text == need and asked.asks
+
+
+def test_a_chinese_question_after_an_english_name_still_asks() -> None:
+    asked = need_of("上次说的那个 Hamburg pickup，怎么样了？")
+    assert "Hamburg pickup" in asked.text and asked.asks
+
+
+@pytest.mark.parametrize("message", [
+    "Anyway, what career path has Caroline decided to pursue. Thanks.",
+    "In what ways is Caroline participating in the LGBTQ community",
+    "According to Gina, what makes Jon a perfect mentor",
+    "I was wondering, what was the move you made after Kg2",
+    "Suggest some activities that I can do in the evening.",
+    "I forget where the Lyon customer wanted the parcel.",
+])
+def test_requests_and_questions_without_a_question_mark_ask(message: str) -> None:
+    assert need_of(message).asks
+
+
+@pytest.mark.parametrize("message", [
+    "Being a mom is awesome. I'm creating a library for when I have kids.",
+    "We went on a day when it rained, which was fun.",
+])
+def test_a_clause_with_a_question_word_is_not_a_question(message: str) -> None:
+    assert not need_of(message).asks
+
+
+def test_a_short_follow_up_on_that_leans_on_the_turn_before() -> None:
+    follow_up = need_of("ok, where did I go on that?")
+    assert follow_up.leans and follow_up.asks
+    assert with_before(follow_up, "Something about my most recent family trip I wanted to ask."
+                       ).text.startswith("Something about my most recent family trip")
