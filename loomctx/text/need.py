@@ -119,6 +119,12 @@ _PAST = re.compile(  # a sentence that points at something said before, by its t
     r"\b.*\b(?:about|on|regarding|where)\b|\b(?:i|you) (?:told|mentioned|said|shared|gave"
     r"|provided|recommended|suggested|listed|sent|wrote)\b|上次|之前|以前|刚才|你说|我说过",
     re.IGNORECASE)
+_POINTER = re.compile(  # "I wanted to follow up on our previous conversation about": the topic
+    r"^\W*(?:(?:i|we)(?:'m|'re|\s+am|\s+are|\s+was|\s+were)?\s+(?:just\s+)?"
+    r"(?:(?:wanted|want|would like|'d like|was hoping|hoped)\s+to\s+)?|so\s+)?(?:follow(?:ing)?\s+up|go(?:ing)?\s+back|circl(?:e|ing)\s+back|return(?:ing)?"
+    r"|get(?:ting)?\s+back|com(?:e|ing)\s+back)\s+(?:on|to)\s+(?:our|the|my|that|your)\s+"
+    r"(?:previous|earlier|last|other|past|recent)\s+(?:conversation|chat|discussion|session|talk)"
+    r"\s+(?:about|on|regarding|where|in which|when)\s+", re.IGNORECASE)
 _CODE = re.compile(r"[A-Za-z]-?\d|\d-?[A-Za-z]")  # SHP-40233, A1001, 27th
 _HAN = re.compile(r"[\u4e00-\u9fff]")
 _PRONOUNS = frozenset({"I", "I'm", "I've", "I'd", "I'll", "OK", "Ok"})
@@ -209,7 +215,8 @@ def need_of(message: str) -> Need:
         asks = _asking(sentence, text, framed)
         if content or (_QUESTION.search(sentence) and _LEANING.search(text)) \
                 or _FOLLOW.search(sentence):  # "What about her?", "And the week?"
-            kept.append((text, asks, len(content), _names(text)))
+            topic = _POINTER.sub("", text)  # what the pointer at the past is about
+            kept.append((topic or text, asks, len(content), _names(text)))
             framing.append(bool(content) and all(w in _ASKING_TERMS for w in content))
         elif kept and _QUESTION.search(sentence) and _HAN.match(sentence.lstrip()) \
                 and re.search(r"[A-Za-z0-9]\W*$", kept[-1][0]):  # "… pickup，怎么样了？"

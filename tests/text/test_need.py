@@ -115,3 +115,14 @@ def test_a_short_follow_up_on_that_leans_on_the_turn_before() -> None:
     assert follow_up.leans and follow_up.asks
     assert with_before(follow_up, "Something about my most recent family trip I wanted to ask."
                        ).text.startswith("Something about my most recent family trip")
+
+
+@pytest.mark.parametrize("message, topic", [
+    ("I wanted to follow up on our previous conversation about the fusion breakthrough at "
+     "Lawrence Livermore. Can you remind me who the advisor was?", "the fusion breakthrough"),
+    ("I'm going back to our previous chat about baking. What temperature did you suggest?",
+     "baking."),
+])
+def test_a_pointer_at_the_past_leaves_its_topic(message: str, topic: str) -> None:
+    asked = need_of(message)
+    assert asked.text.startswith(topic) and "previous" not in asked.text and asked.asks
