@@ -69,14 +69,16 @@ def groups(family: str, path: Path | None, split: str, conversations: set[int] |
     """The family's questions of data split ``split``, in runs that share one history (a
     LoCoMo conversation; one LongMemEval or HotpotQA question), at most ``limit`` in all."""
     from loomctx.eval.datasets import iter_dataset
-    from loomctx.eval.splits import with_splits
+    from loomctx.eval.splits import SPLIT_KEY, with_splits
 
     dataset = _DATASET[family]
-    questions: Iterable[Any] = with_splits(iter_dataset(dataset, path), dataset, split)
+    # numbered in the file (conversation 6 is LoCoMo's sixth), then kept if in the split
+    questions: Iterable[Any] = with_splits(iter_dataset(dataset, path), dataset, "all")
     current: list[Any] = []
     number = 0
     wanted = conversations if family == "locomo" else None
-    for q in islice(_numbered(questions, wanted), limit):
+    chosen = (nq for nq in _numbered(questions, wanted) if nq[1].extras[SPLIT_KEY] == split)
+    for q in islice(chosen, limit):
         if current and q[1].history is not current[0].history:
             yield f"{family}:{number}", current
             current = []

@@ -20,10 +20,14 @@ def bench(bench_path: Path) -> ModuleType:
     return importlib.import_module("bench_phrasing")
 
 
-def _locomo(path: Path) -> Path:
-    """Two conversations of two sessions; questions about named people across them."""
+PEOPLE = [("Ann", "Bob"), ("Cleo", "Dan"), ("Eve", "Finn"), ("Gus", "Hana"), ("Ida", "Jon"),
+          ("Kai", "Lea"), ("Mo", "Nia")]
+
+
+def _locomo(path: Path, count: int = 2) -> Path:
+    """``count`` conversations of two sessions; questions about named people across them."""
     samples = []
-    for c, (a, b) in enumerate([("Ann", "Bob"), ("Cleo", "Dan")]):
+    for c, (a, b) in enumerate(PEOPLE[:count]):
         conv: dict[str, Any] = {"speaker_a": a, "speaker_b": b}
         for s in (1, 2):
             conv[f"session_{s}_date_time"] = f"1:56 pm on {s} May, 2023"
@@ -97,6 +101,17 @@ def test_the_test_split_and_a_conversation_choose_the_questions(
     assert list(bench.groups("locomo", locomo, "test", None, None)) == []
     limited = list(bench.groups("locomo", locomo, "dev", None, 3))
     assert [len(qs) for _, qs in limited] == [2, 1]
+
+
+def test_a_conversation_of_the_test_split_is_numbered_as_in_the_file(
+        bench: ModuleType, tmp_path: Path) -> None:
+    locomo = _locomo(tmp_path / "locomo.json", count=7)
+    got = list(bench.groups("locomo", locomo, "test", {6}, None))
+    assert [name for name, _ in got] == ["locomo:6"]
+    assert got[0][1][0].question == "What hobby did Kai mention first?"
+    assert [name for name, _ in bench.groups("locomo", locomo, "test", None, None)] == [
+        "locomo:6", "locomo:7"]
+    assert list(bench.groups("locomo", locomo, "dev", {6}, None)) == []
 
 
 def test_bad_options_are_one_line_errors(bench: ModuleType, tmp_path: Path,
