@@ -31,11 +31,15 @@ _ENDS = 2000
 MAX_WORDS = 48
 """The most content words a need gathers from the sentences around what asks."""
 LEANS = 2
+"""What asks with fewer content words than this leans on the sentences around it."""
 SHORT = 3
 """What asks with a pronoun for its subject and at most this many content words leans on what
 was said before it ("how did they feel about it?"); a longer question carries its own subject
 ("What is the total time it takes me to get to work?")."""
-"""What asks with fewer content words than this leans on the sentences around it."""
+PERSON_WORDS = 8
+"""What asks about a person it does not name ("what indoor activities have they pursued with
+his girlfriend?") leans on what was said before it up to this many content words; a longer
+question names its own subject."""
 
 CHATTER = frozenset("""
 hi hey hello hiya yo good great awesome cool nice fine ok okay
@@ -114,6 +118,7 @@ _LEANING = re.compile(
     r"\b(?:he|she|her|him|his|hers|they|them|their|theirs|it|its|that|those|these|latter"
     r"|former)\b"
     r"|他|她|它|那|这", re.IGNORECASE)
+_PERSON = re.compile(r"\b(?:he|she|him|his|her|hers|they|them|their|theirs)\b", re.IGNORECASE)
 _PAST = re.compile(  # a sentence that points at something said before, by its topic
     r"\b(?:previous|earlier|last|other) (?:conversation|chat|discussion|session|talk|game|time)s?"
     r"\b.*\b(?:about|on|regarding|where)\b|\b(?:i|you) (?:told|mentioned|said|shared|gave"
@@ -236,7 +241,9 @@ def need_of(message: str) -> Need:
     chosen = set(asking)
     words = sum(kept[i][2] for i in asking)
     leans = words < LEANS or any(  # "her bookshelf" after "Caroline" does not lean
-        _LEANING.search(kept[i][0]) and not _capitals(kept[i][0]) and kept[i][2] <= SHORT
+        not _capitals(kept[i][0]) and (
+            (_LEANING.search(kept[i][0]) and kept[i][2] <= SHORT)
+            or (_PERSON.search(kept[i][0]) and kept[i][2] <= PERSON_WORDS))
         for i in asking)
     others = sorted((i for i in range(len(kept)) if i not in chosen),
                     key=lambda i: (min(abs(i - j) for j in asking), -i))

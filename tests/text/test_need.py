@@ -126,3 +126,11 @@ def test_a_short_follow_up_on_that_leans_on_the_turn_before() -> None:
 def test_a_pointer_at_the_past_leaves_its_topic(message: str, topic: str) -> None:
     asked = need_of(message)
     assert asked.text.startswith(topic) and "previous" not in asked.text and asked.asks
+
+
+def test_a_question_about_a_person_it_does_not_name_leans_on_the_turn_before() -> None:
+    follow_up = need_of("what kind of indoor activities have they pursued with his girlfriend?")
+    assert follow_up.leans
+    assert with_before(follow_up, "Now, Andrew.").text.startswith("Andrew.")
+    assert not need_of("What kind of indoor activities has Andrew pursued with his girlfriend?"
+                       ).leans
