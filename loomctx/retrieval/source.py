@@ -46,6 +46,9 @@ STANDING = re.compile(
 """A user's message that asks to be kept for later: "Please remember: ...", "Note that ...",
 "From now on ...", "For the record ..." (not "Remember when ...": a chat recalls, it does not
 instruct; decisions and preferences are found by retrieval when a message is about them)."""
+STANDING_KEY = "standing"
+"""Metadata key of what the user asked to be kept, shown in a turn whatever it asks: not found
+by the message, so it says nothing about what the message needs from outside the window."""
 _ORIGIN = {level: f"memory:{level}" for level in get_args(Level)}  # one string per tier
 PERIOD_RANKED = 1024
 """The most memories a period a question names may hold and still be ranked on its own
@@ -126,7 +129,8 @@ class L2ImportantSource(BaseSource):
             # memory on one scale; a second, L2-only ranking would crowd it out.
             return []
         records = [self.memory.records[i] for i in ids if i in self.memory.records]
-        if request.query.strip():  # a turn: the most important first, newest first among equals
+        turn = bool(request.query.strip())
+        if turn:  # a turn: the most important first, newest first among equals
             records = self._turn_share(records, request)
         # In a turn they are ranked by importance, whatever the message says: the importance is
         # their relevance (a question build has no turn and goes through unified retrieval).
@@ -135,7 +139,8 @@ class L2ImportantSource(BaseSource):
                         role=r.role, tier=Tier.P2, priority=r.importance,
                         timestamp=r.timestamp, seq=r.seq,
                         scores={RAW_RELEVANCE: r.importance} if request.query.strip() else {},
-                        metadata={"origin": "memory:L2", "level": r.level})
+                        metadata={"origin": "memory:L2", "level": r.level,
+                                  **({STANDING_KEY: True} if turn else {})})
             for r in records
         ]
 

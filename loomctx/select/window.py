@@ -21,6 +21,7 @@ from loomctx.compress.history import SUMMARY_ID, Compactor, extends
 from loomctx.compress.summarize import Summarizer
 from loomctx.compress.truncate import truncate_item
 from loomctx.items import ContextItem, Tier
+from loomctx.retrieval.source import STANDING_KEY
 from loomctx.select.packer import Unit
 from loomctx.select.rank import per_build, window_items
 from loomctx.text.need import need_of, with_before
@@ -320,7 +321,7 @@ class TurnWindow:
         asked = {it.id for it in st.candidates.get(INPUT_SOURCE, ())}  # the question itself
         best = [it for name in pool_sources(st.candidates, st.window_start)
                 for it in st.candidates[name][:top]
-                if it.id not in asked]
+                if it.id not in asked and not it.metadata.get(STANDING_KEY)]
         own = [session is not None and it.metadata.get("session") == session for it in best]
         st.recall_own = any(own)
         hits = [it.id not in shown for it in best]
