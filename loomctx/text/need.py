@@ -62,7 +62,8 @@ _CHATTER_TERMS = frozenset(t for word in CHATTER for t in tokenize(word))  # ste
 ASKING = frozenset("""
 ask asking tell remind show check double confirm look find search recall remember forget forgot
 know question wonder curious refresh memory
-问 查 找 搜 确认 提醒 告诉 回忆 记得 忘 想 帮 帮忙 个 下 了 知道 了解 之前 以前 上次 聊 聊过 说过 过 说 讨论 一句 句
+问 查 找 搜 确认 提醒 告诉 回忆 记得 忘 想 帮 帮忙 个 下 了 知道 了解
+之前 以前 上次 聊 聊过 说过 过 说 讨论 一句 句
 """.split())  # noqa: SIM905
 """Words of asking: a clause of these and small talk alone ("能 remind 我一下吗", "我有个
 question") frames what another clause asks and names nothing itself."""
@@ -126,7 +127,8 @@ _PAST = re.compile(  # a sentence that points at something said before, by its t
     re.IGNORECASE)
 _POINTER = re.compile(  # "I wanted to follow up on our previous conversation about": the topic
     r"^\W*(?:(?:i|we)(?:'m|'re|\s+am|\s+are|\s+was|\s+were)?\s+(?:just\s+)?"
-    r"(?:(?:wanted|want|would like|'d like|was hoping|hoped)\s+to\s+)?|so\s+)?(?:follow(?:ing)?\s+up|go(?:ing)?\s+back|circl(?:e|ing)\s+back|return(?:ing)?"
+    r"(?:(?:wanted|want|would like|'d like|was hoping|hoped)\s+to\s+)?|so\s+)?"
+    r"(?:follow(?:ing)?\s+up|go(?:ing)?\s+back|circl(?:e|ing)\s+back|return(?:ing)?"
     r"|get(?:ting)?\s+back|com(?:e|ing)\s+back)\s+(?:on|to)\s+(?:our|the|my|that|your)\s+"
     r"(?:previous|earlier|last|other|past|recent)\s+(?:conversation|chat|discussion|session|talk)"
     r"\s+(?:about|on|regarding|where|in which|when)\s+", re.IGNORECASE)
@@ -142,8 +144,8 @@ _ASKS = re.compile(
     # one inside a sentence is asked by a verb of knowing:
     r"|\b(?:know|tell|remind|recall|remember|sure|wonder|wondering|ask|asking|out|check|confirm"
     r"|idea|hear|forget|forgot|forgotten|unsure|clue)\b(?:\W+\w+){0,2}?\W+(?:what|when|where"
-    r"|who|whom|whose|which|why|how|if|whether)\b"  # "I forget when she went"; "a library for when I
-    # have kids" asks nothing
+    r"|who|whom|whose|which|why|how|if|whether)\b"  # "I forget when she went"; "a library
+    # for when I have kids" asks nothing
     r"|(?:^|[,;:，：]\s*)(?:did|does|do|is|are|was|were|has|have|had|can|could|would|will"
     r"|should|shall|may|might|am)\b"
     r"|^\W*(?:\S+\s+){0,4}?(?:tell|remind|know|find|look|check|recall|remember|confirm"
