@@ -13,9 +13,13 @@ can", "thanks") are cut. The sentences that ask (a request frame, an interrogati
 question mark) are the need, with the sentences around them that name something (a name, a
 number, the conversation's past) and all of them when what asks leans on them ("What did she
 research?"), nearest first, up to :data:`MAX_WORDS`; a sentence about the asker's day ("I am
-putting together notes for the team") goes. A message where nothing asks is its own need. A
-message of small talk only has no need: :func:`need_text` returns an empty string, and a turn
-made of it spends no room on evidence. The rules are word lists, English and Chinese;
+putting together notes for the team") goes. Where Chinese and English meet at a full-width
+comma or colon, a clause made only of asking words (:data:`ASKING`: "我有个 question：") goes
+too, and a pointer at the past ("I wanted to follow up on our previous conversation about …")
+leaves its topic. A question word asks at a sentence's start or after a verb of knowing ("I
+forget where …"), not inside any clause ("a library for when I have kids"). A message where
+nothing asks is its own need. A message of small talk only has no need: :func:`need_text`
+returns an empty string, and a turn made of it spends no room on evidence. The rules are word lists, English and Chinese;
 everything else passes through unchanged (a message in another language is its own need).
 """
 
@@ -303,4 +307,5 @@ def _joined(parts: Iterable[str]) -> str:
     return out
 
 
-__all__ = ["CHATTER", "LEANS", "MAX_WORDS", "Need", "need_of", "need_text", "with_before"]
+__all__ = ["ASKING", "CHATTER", "LEANS", "MAX_WORDS", "PERSON_WORDS", "SHORT", "Need", "need_of",
+           "need_text", "with_before"]
