@@ -62,7 +62,9 @@ class CachedEmbedder:
             raise ConfigError(f"CachedEmbedder maxsize must be an int >= 0, got {maxsize!r}")
         check_name(tenant, "CachedEmbedder tenant", optional=False)
         self.inner = inner
-        self.store = store
+        self.store = store if getattr(inner, "store_vectors", True) else None
+        """Where vectors persist (None for an embedder that says they are not worth it:
+        see :class:`~loomctx.embed.protocol.Embedder`)."""
         self.tenant = tenant
         self.maxsize = maxsize
         self.name: str = inner.name

@@ -24,6 +24,7 @@ operation reconnects). Every PostgreSQL failure reaches the caller as
 from __future__ import annotations
 
 import heapq
+import math
 import time
 from collections import defaultdict
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -73,6 +74,10 @@ COPY_THRESHOLD = 2000
 INDEX_WAIT = 30.0
 """Seconds ``reembed`` waits for older transactions to end before it gives up building the
 vector index for the new dimension."""
+OUTGROWN_EVERY = 10.0
+"""Seconds between two looks, after a write with vectors, at whether the table outgrew its
+vector index. What it reads (the planner's row estimate) moves only when autovacuum or ANALYZE
+runs, so a look per write cost every write a statement for nothing."""
 
 
 class PostgresStore:
@@ -114,6 +119,8 @@ class PostgresStore:
                                  dims < 1):
             raise ConfigError(f"dims must be a positive int or None (inferred), got {dims!r}")
         self._probes = probes
+        self._outgrown_at = -math.inf
+        """When (monotonic) :meth:`put` last looked whether the index is outgrown."""
         self._db = PgConnections(url_or_pool, min_size=min_size, max_size=max_size,
                                  timeout=timeout, connect_timeout=connect_timeout, probes=probes)
         self.where = self._db.where
@@ -162,8 +169,11 @@ class PostgresStore:
                 with conn.cursor() as cur:
                     cur.executemany(f"INSERT INTO {TABLE} ({INSERT_COLUMNS}) "
                                     f"VALUES ({marks})", values)
-            if self._dims is not None and rows is not None and vec.outgrown(conn):
-                rebuild_outgrown(conn, self._dims)
+            if self._dims is not None and rows is not None and \
+                    time.monotonic() - self._outgrown_at >= OUTGROWN_EVERY:
+                self._outgrown_at = time.monotonic()
+                if vec.outgrown(conn):
+                    rebuild_outgrown(conn, self._dims)
 
     def bulk_load(self, records: Sequence[MemoryRecord], vectors: np.ndarray | None = None,
                   *, rebuild_index: bool | None = None) -> None:

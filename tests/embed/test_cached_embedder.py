@@ -206,3 +206,15 @@ def test_embed_reads_the_store_before_the_inner_embedder_does_any_work() -> None
     assert np.array_equal(rows, HashingEmbedder(16).embed(["stored a", "fresh", "stored b"]))
     assert (cached.hits, cached.misses) == (2, 1)
     assert cached.embed(["stored b", "fresh"]).shape == (2, 16) and inner.calls == [["fresh"]]
+
+
+def test_an_embedder_quicker_than_the_store_is_not_cached_there() -> None:
+    """``store_vectors = False`` (the hashing embedder): memoised in process, never a store
+    round trip (a look-up and a write each turn cost more than hashing the text)."""
+    store = DictStore()
+    cached = CachedEmbedder(HashingEmbedder(16), store=store)
+    assert cached.store is None
+    rows = cached.embed(["one", "two"])
+    assert np.array_equal(rows, HashingEmbedder(16).embed(["one", "two"]))
+    assert store.data == {}
+    assert CachedEmbedder(SpyEmbedder(), store=store).store is store  # others keep it

@@ -182,6 +182,7 @@ def test_vector_index_is_rebuilt_when_the_table_outgrows_it(
 
     monkeypatch.setattr(_pg_vector, "MIN_REBUILD_ROWS", 40)
     monkeypatch.setattr(_pg_vector, "ROWS_PER_LIST", 10)
+    monkeypatch.setattr(pg_module, "OUTGROWN_EVERY", 0.0)  # a look after every write
     rng = np.random.default_rng(5)
 
     def built_from() -> int:
@@ -209,6 +210,26 @@ def test_vector_index_is_rebuilt_when_the_table_outgrows_it(
         probe = rng.normal(size=DIM)
         held = list(store.scan(scope=Scope()))
         assert len(store.search_vector(probe, scope=Scope(), limit=200)) == len(held)
+
+
+def test_the_index_is_looked_at_once_in_a_while_not_after_every_write(
+        pg_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Whether the table outgrew its index is read after a write with vectors at most once
+    per OUTGROWN_EVERY seconds (the estimate it reads moves with autovacuum only)."""
+    from loomctx.stores import _pg_vector
+
+    looks: list[int] = []
+    real = _pg_vector.outgrown
+    monkeypatch.setattr(_pg_vector, "outgrown", lambda conn: (looks.append(1), real(conn))[1])
+    rng = np.random.default_rng(6)
+    with PostgresStore(pg_url) as store:
+        for i in range(5):
+            store.put([rec(f"w{i}")], rng.normal(size=(1, DIM)))
+        assert len(looks) == 1
+        monkeypatch.setattr(pg_module, "OUTGROWN_EVERY", 0.0)
+        store.put([rec("x")], rng.normal(size=(1, DIM)))
+        store.put([rec("y")], rng.normal(size=(1, DIM)))
+        assert len(looks) == 3
 
 
 def test_large_tenants_get_their_own_vector_index(
