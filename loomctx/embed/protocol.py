@@ -20,8 +20,7 @@ class Embedder(Protocol):
     - ``name`` identifies the model and version (the embedding cache key).
     - Optionally ``store_vectors = False``: its vectors are not worth keeping in a store's
       embedding cache (it computes one faster than a store returns it: a round trip a turn
-      for nothing); a :class:`~loomctx.embed.cache.CachedEmbedder` then memoises in process
-      only.
+      for nothing); a session then memoises its vectors in process only.
     """
 
     name: str
