@@ -76,6 +76,7 @@ CREATE TABLE IF NOT EXISTS loomctx_proxy_builds (
     tenant text NOT NULL, id text NOT NULL, session text NOT NULL,
     at double precision NOT NULL, record jsonb NOT NULL,
     PRIMARY KEY (tenant, id));
+ALTER TABLE loomctx_proxy_builds ADD COLUMN IF NOT EXISTS outcome jsonb;
 CREATE INDEX IF NOT EXISTS loomctx_proxy_chain_hash ON loomctx_proxy_chain (tenant, hash);
 CREATE INDEX IF NOT EXISTS loomctx_proxy_builds_session
     ON loomctx_proxy_builds (tenant, session, at);
@@ -92,6 +93,13 @@ _JSON = frozenset({"tools"})
 def _param(column: str, value: Any) -> Any:
     """A column's value as a statement parameter."""
     return Jsonb(value) if column in _JSON else value
+
+
+_RECORD = "record || coalesce(outcome, '{}'::jsonb)"
+"""A saved build's record as read: what :meth:`SharedSessions.save_builds` wrote, with what
+:meth:`SharedSessions.settle` learnt after the upstream answered. The two are kept in columns
+of their own: patching the record in place rewrote all of it (the built request, kilobytes
+compressed again) a second time each turn."""
 
 
 def _outcome(record: BuildRecord) -> str:
@@ -331,7 +339,7 @@ class SharedSessions:
         ids = [r.id for r in records]
         patches = [_outcome(r) for r in records]
         await self._run(
-            "WITH b AS (UPDATE loomctx_proxy_builds AS b SET record = b.record || u.patch "
+            "WITH b AS (UPDATE loomctx_proxy_builds AS b SET outcome = u.patch "
             "FROM unnest(%s::text[], %s::jsonb[]) AS u(id, patch) "
             "WHERE b.tenant = %s AND b.id = u.id) "
             f"UPDATE loomctx_proxy_sessions SET {sets} WHERE tenant = %s AND id = %s",
@@ -379,7 +387,7 @@ class SharedSessions:
                 await cur.executemany(
                     "INSERT INTO loomctx_proxy_builds (tenant, id, session, at, record) "
                     "VALUES (%s, %s, %s, %s, %s::jsonb) ON CONFLICT (tenant, id) DO UPDATE "
-                    "SET record = EXCLUDED.record", rows)
+                    "SET record = EXCLUDED.record, outcome = NULL", rows)
         except (psycopg.Error, PoolTimeout) as exc:
             raise ServiceError(503, f"the shared PostgreSQL store failed: {exc}") from exc
         self._saved += len(records)
@@ -392,12 +400,12 @@ class SharedSessions:
                     "ORDER BY at DESC LIMIT %s)", [tenant, tenant, self.max_builds])
 
     async def build(self, tenant: str, build_id: str) -> BuildRecord | None:
-        rows = await self._run("SELECT record FROM loomctx_proxy_builds WHERE tenant = %s AND "
+        rows = await self._run(f"SELECT {_RECORD} FROM loomctx_proxy_builds WHERE tenant = %s AND "
                                "id = %s", [tenant, build_id])
         return record_from(rows[0][0]) if rows else None
 
     async def builds_of(self, tenant: str, session: str) -> list[BuildRecord]:
-        rows = await self._run("SELECT record FROM loomctx_proxy_builds WHERE tenant = %s AND "
+        rows = await self._run(f"SELECT {_RECORD} FROM loomctx_proxy_builds WHERE tenant = %s AND "
                                "session = %s ORDER BY at, id", [tenant, session])
         return [record_from(r[0]) for r in rows]
 
