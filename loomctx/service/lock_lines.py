@@ -19,6 +19,7 @@ time: they are short (no upstream call is ever made on a line), so holders take 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
@@ -123,6 +124,10 @@ class LockLines:
                     if retry and not line.keys:  # idle through a restart: no lock lost
                         await line.close()
                         continue
+                    # The statement may have failed after it took the lock, which a failed
+                    # statement does not give back: the line would keep it for no one.
+                    with contextlib.suppress(psycopg.Error):
+                        await conn.execute("SELECT pg_advisory_unlock(%s)", [key])
                     raise ServiceError(503, f"cannot lock a session in the shared PostgreSQL "
                                             f"store: {type(exc).__name__}: {exc}") from exc
             if row is None or not row[0]:

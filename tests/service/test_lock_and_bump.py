@@ -44,3 +44,31 @@ def test_only_the_holder_bumps_the_version(pg_url: str) -> None:
             await b.close()
 
     asyncio.run(scenario())
+
+
+def test_a_lock_statement_that_fails_after_taking_the_lock_gives_it_back(pg_url: str) -> None:
+    """A failed statement keeps a session-level advisory lock it took: the line lets it go,
+    else the session would stay locked for every process until the line reconnects."""
+    from loomctx.service.lock_lines import LockLines
+
+    async def scenario() -> None:
+        mine, other = LockLines(pg_url, lines=1), LockLines(pg_url, lines=1)
+        await mine.open()
+        await other.open()
+        try:
+            kept = await mine.try_lock(7)  # the line holds a lock: no reconnect on failure
+            assert kept is not None
+            with pytest.raises(ServiceError):
+                await mine.try_lock_with(
+                    8, "WITH l AS MATERIALIZED (SELECT pg_try_advisory_lock(%s) AS ok) "
+                       "SELECT ok, 1 / (random() * 0)::integer FROM l", [8])
+            taken = await other.try_lock(8)
+            assert taken is not None  # given back
+            assert await other.try_lock(7) is None  # the line's other lock is still held
+            await other.unlock(taken)
+            await mine.unlock(kept)
+        finally:
+            await mine.close()
+            await other.close()
+
+    asyncio.run(scenario())
