@@ -232,6 +232,33 @@ def test_the_index_is_looked_at_once_in_a_while_not_after_every_write(
         assert len(looks) == 3
 
 
+def test_new_records_go_in_one_statement_a_replaced_one_in_a_transaction(
+        pg_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A put of records none of which is stored is one INSERT (a transaction of its own);
+    one that replaces a record is the delete-and-insert transaction, its vector given anew or
+    gone, and a failed first try leaves nothing half written."""
+    deletes: list[int] = []
+    real = PostgresStore._delete_identities
+    monkeypatch.setattr(PostgresStore, "_delete_identities",
+                        lambda self, conn, records: (deletes.append(len(records)),
+                                                     real(self, conn, records))[1])
+    rng = np.random.default_rng(7)
+    with PostgresStore(pg_url) as store:
+        store.put([rec("a")], rng.normal(size=(1, DIM)))  # sets the dimension: a transaction
+        assert deletes == [1]
+        store.put([rec("b", "beta"), rec("c", "gamma")], rng.normal(size=(2, DIM)))
+        store.put([rec("d", "delta")])
+        assert deletes == [1]  # new records: one INSERT each
+        store.put([rec("e", "epsilon"), rec("b", "beta again")])  # b is stored: replaced
+        assert deletes == [1, 2]
+        held = {r.id: r.content for r in store.scan(scope=Scope())}
+        assert held == {"a": rec("a").content, "b": "beta again", "c": "gamma", "d": "delta",
+                        "e": "epsilon"}
+        probe = rng.normal(size=DIM)
+        found = {h.record.id for h in store.search_vector(probe, scope=Scope(), limit=10)}
+        assert found == {"a", "c"}  # b's old vector went with the record it replaced
+
+
 def test_large_tenants_get_their_own_vector_index(
         pg_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """A build gives each tenant over TENANT_MIN_ROWS (and under TENANT_MAX_SHARE of the rows)
