@@ -1,8 +1,9 @@
 """The context proxy (``loomctx serve``): what it adds per request, its throughput, and what the
 upstream is sent over a replayed agent session, against sending the full history straight.
 
-The proxy runs as its own process (``python -m loomctx.cli.main serve``, hashing embedder), the
-fake upstream (:class:`loomctx.testing.windowed.WindowedFakeServer`) and the clients in this one,
+The proxy runs as its own process (``python -m loomctx.cli.main serve``; ``--embedder hashing``
+unless ``--embedder default`` asks for serve's own default, the joint USE + MiniLM), the fake
+upstream (:class:`loomctx.testing.windowed.WindowedFakeServer`) and the clients in this one,
 all on loopback.
 
 - ``overhead``: a session with 1k / 10k messages of history; each request adds one user message,
@@ -28,13 +29,16 @@ all on loopback.
   serve --workers N`` over one PostgreSQL store and one Redis bus (started here), for each N
   (``--workers 1`` is one process on the same store), and straight to the fake, interleaved
   ``--repeats`` times in one run: requests per second and the latency the proxy adds (p50 /
-  p95 over the direct run's), median and spread of the repeats.
+  p95 over the direct run's), median and spread of the repeats; and the CPU milliseconds per
+  request of every process involved (the workers, PostgreSQL, Redis, the fake, the load
+  generator) and of the machine, so what bounds the rate can be read off.
 - ``fairness``: tenant B's latency (4 clients, fast answers) alone, then while tenant A keeps
   twice its share (``--tenant-requests``) of slow requests (0.5 s upstream) in flight, its
   excess refused with 429 and retried; same process, same run, ``--repeats`` times.
 
     python3 benchmarks/bench_proxy.py [--quick] [--only PART ...] [--json PATH]
     python3 benchmarks/bench_proxy.py --only throughput --json /tmp/tput.json
+    python3 benchmarks/bench_proxy.py --only overhead --quick --embedder default
     python3 benchmarks/bench_proxy.py --only workers --workers 1 2 4 --repeats 3 \
         --json benchmarks/results/proxy_workers.json
 """
@@ -99,12 +103,47 @@ class _Child:
         self.proc.wait(timeout=30)
 
 
+EMBEDDER = "hashing"
+"""The ``serve --embedder`` of every proxy started here (``--embedder``)."""
+
+
 class Proxy(_Child):
-    """``loomctx serve`` in a child process (hashing embedder)."""
+    """``loomctx serve`` in a child process (:data:`EMBEDDER`)."""
 
     def __init__(self, upstream: str, *extra: str) -> None:
         super().__init__(["-m", "loomctx.cli.main", "serve", "--upstream", upstream,
-                          "--embedder", "hashing", *extra], "/health")
+                          "--embedder", EMBEDDER, *extra], "/health")
+
+    def tree_cpu(self) -> float:
+        """CPU seconds of the server and every process it started (``--workers``)."""
+        return _tree_cpu(self.proc.pid)
+
+
+def _cpu_of(pid: int) -> float:
+    """CPU seconds a process has used (user + system, every thread; 0 once it is gone)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / _TICK
+
+
+def _tree_cpu(root: int) -> float:
+    """CPU seconds of ``root`` and its live descendants (Linux ``/proc``)."""
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                parent = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            children.setdefault(parent, []).append(int(entry.name))
+    total, todo = 0.0, [root]
+    while todo:
+        pid = todo.pop()
+        total += _cpu_of(pid)
+        todo += children.get(pid, [])
+    return total
 
 
 class Relay(_Child):
@@ -269,30 +308,47 @@ def workers(counts: list[int], clients: int, per_client: int, repeats: int) -> d
         for r in range(repeats):
             for n in [0, *counts]:
                 name = f"workers_{n}" if n else "direct"
+                servers = {"postgresql": pg._proc.pid, "redis": bus._proc.pid}  # type: ignore[attr-defined]
                 if n:
                     with Proxy(up.url + "/v1", "--store", store, "--bus",
                                bus.url, "--workers", str(n)) as proxy:  # type: ignore[attr-defined]
                         prefix = f"r{r}w{n}-"
                         _load(proxy.url, clients, 2, "--session-header", "--session-prefix",
                               prefix)  # every process warm, every session made
+                        cpu0 = _cpus(servers, proxy)
                         run = _load(proxy.url, clients, per_client, "--session-header",
                                     "--session-prefix", prefix)
+                        cpu1 = _cpus(servers, proxy)
                 else:
+                    cpu0 = _cpus(servers, None)
                     run = _load(up.url, clients, per_client)
+                    cpu1 = _cpus(servers, None)
                 lat = run["latencies_s"]
+                per = 1000 / (clients * per_client)
                 row = {"requests_per_s": clients * per_client / run["wall_s"],
-                       "p50_ms": _pct(lat, .5) * 1000, "p95_ms": _pct(lat, .95) * 1000}
+                       "p50_ms": _pct(lat, .5) * 1000, "p95_ms": _pct(lat, .95) * 1000,
+                       **{f"cpu_ms_{k}": (cpu1[k] - cpu0[k]) * per for k in cpu0},
+                       "cpu_ms_load_generator": run["cpu_s"] * per}
+                row["cpu_ms_other_processes"] = max(0.0, row["cpu_ms_machine"] - sum(
+                    v for k, v in row.items() if k.startswith("cpu_ms_") and
+                    k != "cpu_ms_machine"))
                 runs.setdefault(name, []).append(row)
                 print(r, name, {k: round(v, 1) for k, v in row.items()}, flush=True)
     direct = runs["direct"]
     out: dict[str, Any] = {"clients": clients, "requests_per_client": per_client,
                            "repeats": repeats, "store": "PostgreSQL (loomctx.servers)",
-                           "bus": "Redis (loomctx.servers)", "embedder": "hashing",
+                           "bus": "Redis (loomctx.servers)", "embedder": EMBEDDER,
+                           "cpu_ms_per_request": "CPU ms per request, median of the repeats: "
+                           "serve (every worker), postgresql and redis (every process of "
+                           "each), upstream (the fake, this process), load_generator, "
+                           "machine (every core busy), other_processes (machine less those)",
                            "direct": {k: _spread([x[k] for x in direct]) for k in direct[0]}}
     for n in counts:
         rows = runs[f"workers_{n}"]
         out[f"workers_{n}"] = {
             "requests_per_s": _spread([x["requests_per_s"] for x in rows]),
+            "cpu_ms_per_request": {k[7:]: round(statistics.median(x[k] for x in rows), 2)
+                                   for k in rows[0] if k.startswith("cpu_ms_")},
             "added_ms_p50": _spread([x["p50_ms"] - d["p50_ms"] for x, d in zip(rows, direct,
                                                                                strict=True)]),
             "added_ms_p95": _spread([x["p95_ms"] - d["p95_ms"] for x, d in zip(rows, direct,
@@ -349,6 +405,16 @@ def fairness(share: int, repeats: int) -> dict[str, Any]:
             "b_while_a_saturates_ms": {"p50": round(_pct(loaded, .5) * 1000, 1),
                                        "p95": round(p95[1] * 1000, 1)},
             "b_p95_ratio": round(p95[1] / p95[0], 2), "a_refused_429": refused}
+
+
+def _cpus(servers: dict[str, int], proxy: Proxy | None) -> dict[str, float]:
+    """CPU seconds so far of each process tree in ``servers``, of the proxy's, of this process
+    (the fake upstream) and of every core (``machine``)."""
+    out = {name: _tree_cpu(pid) for name, pid in servers.items()}
+    out["serve"] = proxy.tree_cpu() if proxy is not None else 0.0
+    out["upstream"] = time.process_time()
+    out["machine"] = _busy()
+    return out
 
 
 class _Forgetful(list):  # type: ignore[type-arg]
@@ -429,12 +495,18 @@ def main() -> int:
                     help="fairness: tenant A's share (requests in flight)")
     ap.add_argument("--per-client", type=int, default=None,
                     help="throughput: requests per client (default 25, 10 with --quick)")
+    ap.add_argument("--embedder", choices=("hashing", "default"), default="hashing",
+                    help="serve --embedder of the proxies (default: hashing; 'default' is "
+                         "serve's own default, the joint USE + MiniLM models)")
     ap.add_argument("--json", type=Path, default=_OUT)
     args = ap.parse_args()
+    global EMBEDDER
+    EMBEDDER = args.embedder
     parts = args.only or (["workers"] if args.workers else list(PARTS[:3]))
     sizes, requests = ([1000], 20) if args.quick else ([1000, 10_000], 40)
     per_client = args.per_client or (10 if args.quick else 25)
-    result: dict[str, Any] = {"benchmark": "proxy", "machine": _machine()}
+    result: dict[str, Any] = {"benchmark": "proxy", "machine": _machine(),
+                              "embedder": EMBEDDER}
     if "overhead" in parts:
         result["overhead"] = overhead(sizes, requests)
     if "throughput" in parts:

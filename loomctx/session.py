@@ -35,7 +35,7 @@ from loomctx.budget.manager import AdaptiveBudgetManager, BudgetManager
 from loomctx.builder import BuildOptions, BuildResult, ContextBuilder
 from loomctx.compress.history import SUMMARY_SCAN
 from loomctx.compress.summarize import ExtractiveSummarizer
-from loomctx.embed.cache import CachedEmbedder
+from loomctx.embed.cache import CachedEmbedder, worth_storing
 from loomctx.embed.default import default_embedder
 from loomctx.embed.protocol import Embedder
 from loomctx.errors import ConfigError
@@ -89,7 +89,7 @@ class Session(TaskHolder):
                                    store if store is not None else InMemoryStore())
         inner = embedder if embedder is not None else default_embedder()
         self.embedder = inner if isinstance(inner, CachedEmbedder) else CachedEmbedder(
-            inner, store=self.store, tenant=tenant)
+            inner, store=self.store if worth_storing(inner) else None, tenant=tenant)
         if options is not None and model is not None and options.model != model:
             raise ConfigError(f"model={model!r} disagrees with options.model={options.model!r}:"
                               " pass one of them")

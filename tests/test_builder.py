@@ -176,6 +176,32 @@ def test_report_lists_every_candidate_once_and_matches_the_payload(fmt: str,
     assert n_rows == n_candidates + knowledge.candidates
 
 
+def test_report_to_dict_is_what_asdict_gives_from_rows_and_from_items() -> None:
+    """``to_dict`` writes the fields itself (``asdict`` was slow); the same values either way,
+    before the items were made (from the rows) and after, and the rows are made once."""
+    from dataclasses import asdict
+
+    r = build(budget=600)
+    calls: list[int] = []
+    rows = list(r.report._rows) if not callable(r.report._rows) else r.report._rows()
+    short = [row[:9] if row[9] is None else row for row in rows]  # a default left out
+
+    def made() -> list[tuple[Any, ...]]:
+        calls.append(1)
+        return short
+
+    fresh = BuildReport(**{f: getattr(r.report, f) for f in (
+        "format", "model", "counter", "exact", "budget", "tokens", "prefix_tokens",
+        "prefix_hash", "sources", "timings_ms", "reused_prefix_tokens", "reused_prefix_parts")},
+        _rows=made)
+    expected = {**{k: v for k, v in r.report.to_dict().items() if k not in ("sources", "items")},
+                "sources": [asdict(s) for s in r.report.sources],
+                "items": [asdict(i) for i in r.report.items]}
+    assert fresh.to_dict() == expected  # from the rows
+    assert fresh.items == r.report.items and calls == [1]
+    assert fresh.to_dict() == expected  # from the items
+
+
 def test_report_json_round_trip_and_table() -> None:
     r = build(budget=600)
     data = json.loads(r.report.to_json())

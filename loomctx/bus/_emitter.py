@@ -4,9 +4,11 @@ A session calls ``emit`` synchronously from whatever thread changed it (see
 :class:`~loomctx.events.EventSink`), so ``emit`` cannot wait for a server. It encodes the event
 (a bad event fails right there, in the caller) and queues it; one daemon thread sends the queue
 in order with its own synchronous Redis client, retrying through an outage until the publish
-timeout. An event it still cannot send is logged, counted and kept in :attr:`Emitter.unsent`,
-and the next :meth:`Emitter.flush` (which ``RedisEventBus.flush`` and ``aclose`` call) raises
-:class:`~loomctx.errors.BusError` about it.
+timeout. What is queued when the thread wakes goes in one round trip (up to :data:`BATCH`
+events): a proxied turn emits several events at once, and a round trip each cost the sender a
+wake-up and the server a read each. An event it still cannot send is logged, counted and kept
+in :attr:`Emitter.unsent`, and the next :meth:`Emitter.flush` (which ``RedisEventBus.flush``
+and ``aclose`` call) raises :class:`~loomctx.errors.BusError` about it.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ import logging
 import queue
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from loomctx.errors import BusError
@@ -24,8 +26,12 @@ from loomctx.retry import RECONNECT
 
 log = logging.getLogger("loomctx.bus.redis")
 
-Send = Callable[[str], None]
-"""Appends one encoded event to the stream (one XADD); raises on a connection failure."""
+Send = Callable[[Sequence[str]], Sequence[BaseException | None]]
+"""Appends encoded events to the stream in order, in one round trip (an XADD each); for each,
+None or the server's refusal of it; raises on a connection failure (then some may be in)."""
+
+BATCH = 64
+"""The most events sent in one round trip."""
 
 
 class Emitter:
@@ -83,31 +89,50 @@ class Emitter:
             payload = self._queue.get()
             if payload is None:
                 return
+            batch, last = [payload], False
+            while len(batch) < BATCH:
+                try:
+                    more = self._queue.get_nowait()
+                except queue.Empty:
+                    break
+                if more is None:
+                    last = True
+                    break
+                batch.append(more)
             try:
-                self._send_with_retry(payload)
+                self._send_with_retry(batch)
             finally:
                 with self._lock:
-                    self._inflight -= 1
+                    self._inflight -= len(batch)
                     self._lock.notify_all()
+            if last:
+                return
 
-    def _send_with_retry(self, payload: str) -> None:
+    def _send_with_retry(self, batch: list[str]) -> None:
+        """Send ``batch``, all of it again after a connection failure (an event may then be
+        in the stream twice, which every group handles once)."""
         deadline = time.monotonic() + self._timeout
         failures = 0
         while True:
             try:
-                self._send(payload)
-                return
+                outcomes = self._send(batch)
+                break
             except self._retry_errors as exc:
                 delay = RECONNECT.delay(failures)
                 if time.monotonic() + delay <= deadline:
                     time.sleep(delay)
                     failures += 1
                     continue
-                self._give_up(payload, exc)
+                for payload in batch:
+                    self._give_up(payload, exc)
                 return
             except Exception as exc:  # a refusal by the server: retrying will not help
-                self._give_up(payload, exc)
+                for payload in batch:
+                    self._give_up(payload, exc)
                 return
+        for payload, refused in zip(batch, outcomes, strict=True):
+            if refused is not None:
+                self._give_up(payload, refused)
 
     def _give_up(self, payload: str, exc: BaseException) -> None:
         event = json.loads(payload)
@@ -119,4 +144,4 @@ class Emitter:
             self._errors.append(message)
 
 
-__all__ = ["Emitter"]
+__all__ = ["BATCH", "Emitter", "Send"]

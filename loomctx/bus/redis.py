@@ -30,7 +30,7 @@ import os
 import socket
 import time
 import uuid
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
@@ -178,9 +178,15 @@ class RedisEventBus:
                 raise BusError(f"event {event.kind!r} ({payload['id']}) refused by "
                                f"{self._where}: {exc}") from exc
 
-    def _send_sync(self, data: str) -> None:
-        self._sync.xadd(self.stream, {"e": data}, **self._trim())
-        self.stats["published"] += 1
+    def _send_sync(self, data: Sequence[str]) -> list[BaseException | None]:
+        """The emitter's :data:`~loomctx.bus._emitter.Send`: one pipeline of XADDs."""
+        pipe = self._sync.pipeline(transaction=False)
+        for payload in data:
+            pipe.xadd(self.stream, {"e": payload}, **self._trim())
+        outcomes = [r if isinstance(r, BaseException) else None
+                    for r in pipe.execute(raise_on_error=False)]
+        self.stats["published"] += sum(r is None for r in outcomes)
+        return outcomes
 
     def _trim(self) -> dict[str, Any]:
         return {} if self.maxlen is None else {"maxlen": self.maxlen, "approximate": True}

@@ -234,6 +234,9 @@ def run_serve(args: argparse.Namespace) -> int:
     except ImportError as exc:
         raise MissingDependencyError("loomctx serve", "service", "fastapi and uvicorn") from exc
     check_workers(args.workers, args.store, args.bus)
+    if args.workers > 1 and args.port == 0:
+        raise ConfigError("--workers N needs a --port: with --port 0 each worker would listen "
+                          "on a port of its own")
     options = options_from(args)
     warning = check_open(args.host, bool(options.keys), args.allow_open)
     _check_port(args.host, args.port)
@@ -246,13 +249,18 @@ def run_serve(args: argparse.Namespace) -> int:
     if args.workers > 1:
         import uvicorn
 
+        from loomctx.service.guard import WORKER_PROTOCOL
+        from loomctx.service.workers import reuse_port_supported, run_workers
+
         os.environ[_WORKER_ARGS] = json.dumps({k: v for k, v in vars(args).items()
                                                if k != "func"})
-        from loomctx.service.guard import WORKER_PROTOCOL
-
+        settings: dict[str, Any] = {"log_level": "info", "http": WORKER_PROTOCOL,
+                                    "timeout_keep_alive": options.edge.idle_timeout}
+        if reuse_port_supported():  # a socket each: see loomctx.service.workers
+            return run_workers(args.workers, f"{__name__}:worker_app", host=args.host,
+                               port=args.port, **settings)
         uvicorn.run(f"{__name__}:worker_app", factory=True, workers=args.workers,
-                    host=args.host, port=args.port, log_level="info", http=WORKER_PROTOCOL,
-                    timeout_keep_alive=options.edge.idle_timeout)  # type: ignore[arg-type]
+                    host=args.host, port=args.port, **settings)
         return 0
     serve(options, host=args.host, port=args.port)
     return 0

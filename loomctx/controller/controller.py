@@ -29,7 +29,7 @@ from loomctx.budget.manager import BudgetManager
 from loomctx.builder import BuildOptions, BuildResult, ContextBuilder
 from loomctx.controller.sources import AgentMemorySource, SessionSource, session_of
 from loomctx.controller.tasks import Task, TaskBoard, TaskStatus
-from loomctx.embed.cache import CachedEmbedder
+from loomctx.embed.cache import CachedEmbedder, worth_storing
 from loomctx.embed.default import default_embedder
 from loomctx.embed.protocol import Embedder
 from loomctx.errors import ConfigError
@@ -67,7 +67,7 @@ class ContextController:
         self.store = store
         inner = embedder if embedder is not None else default_embedder()
         self.embedder = inner if isinstance(inner, CachedEmbedder) else CachedEmbedder(
-            inner, store=store, tenant=tenant)
+            inner, store=store if worth_storing(inner) else None, tenant=tenant)
         self.model = model
         self.events = events
         """The sink (an event bus) every session it creates emits to, unless given another;

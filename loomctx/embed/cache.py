@@ -40,6 +40,13 @@ class VectorCache(Protocol):
     ) -> None: ...
 
 
+def worth_storing(embedder: Embedder) -> bool:
+    """Whether a session should keep ``embedder``'s vectors in its store's cache (see
+    ``store_vectors`` in :class:`~loomctx.embed.protocol.Embedder`); a store given to
+    :class:`CachedEmbedder` by name is used whatever this says."""
+    return bool(getattr(embedder, "store_vectors", True))
+
+
 def text_hash(text: str) -> str:
     """The cache key of ``text``: sha1 hex of its exact UTF-8 bytes (no folding)."""
     return hashlib.sha1(text.encode("utf-8", "surrogatepass")).hexdigest()

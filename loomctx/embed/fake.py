@@ -33,6 +33,9 @@ class HashingEmbedder:
     basis vector, so every row is unit length.
     """
 
+    store_vectors = False
+    """Hashing a text is quicker than a store's look-up: not kept in a store's cache."""
+
     def __init__(self, dim: int = 256) -> None:
         if not isinstance(dim, int) or isinstance(dim, bool) or dim < 2:
             raise ConfigError(f"HashingEmbedder dim must be an int >= 2, got {dim!r}; 256 is usual")

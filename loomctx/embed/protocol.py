@@ -18,6 +18,9 @@ class Embedder(Protocol):
       ``(0, dim)``.
     - Deterministic for the same text; no network at run time.
     - ``name`` identifies the model and version (the embedding cache key).
+    - Optionally ``store_vectors = False``: its vectors are not worth keeping in a store's
+      embedding cache (it computes one faster than a store returns it: a round trip a turn
+      for nothing); a session then memoises its vectors in process only.
     """
 
     name: str

@@ -528,7 +528,6 @@ class Service:
         """Save what a lock holder changed: its builds' outcomes and the session's row."""
         assert self.shared is not None
         records = [r for b in conv.builds[since:] if (r := self.tenants.build(tenant, b))]
-        await self.shared.settle_builds(records, held)
         s = conv.session
         values: dict[str, Any] = {
             "head": conv.head, "messages": len(conv.chain), "builds": len(conv.builds),
@@ -537,7 +536,7 @@ class Service:
         tools = conv.tools.given
         if tools != conv.saved_tools:  # written when they changed, not on every turn
             values["tools"] = conv.saved_tools = tools
-        await self.shared.update(tenant, s.id, values, held)
+        await self.shared.settle(tenant, s.id, records, values, held)
 
 
 def _held(conv: Conversation) -> Held | None:

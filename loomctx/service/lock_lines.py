@@ -19,8 +19,9 @@ time: they are short (no upstream call is ever made on a line), so holders take 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -102,26 +103,37 @@ class LockLines:
 
     async def try_lock(self, key: int) -> Held | None:
         """The lock ``key`` if it is free (here and in every other process), else None."""
+        return (await self.try_lock_with(key, "SELECT pg_try_advisory_lock(%s)", [key]))[0]
+
+    async def try_lock_with(self, key: int, sql: str, args: Sequence[Any],
+                            ) -> tuple[Held | None, tuple[Any, ...]]:
+        """:meth:`try_lock` by the statement ``sql``, which takes the lock ``key`` itself
+        (its first column says whether it did) and may do more in the same round trip; the
+        rest of its row."""
         line = self._lines[key % len(self._lines)]
         async with line.use:
             if key in line.keys:
-                return None
+                return None, ()
             for retry in (True, False):
                 conn = await line.connection()
                 try:
-                    cur = await conn.execute("SELECT pg_try_advisory_lock(%s)", [key])
+                    cur = await conn.execute(sql, args)
                     row = await cur.fetchone()
                     break
                 except psycopg.Error as exc:
                     if retry and not line.keys:  # idle through a restart: no lock lost
                         await line.close()
                         continue
+                    # The statement may have failed after it took the lock, which a failed
+                    # statement does not give back: the line would keep it for no one.
+                    with contextlib.suppress(psycopg.Error):
+                        await conn.execute("SELECT pg_advisory_unlock(%s)", [key])
                     raise ServiceError(503, f"cannot lock a session in the shared PostgreSQL "
                                             f"store: {type(exc).__name__}: {exc}") from exc
             if row is None or not row[0]:
-                return None
+                return None, ()
             line.keys.add(key)
-            return Held(line, key, conn)
+            return Held(line, key, conn), tuple(row[1:])
 
     async def unlock(self, held: Held) -> None:
         """Free a lock :meth:`try_lock` took (nothing to do if its line broke meanwhile: the

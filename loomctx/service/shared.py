@@ -41,6 +41,7 @@ from loomctx.report import BuildReport, ItemReport, SourceReport
 from loomctx.service.conversations import BuildRecord, Usage
 from loomctx.service.lock_lines import LOCK_LINES, Held, LockLines
 from loomctx.service.web import ServiceError
+from loomctx.stores._pg_pool import check_async_connection
 
 log = logging.getLogger("loomctx.service")
 
@@ -75,6 +76,7 @@ CREATE TABLE IF NOT EXISTS loomctx_proxy_builds (
     tenant text NOT NULL, id text NOT NULL, session text NOT NULL,
     at double precision NOT NULL, record jsonb NOT NULL,
     PRIMARY KEY (tenant, id));
+ALTER TABLE loomctx_proxy_builds ADD COLUMN IF NOT EXISTS outcome jsonb;
 CREATE INDEX IF NOT EXISTS loomctx_proxy_chain_hash ON loomctx_proxy_chain (tenant, hash);
 CREATE INDEX IF NOT EXISTS loomctx_proxy_builds_session
     ON loomctx_proxy_builds (tenant, session, at);
@@ -91,6 +93,19 @@ _JSON = frozenset({"tools"})
 def _param(column: str, value: Any) -> Any:
     """A column's value as a statement parameter."""
     return Jsonb(value) if column in _JSON else value
+
+
+_RECORD = "record || coalesce(outcome, '{}'::jsonb)"
+"""A saved build's record as read: what :meth:`SharedSessions.save_builds` wrote, with what
+:meth:`SharedSessions.settle` learnt after the upstream answered. The two are kept in columns
+of their own: patching the record in place rewrote all of it (the built request, kilobytes
+compressed again) a second time each turn."""
+
+
+def _outcome(record: BuildRecord) -> str:
+    """What becomes known of a saved build after the upstream answered, as JSON."""
+    return json.dumps({"usage": None if record.usage is None else vars(record.usage),
+                       "reply_stored": record.reply_stored, "note": record.note})
 
 
 def lock_key(tenant: str, session: str) -> int:
@@ -135,7 +150,7 @@ class SharedSessions:
         keeps its lock until PostgreSQL notices its connection is gone)."""
         self._pool = AsyncConnectionPool(url, min_size=1, max_size=max_connections, open=False,
                                          kwargs={"autocommit": True}, timeout=10.0,
-                                         check=AsyncConnectionPool.check_connection,
+                                         check=check_async_connection,
                                          name="loomctx-proxy")
         self.locks = LockLines(url, lines=lock_lines)
         self._saved = 0
@@ -180,18 +195,43 @@ class SharedSessions:
                                     f"{type(exc).__name__}: {exc}") from exc
 
     # -- locks ------------------------------------------------------------------------------
-    async def lock(self, tenant: str, session: str) -> Held:
-        """Take the session's lock (give it back to :meth:`unlock`).
+    async def lock_and_bump(self, tenant: str, session: str) -> tuple[Held, int | None]:
+        """Take the session's lock (give it back to :meth:`unlock`) and :meth:`bump` its
+        version: one round trip when the session has a row.
 
         Tried again and again (backing off, holding no connection between tries) rather than
         waited for in the server, so a request cancelled while it waits leaves no waiter
-        behind in PostgreSQL."""
+        behind in PostgreSQL.
+
+        One statement takes the lock and increments the version only if it took it. Its
+        snapshot is older than the lock, which is right for a row another holder updated
+        meanwhile (an update goes on from the newest version) but would miss one inserted
+        meanwhile: so when it finds no row, :meth:`bump` looks again (new sessions only)."""
+        held, rest = await self._take(
+            tenant, session,
+            "WITH l AS MATERIALIZED (SELECT pg_try_advisory_lock(%s) AS ok), "
+            "v AS (UPDATE loomctx_proxy_sessions SET version = version + 1 "
+            "WHERE tenant = %s AND id = %s AND (SELECT ok FROM l) RETURNING version) "
+            "SELECT (SELECT ok FROM l), (SELECT version FROM v)", [tenant, session])
+        try:
+            version = rest[0] if rest else None
+            if version is None:
+                version = await self.bump(held, tenant, session)
+        except BaseException:
+            await asyncio.shield(self.unlock(held))
+            raise
+        return held, None if version is None else int(version)
+
+    async def _take(self, tenant: str, session: str, sql: str, args: Sequence[Any],
+                    ) -> tuple[Held, tuple[Any, ...]]:
+        """The session's lock by ``sql`` (its first parameter the lock's key, then ``args``;
+        see :meth:`LockLines.try_lock_with`), tried until it is free or ``lock_wait``."""
         key = lock_key(tenant, session)
         pause, deadline = LOCK_POLL[0], asyncio.get_running_loop().time() + self.lock_wait
         while True:
-            held = await self.locks.try_lock(key)
+            held, rest = await self.locks.try_lock_with(key, sql, [key, *args])
             if held is not None:
-                return held
+                return held, rest
             if asyncio.get_running_loop().time() > deadline:
                 raise ServiceError(503, f"session {session!r} has been busy in another "
                                         f"process for {self.lock_wait:g} s; send the "
@@ -211,7 +251,7 @@ class SharedSessions:
                 await self.locks.unlock(held)
 
     async def unlock(self, held: Held) -> None:
-        """Free a lock :meth:`lock` took."""
+        """Free a lock :meth:`lock_and_bump` took."""
         await self.locks.unlock(held)
 
     async def bump(self, held: Held, tenant: str, session: str) -> int | None:
@@ -268,23 +308,18 @@ class SharedSessions:
     async def will_store(self, tenant: str, row: dict[str, Any], start: int,
                          hashes: Sequence[str], held: Held | None = None) -> None:
         """Before messages are stored: their hashes from position ``start``, the session's
-        row (created on its first messages) with its new head."""
+        row (created on its first messages) with its new head; one statement (so one
+        transaction, and one round trip on the holder's lock line)."""
         names = [c for c in _COLUMNS if c in row]
-        try:
-            async with self._connection(held) as conn, conn.transaction():
-                await conn.execute(
-                    f"INSERT INTO loomctx_proxy_sessions (tenant, {', '.join(names)}) VALUES "
-                    f"(%s, {', '.join(['%s'] * len(names))}) ON CONFLICT (tenant, id) DO "
-                    "UPDATE SET head = EXCLUDED.head, messages = EXCLUDED.messages",
-                    [tenant, *(_param(c, row[c]) for c in names)])
-                async with conn.cursor() as cur:
-                    await cur.executemany(
-                        "INSERT INTO loomctx_proxy_chain (tenant, session, n, hash) VALUES "
-                        "(%s, %s, %s, %s) ON CONFLICT (tenant, session, n) DO UPDATE SET "
-                        "hash = EXCLUDED.hash",
-                        [(tenant, row["id"], start + i, h) for i, h in enumerate(hashes)])
-        except (psycopg.Error, PoolTimeout) as exc:
-            raise ServiceError(503, f"the shared PostgreSQL store failed: {exc}") from exc
+        await self._run(
+            f"WITH s AS (INSERT INTO loomctx_proxy_sessions (tenant, {', '.join(names)}) "
+            f"VALUES (%s, {', '.join(['%s'] * len(names))}) ON CONFLICT (tenant, id) DO "
+            "UPDATE SET head = EXCLUDED.head, messages = EXCLUDED.messages) "
+            "INSERT INTO loomctx_proxy_chain (tenant, session, n, hash) "
+            "SELECT %s, %s, u.n, u.hash FROM unnest(%s::integer[], %s::text[]) AS u(n, hash) "
+            "ON CONFLICT (tenant, session, n) DO UPDATE SET hash = EXCLUDED.hash",
+            [tenant, *(_param(c, row[c]) for c in names), tenant, row["id"],
+             list(range(start, start + len(hashes))), list(hashes)], held)
 
     async def update(self, tenant: str, session: str, values: dict[str, Any],
                      held: Held | None = None) -> None:
@@ -293,6 +328,23 @@ class SharedSessions:
         await self._run(f"UPDATE loomctx_proxy_sessions SET {sets} WHERE tenant = %s AND "
                         "id = %s", [*(_param(c, v) for c, v in values.items()), tenant,
                                     session], held)
+
+    async def settle(self, tenant: str, session: str, records: Sequence[BuildRecord],
+                     values: dict[str, Any], held: Held | None = None) -> None:
+        """What a lock holder leaves: what became known of its saved builds after the
+        upstream answered (usage, whether the reply was stored, a note; their payloads are not
+        written again) and the session's changed columns (:meth:`update`), in one
+        statement."""
+        sets = ", ".join(f"{c} = %s" for c in values)
+        ids = [r.id for r in records]
+        patches = [_outcome(r) for r in records]
+        await self._run(
+            "WITH b AS (UPDATE loomctx_proxy_builds AS b SET outcome = u.patch "
+            "FROM unnest(%s::text[], %s::jsonb[]) AS u(id, patch) "
+            "WHERE b.tenant = %s AND b.id = u.id) "
+            f"UPDATE loomctx_proxy_sessions SET {sets} WHERE tenant = %s AND id = %s",
+            [ids, patches, tenant, *(_param(c, v) for c, v in values.items()), tenant,
+             session], held)
 
     async def find(self, tenant: str, fmt: str, hashes: Sequence[str],
                    ) -> tuple[str, int] | None:
@@ -335,7 +387,7 @@ class SharedSessions:
                 await cur.executemany(
                     "INSERT INTO loomctx_proxy_builds (tenant, id, session, at, record) "
                     "VALUES (%s, %s, %s, %s, %s::jsonb) ON CONFLICT (tenant, id) DO UPDATE "
-                    "SET record = EXCLUDED.record", rows)
+                    "SET record = EXCLUDED.record, outcome = NULL", rows)
         except (psycopg.Error, PoolTimeout) as exc:
             raise ServiceError(503, f"the shared PostgreSQL store failed: {exc}") from exc
         self._saved += len(records)
@@ -347,29 +399,13 @@ class SharedSessions:
                     "(SELECT id FROM loomctx_proxy_builds WHERE tenant = %s "
                     "ORDER BY at DESC LIMIT %s)", [tenant, tenant, self.max_builds])
 
-    async def settle_builds(self, records: Sequence[BuildRecord],
-                            held: Held | None = None) -> None:
-        """Update what becomes known of saved builds after the upstream answered (usage,
-        whether the reply was stored, a note), without writing their payloads again."""
-        if not records:
-            return
-        rows = [(json.dumps({"usage": None if r.usage is None else vars(r.usage),
-                             "reply_stored": r.reply_stored, "note": r.note}), r.tenant, r.id)
-                for r in records]
-        try:
-            async with self._connection(held) as conn, conn.cursor() as cur:
-                await cur.executemany("UPDATE loomctx_proxy_builds SET record = record || "
-                                      "%s::jsonb WHERE tenant = %s AND id = %s", rows)
-        except (psycopg.Error, PoolTimeout) as exc:
-            raise ServiceError(503, f"the shared PostgreSQL store failed: {exc}") from exc
-
     async def build(self, tenant: str, build_id: str) -> BuildRecord | None:
-        rows = await self._run("SELECT record FROM loomctx_proxy_builds WHERE tenant = %s AND "
+        rows = await self._run(f"SELECT {_RECORD} FROM loomctx_proxy_builds WHERE tenant = %s AND "
                                "id = %s", [tenant, build_id])
         return record_from(rows[0][0]) if rows else None
 
     async def builds_of(self, tenant: str, session: str) -> list[BuildRecord]:
-        rows = await self._run("SELECT record FROM loomctx_proxy_builds WHERE tenant = %s AND "
+        rows = await self._run(f"SELECT {_RECORD} FROM loomctx_proxy_builds WHERE tenant = %s AND "
                                "session = %s ORDER BY at, id", [tenant, session])
         return [record_from(r[0]) for r in rows]
 

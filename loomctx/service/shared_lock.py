@@ -43,9 +43,8 @@ class SharedLock(asyncio.Lock):
         await super().acquire()
         conv, sid = self.conv, self.conv.session.id
         try:
-            self._held = await self.shared.lock(self.tenant, sid)
+            self._held, version = await self.shared.lock_and_bump(self.tenant, sid)
             try:
-                version = await self.shared.bump(self._held, self.tenant, sid)
                 if version is not None and version - 1 != conv.version:
                     await self._reload(self.tenant, conv)
                 conv.version = version if version is not None else 1

@@ -5,12 +5,19 @@ service's :class:`~loomctx.bus.protocol.EventBus`. One consumer group, ``loomctx
 hands each event to the open streams of the event's tenant only; each stream has a bounded
 queue, and a stream too slow to keep up loses its oldest events rather than stalling the bus.
 A build report travels as its totals (the full report is ``GET /v1/loomctx/builds/{id}``).
+
+On a bus shared by processes (Redis) each process reads every process's events, and reading
+one costs a read, a decode and an acknowledgement: paid for every event by every process, that
+grew the work of a request with the number of ``serve --workers``. So a process reads the bus
+only while one of its streams is open: its group is made when its first stream opens (a stream
+gets the events from then on) and removed when its last one closes.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import uuid
 from collections.abc import AsyncIterator
 from typing import Any
@@ -18,6 +25,9 @@ from typing import Any
 from loomctx.bus.codec import encode
 from loomctx.bus.inprocess import InProcessEventBus
 from loomctx.bus.protocol import Envelope, EventBus
+from loomctx.errors import LoomctxError
+
+log = logging.getLogger("loomctx.service")
 
 GROUP = "loomctx-service-sse"
 QUEUE = 1000
@@ -31,22 +41,73 @@ class EventHub:
         self._queues: dict[str, set[asyncio.Queue[dict[str, Any]]]] = {}
         self.dropped = 0
         """Events a slow stream lost (its queue was full)."""
+        self._bus: EventBus | None = None
         self._group: str | None = None
+        self._streams = 0
+        self._turn = asyncio.Lock()
+        """Held while the group is made or removed (one at a time)."""
+        self._closing: set[asyncio.Task[None]] = set()
+
+    @property
+    def reading(self) -> bool:
+        """Whether this process reads the bus now."""
+        return self._group is not None
 
     async def attach(self, bus: EventBus) -> None:
-        """Read every event of ``bus``: on a bus shared by processes (Redis) each process is
-        a group of its own, since a group hands each event to one of its consumers only and
-        every process has streams to feed."""
-        group = GROUP if isinstance(bus, InProcessEventBus) else f"{GROUP}-{uuid.uuid4().hex}"
-        await bus.subscribe(None, self._handle, group=group)
-        self._group = group
+        """Feed streams from ``bus``: an in-process bus is read from now on; a bus shared by
+        processes (Redis) while a stream is open, each process a group of its own, since a
+        group hands each event to one of its consumers only and every process has streams
+        to feed."""
+        self._bus = bus
+        if isinstance(bus, InProcessEventBus):
+            await bus.subscribe(None, self._handle, group=GROUP)
+            self._group = GROUP
 
     async def detach(self, bus: EventBus) -> None:
         """Stop reading ``bus``; a group of this process's own is removed from the bus."""
-        forget = getattr(bus, "forget_group", None)
-        if self._group is not None and self._group != GROUP and forget is not None:
-            await forget(self._group)
-        self._group = None
+        async with self._turn:
+            await self._forget()
+        self._bus = None
+
+    async def _forget(self) -> None:
+        forget = getattr(self._bus, "forget_group", None)
+        group, self._group = self._group, None
+        if group is not None and group != GROUP and forget is not None:
+            await forget(group)
+
+    async def _opened(self) -> None:
+        """A stream opens: the bus is read from now on (a group of this process made)."""
+        self._streams += 1
+        try:
+            async with self._turn:
+                if self._group is None and self._bus is not None:
+                    group = f"{GROUP}-{uuid.uuid4().hex}"
+                    await self._bus.subscribe(None, self._handle, group=group)
+                    self._group = group
+        except BaseException:
+            self._closed()
+            raise
+
+    def _closed(self) -> None:
+        """A stream closed: the last one's group goes (in a task: a stream's end may be its
+        cancellation)."""
+        self._streams -= 1
+        if self._streams == 0 and self._group not in (None, GROUP):
+            try:
+                loop = asyncio.get_running_loop()
+            except RuntimeError:  # finalised after its loop: the process is ending
+                return
+            task = loop.create_task(self._idle())
+            self._closing.add(task)
+            task.add_done_callback(self._closing.discard)
+
+    async def _idle(self) -> None:
+        async with self._turn:
+            if self._streams == 0:
+                try:
+                    await self._forget()
+                except LoomctxError as exc:  # Redis away: the group stays, said in the log
+                    log.warning("could not remove the event group of this process: %s", exc)
 
     def _handle(self, envelope: Envelope) -> None:
         event = envelope.event
@@ -71,6 +132,11 @@ class EventHub:
         q: asyncio.Queue[dict[str, Any]] = asyncio.Queue(QUEUE)
         self._queues.setdefault(tenant, set()).add(q)
         try:
+            await self._opened()
+        except BaseException:
+            self._queues[tenant].discard(q)
+            raise
+        try:
             yield b": connected\n\n"
             while True:
                 try:
@@ -84,6 +150,7 @@ class EventHub:
                        f"data: {json.dumps(data, ensure_ascii=False)}\n\n").encode()
         finally:
             self._queues[tenant].discard(q)
+            self._closed()
 
 
 __all__ = ["GROUP", "EventHub"]

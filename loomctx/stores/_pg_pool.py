@@ -4,11 +4,13 @@ failures become :class:`~loomctx.errors.StoreError`.
 Kept apart from :mod:`loomctx.stores.postgres` (the records and the searches). The store's own
 pool hands out autocommit connections, each configured once with the vector search settings, so a
 read is a single round trip; a write opens an explicit transaction. Connections are checked
-before each use, so after a server restart the first operation reconnects instead of failing.
+before each use (:func:`check_connection`), so after a server restart the first operation
+reconnects instead of failing.
 """
 
 from __future__ import annotations
 
+import select
 import threading
 import time
 from collections.abc import Iterator, Sequence
@@ -17,7 +19,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import psycopg
-from psycopg_pool import ConnectionPool, PoolTimeout
+from psycopg_pool import AsyncConnectionPool, ConnectionPool, PoolTimeout
 
 from loomctx.errors import ConfigError, StoreError
 from loomctx.stores._pg_vector import PROBES, search_settings
@@ -30,6 +32,32 @@ def _where(url: str) -> str:
     """host:port/database of a URL, without credentials, for error messages."""
     parts = urlsplit(url)
     return f"{parts.hostname or 'localhost'}:{parts.port or 5432}{parts.path or '/'}"
+
+
+def _quiet(conn: psycopg.Connection[Any] | psycopg.AsyncConnection[Any]) -> bool:
+    """Whether an idle connection's socket has nothing to read: a server that closed it (a
+    restart, a terminated backend) has sent its end or an error by then, so it reads."""
+    if conn.closed or conn.broken:
+        return False
+    try:
+        readable, _, _ = select.select([conn.pgconn.socket], [], [], 0)
+    except (OSError, ValueError, psycopg.Error):
+        return False
+    return not readable
+
+
+def check_connection(conn: psycopg.Connection[Any]) -> None:
+    """A pooled connection's check before use: a round trip only when its socket says the
+    server may have gone (:func:`_quiet`). Checking every connection with a query cost every
+    store operation a round trip of its own."""
+    if not _quiet(conn):
+        ConnectionPool.check_connection(conn)
+
+
+async def check_async_connection(conn: psycopg.AsyncConnection[Any]) -> None:
+    """:func:`check_connection` for an asyncio pool."""
+    if not _quiet(conn):
+        await AsyncConnectionPool.check_connection(conn)
 
 
 class PgConnections:
@@ -52,7 +80,7 @@ class PgConnections:
             self.pool = ConnectionPool(
                 url_or_pool, min_size=min_size, max_size=max_size, open=False, timeout=timeout,
                 kwargs={"connect_timeout": connect_timeout, "autocommit": True},
-                configure=configure, check=ConnectionPool.check_connection,
+                configure=configure, check=check_connection,
                 name="loomctx-store",
             )
             self.own = True
@@ -123,4 +151,4 @@ class PgConnections:
             self.closed = True
 
 
-__all__ = ["OUTAGE_WAIT", "PgConnections"]
+__all__ = ["OUTAGE_WAIT", "PgConnections", "check_async_connection", "check_connection"]

@@ -24,6 +24,7 @@ operation reconnects). Every PostgreSQL failure reaches the caller as
 from __future__ import annotations
 
 import heapq
+import math
 import time
 from collections import defaultdict
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -73,6 +74,12 @@ COPY_THRESHOLD = 2000
 INDEX_WAIT = 30.0
 """Seconds ``reembed`` waits for older transactions to end before it gives up building the
 vector index for the new dimension."""
+INSERT_NEW_MAX = 64
+"""The most records a ``put`` first tries to write with one INSERT (see ``_insert_new``)."""
+OUTGROWN_EVERY = 10.0
+"""Seconds between two looks, after a write with vectors, at whether the table outgrew its
+vector index. What it reads (the planner's row estimate) moves only when autovacuum or ANALYZE
+runs, so a look per write cost every write a statement for nothing."""
 
 
 class PostgresStore:
@@ -114,6 +121,8 @@ class PostgresStore:
                                  dims < 1):
             raise ConfigError(f"dims must be a positive int or None (inferred), got {dims!r}")
         self._probes = probes
+        self._outgrown_at = -math.inf
+        """When (monotonic) :meth:`put` last looked whether the index is outgrown."""
         self._db = PgConnections(url_or_pool, min_size=min_size, max_size=max_size,
                                  timeout=timeout, connect_timeout=connect_timeout, probes=probes)
         self.where = self._db.where
@@ -149,6 +158,8 @@ class PostgresStore:
         cleaned, rows = rec.prepare_put(records, vectors, self._dims)
         for r in cleaned:
             check_text(r)
+        if self._insert_new(cleaned, rows):
+            return
         with self._db.tx() as conn:
             if rows is not None and rows.shape[0] and self._dims is None:
                 self._dims = set_dims(conn, rows.shape[1])
@@ -162,8 +173,36 @@ class PostgresStore:
                 with conn.cursor() as cur:
                     cur.executemany(f"INSERT INTO {TABLE} ({INSERT_COLUMNS}) "
                                     f"VALUES ({marks})", values)
-            if self._dims is not None and rows is not None and vec.outgrown(conn):
-                rebuild_outgrown(conn, self._dims)
+            if self._dims is not None and rows is not None and \
+                    time.monotonic() - self._outgrown_at >= OUTGROWN_EVERY:
+                self._outgrown_at = time.monotonic()
+                if vec.outgrown(conn):
+                    rebuild_outgrown(conn, self._dims)
+
+    def _insert_new(self, cleaned: list[MemoryRecord], rows: np.ndarray | None) -> bool:
+        """Write ``cleaned`` with one INSERT when none of them is stored yet (what a session
+        adding its messages does): a statement is a transaction of its own, so the delete and
+        the explicit transaction (four statements where one does) are needed only to replace
+        a record. False, with nothing written, when one is stored already (the statement
+        fails whole) or this path does not fit (many records, the vector dimension still to
+        set, the index's growth to look at, a caller's pool outside autocommit)."""
+        if not cleaned or len(cleaned) > INSERT_NEW_MAX:
+            return False
+        if rows is not None and (self._dims is None or
+                                 time.monotonic() - self._outgrown_at >= OUTGROWN_EVERY):
+            return False
+        values = [to_row(r, None if rows is None else rows[i]) for i, r in enumerate(cleaned)]
+        marks = "(" + ", ".join(["%s"] * len(values[0])) + ")"
+        with self._db.conn() as conn:
+            if not conn.autocommit:
+                return False
+            try:
+                conn.execute(f"INSERT INTO {TABLE} ({INSERT_COLUMNS}) VALUES "
+                             f"{', '.join([marks] * len(values))}",
+                             [v for row in values for v in row])
+            except psycopg.errors.UniqueViolation:
+                return False
+        return True
 
     def bulk_load(self, records: Sequence[MemoryRecord], vectors: np.ndarray | None = None,
                   *, rebuild_index: bool | None = None) -> None:

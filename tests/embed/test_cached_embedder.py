@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from loomctx.embed import CachedEmbedder, Embedder, HashingEmbedder, text_hash
+from loomctx.embed.cache import worth_storing
 from loomctx.errors import ConfigError, StoreError
 
 
@@ -206,3 +207,19 @@ def test_embed_reads_the_store_before_the_inner_embedder_does_any_work() -> None
     assert np.array_equal(rows, HashingEmbedder(16).embed(["stored a", "fresh", "stored b"]))
     assert (cached.hits, cached.misses) == (2, 1)
     assert cached.embed(["stored b", "fresh"]).shape == (2, 16) and inner.calls == [["fresh"]]
+
+
+def test_an_embedder_quicker_than_the_store_is_not_cached_in_a_sessions_store() -> None:
+    """``store_vectors = False`` (the hashing embedder): a session memoises its vectors in
+    process, never a store round trip (a look-up and a write each turn cost more than hashing
+    the text); a store given by name is still used."""
+    from loomctx.session import Session
+    from loomctx.stores.memory import InMemoryStore
+
+    store = InMemoryStore()
+    assert not worth_storing(HashingEmbedder(16)) and worth_storing(SpyEmbedder())
+    assert Session("s", store=store, embedder=HashingEmbedder(16)).embedder.store is None
+    assert Session("t", store=store, embedder=SpyEmbedder()).embedder.store is store
+    given = DictStore()
+    CachedEmbedder(HashingEmbedder(16), store=given).embed(["one"])
+    assert len(given.data) == 1

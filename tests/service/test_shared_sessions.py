@@ -221,7 +221,9 @@ def test_a_session_held_too_long_elsewhere_is_a_503_not_a_hang(pg_url: str) -> N
 def test_each_process_reads_the_bus_as_its_own_group_and_removes_it_when_it_stops(
         redis_server: RedisServer) -> None:
     """Every process must see every event (a group hands each to one consumer only), so each
-    has a group of its own; a process that stops leaves no group behind in Redis."""
+    has a group of its own while one of its event streams is open, none before (reading
+    every event costs every process) or after; a process that stops leaves no group behind
+    in Redis."""
     client = redis.Redis.from_url(redis_server.url)
     stream = open_bus(redis_server.url).stream
 
@@ -231,6 +233,14 @@ def test_each_process_reads_the_bus_as_its_own_group_and_removes_it_when_it_stop
         return {g["name"].decode() for g in client.xinfo_groups(stream)
                 if g["name"].decode().startswith("loomctx-service-sse")}
 
+    def listen(http: httpx.Client, ready: threading.Event) -> None:
+        try:
+            with http.stream("GET", "/v1/loomctx/events") as resp:
+                for _ in resp.iter_lines():
+                    ready.set()
+        except httpx.HTTPError:
+            pass  # closed by the test
+
     before = groups()
     with FakeModelServer(respond=_echo) as up:
         # A bus per service: its connections belong to that service's event loop (and go
@@ -239,7 +249,21 @@ def test_each_process_reads_the_bus_as_its_own_group_and_removes_it_when_it_stop
                                                   events=open_bus(redis_server.url),
                                                   embedder=HashingEmbedder()))
                    for _ in range(2)]
+        assert groups() == before  # no stream open: the bus is not read
+        clients = [httpx.Client(base_url=server.url, timeout=60) for server in servers]
+        readies = [threading.Event() for _ in servers]
+        for http, ready in zip(clients, readies, strict=True):
+            threading.Thread(target=listen, args=(http, ready), daemon=True).start()
+        assert all(ready.wait(30) for ready in readies)
         assert len(groups() - before) == 2
+        for http in clients:
+            http.close()
+        deadline = time.monotonic() + 30
+        while groups() != before and time.monotonic() < deadline:
+            for n, server in enumerate(servers):  # events to write: the servers see them gone
+                assert _post(server, f"after-{n}", "hi").status_code == 200
+            time.sleep(0.2)
+        assert groups() == before  # the last stream of each closed
         for server in servers:
             server.close()
     assert groups() == before

@@ -182,6 +182,7 @@ def test_vector_index_is_rebuilt_when_the_table_outgrows_it(
 
     monkeypatch.setattr(_pg_vector, "MIN_REBUILD_ROWS", 40)
     monkeypatch.setattr(_pg_vector, "ROWS_PER_LIST", 10)
+    monkeypatch.setattr(pg_module, "OUTGROWN_EVERY", 0.0)  # a look after every write
     rng = np.random.default_rng(5)
 
     def built_from() -> int:
@@ -209,6 +210,53 @@ def test_vector_index_is_rebuilt_when_the_table_outgrows_it(
         probe = rng.normal(size=DIM)
         held = list(store.scan(scope=Scope()))
         assert len(store.search_vector(probe, scope=Scope(), limit=200)) == len(held)
+
+
+def test_the_index_is_looked_at_once_in_a_while_not_after_every_write(
+        pg_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Whether the table outgrew its index is read after a write with vectors at most once
+    per OUTGROWN_EVERY seconds (the estimate it reads moves with autovacuum only)."""
+    from loomctx.stores import _pg_vector
+
+    looks: list[int] = []
+    real = _pg_vector.outgrown
+    monkeypatch.setattr(_pg_vector, "outgrown", lambda conn: (looks.append(1), real(conn))[1])
+    rng = np.random.default_rng(6)
+    with PostgresStore(pg_url) as store:
+        for i in range(5):
+            store.put([rec(f"w{i}")], rng.normal(size=(1, DIM)))
+        assert len(looks) == 1
+        monkeypatch.setattr(pg_module, "OUTGROWN_EVERY", 0.0)
+        store.put([rec("x")], rng.normal(size=(1, DIM)))
+        store.put([rec("y")], rng.normal(size=(1, DIM)))
+        assert len(looks) == 3
+
+
+def test_new_records_go_in_one_statement_a_replaced_one_in_a_transaction(
+        pg_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A put of records none of which is stored is one INSERT (a transaction of its own);
+    one that replaces a record is the delete-and-insert transaction, its vector given anew or
+    gone, and a failed first try leaves nothing half written."""
+    deletes: list[int] = []
+    real = PostgresStore._delete_identities
+    monkeypatch.setattr(PostgresStore, "_delete_identities",
+                        lambda self, conn, records: (deletes.append(len(records)),
+                                                     real(self, conn, records))[1])
+    rng = np.random.default_rng(7)
+    with PostgresStore(pg_url) as store:
+        store.put([rec("a")], rng.normal(size=(1, DIM)))  # sets the dimension: a transaction
+        assert deletes == [1]
+        store.put([rec("b", "beta"), rec("c", "gamma")], rng.normal(size=(2, DIM)))
+        store.put([rec("d", "delta")])
+        assert deletes == [1]  # new records: one INSERT each
+        store.put([rec("e", "epsilon"), rec("b", "beta again")])  # b is stored: replaced
+        assert deletes == [1, 2]
+        held = {r.id: r.content for r in store.scan(scope=Scope())}
+        assert held == {"a": rec("a").content, "b": "beta again", "c": "gamma", "d": "delta",
+                        "e": "epsilon"}
+        probe = rng.normal(size=DIM)
+        found = {h.record.id for h in store.search_vector(probe, scope=Scope(), limit=10)}
+        assert found == {"a", "c"}  # b's old vector went with the record it replaced
 
 
 def test_large_tenants_get_their_own_vector_index(
