@@ -19,8 +19,9 @@ too, and a pointer at the past ("I wanted to follow up on our previous conversat
 leaves its topic. A question word asks at a sentence's start or after a verb of knowing ("I
 forget where …"), not inside any clause ("a library for when I have kids"). A message where
 nothing asks is its own need. A message of small talk only has no need: :func:`need_text`
-returns an empty string, and a turn made of it spends no room on evidence. The rules are word lists, English and Chinese;
-everything else passes through unchanged (a message in another language is its own need).
+returns an empty string, and a turn made of it spends no room on evidence. The rules are word
+lists, English and Chinese; everything else passes through unchanged (a message in another
+language is its own need).
 """
 
 from __future__ import annotations
@@ -120,8 +121,8 @@ _QUESTION = re.compile(
 _FOLLOW = re.compile(r"(?:^\W*|[,;]\s*)(?:and|what about|how about|also)\b[^,;]*[?？]\s*$",
                      re.IGNORECASE)
 _LEANING = re.compile(
-    r"\b(?:he|she|her|him|his|hers|they|them|their|theirs|it|its|that|those|these|latter"
-    r"|former)\b"
+    r"\b(?:he|she|her|him|his|hers|they|them|their|theirs|it|its|those|these|latter"
+    r"|former)\b|\b(?:on|about|with|of|for|from|to|in|at|by) that\b|\bthat\W*$"  # "on that?"
     r"|他|她|它|那|这", re.IGNORECASE)
 _PERSON = re.compile(r"\b(?:he|she|him|his|her|hers|they|them|their|theirs)\b", re.IGNORECASE)
 _PAST = re.compile(  # a sentence that points at something said before, by its topic

@@ -134,3 +134,7 @@ def test_a_question_about_a_person_it_does_not_name_leans_on_the_turn_before() -
     assert with_before(follow_up, "Now, Andrew.").text.startswith("Andrew.")
     assert not need_of("What kind of indoor activities has Andrew pursued with his girlfriend?"
                        ).leans
+
+
+def test_that_leads_a_clause_and_leans_on_nothing() -> None:
+    assert not need_of("Can you suggest some activities that I can do in the evening?").leans
