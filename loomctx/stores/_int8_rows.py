@@ -37,6 +37,9 @@ ROUNDING = 2.0 ** -23
 (at most one unit in the last place of a float32 per multiply-add), so each bound is widened by
 ``(dim + 8) · ROUNDING · |q|·|x|`` to hold for that product as well as for the exact one (the
 8: the few float64 operations of the bounds themselves, far below it)."""
+SUBNORMAL = float(np.finfo(np.float32).smallest_subnormal)
+"""Per term, absolute: below float32's normal range a rounding is off by up to this much
+whatever the operands' size, where the relative allowance is no allowance at all."""
 
 
 class Int8Rows:
@@ -98,7 +101,7 @@ class Int8Rows:
             "query": (codes + _QUERY_LEVELS + 1).astype(np.uint8).reshape(1, self._dim),
             # |q − q̂| · |x| ≤ |q − q̂| · max |x|: one number for every row (stored embeddings
             # are unit vectors, so it is no looser), added to each side at the cut
-            "own": np.array([own * self._widest / step]),
+            "own": np.array([(own * self._widest + (self._dim + 8) * SUBNORMAL) / step]),
             "theirs": np.array([float(np.linalg.norm(approx)) / step]),
             "tail": tail.astype(np.float64) / step + bias[self.rows:],
             "bias": bias[:self.rows],

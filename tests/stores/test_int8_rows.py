@@ -195,3 +195,11 @@ def test_the_rows_in_play_are_those_the_bounds_keep(seed: int, n: int, appended:
     sure = set(rows[upper[rows] >= cut + slack].tolist())
     assert sure <= set(maybe.tolist()) <= set(rows[upper[rows] >= cut - slack].tolist())
     assert _exact(matrix, query, rows, k) <= set(maybe.tolist())
+
+
+def test_the_bounds_hold_below_float32s_normal_range() -> None:
+    matrix = np.array([[7.309501438891791e-45]], dtype=np.float32)  # a subnormal row
+    query = np.random.default_rng(0).standard_normal(1).astype(np.float32)
+    lower, upper = Int8Rows(matrix).bounds(query)
+    single = matrix @ query
+    assert np.all(lower <= single) and np.all(single <= upper)
