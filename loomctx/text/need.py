@@ -167,7 +167,8 @@ _ASKS = re.compile(
 def _asking(sentence: str, text: str, framed: bool) -> bool:
     """Whether a sentence asks: a request frame was cut from it, or it reads as a question
     as written or without its lead ("Anyway, what did …")."""
-    return framed or bool(_ASKS.search(sentence) or _ASKS.search(text))
+    return framed or bool(_ASKS.search(sentence)
+                          or (text != sentence.strip() and _ASKS.search(text)))
 
 
 def _content(sentence: str) -> list[str]:
