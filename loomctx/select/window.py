@@ -180,10 +180,11 @@ class TurnWindow:
 
         ``reserve`` is room this turn's evidence needs beyond the volatile share: the window
         gives it up by starting at a later compaction point (the points and the gap do not
-        move, so later turns append from there)."""
+        move, so later turns append from there), down to its newest unit: when that does not
+        fit what the reserve leaves, the window shows it and the reserve shrinks."""
         room, gap, clip = self.room(st, stable)
+        full = room
         room = max(0, room - max(0, reserve - int(self.options.volatile_share * st.available)))
-        st.window_room = room
         gathered = st.gathered.get(source)
         end = history_end(gathered.items or [] if gathered is not None else items)
         items = self._with_notes(st, source, list(items))
@@ -193,10 +194,14 @@ class TurnWindow:
         last = self._last_start(source, gap, items, end)
         items = self._clipped(st, source, items, clip, last)
         if not items:
+            st.window_room = room
             st.window_start[source] = 0
             return []
         # measured once per message: kept between turns, read by the start and the copies
         sums = self.compactor.sums(source, items, self.measure, (clip, last))
+        if reserve and sums.starts:  # a window that yields keeps its newest unit
+            room = max(room, min(full, sums.prefix[len(items)] - sums.prefix[sums.starts[-1]]))
+        st.window_room = room
         start = self._started(source, gap, items, end, max(last, self.compactor.window_start(
             source, items, room, gap, sums)))
         if start >= len(items):

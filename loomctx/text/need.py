@@ -272,8 +272,34 @@ def with_before(need: Need, before: str | None) -> Need:
     research?")."""
     if not need.leans or not before:
         return need
-    earlier = need_of(before).text
+    earlier = _topic(need_of(before).text)
     return need._replace(text=_joined([earlier, need.text])) if earlier else need
+
+
+def _topic(text: str) -> str:
+    """What the words before a follow-up name, when they only name a topic ("Something about
+    my last trip I wanted to ask." → "my last trip"): the words from the first content word to
+    the last, with the determiners before them, without the small talk and words of asking
+    around them, which would pull the follow-up's query towards every message that asks.
+    Words that say more (more than :data:`SHORT` content words, or Chinese) stand whole."""
+    if _HAN.search(text):
+        return text
+    words = text.split()
+    content = [i for i, w in enumerate(words)
+               if any(t not in _CHATTER_TERMS and t not in _ASKING_TERMS
+                      for t in tokenize(w, drop_stopwords=True))]
+    if len(content) > SHORT:
+        return text
+    if not content:
+        return ""
+    first = content[0]
+    while first > 0 and words[first - 1].lower() in _DETERMINERS:
+        first -= 1
+    return " ".join(words[first:content[-1] + 1]).strip(".,;:!?") + "."
+
+
+_DETERMINERS = frozenset(
+    "the a an my our your his her their its this that these those most last first next".split())
 
 
 def _goes_on(sentence: str, part: str) -> bool:

@@ -114,7 +114,27 @@ def test_a_short_follow_up_on_that_leans_on_the_turn_before() -> None:
     follow_up = need_of("ok, where did I go on that?")
     assert follow_up.leans and follow_up.asks
     assert with_before(follow_up, "Something about my most recent family trip I wanted to ask."
-                       ).text.startswith("Something about my most recent family trip")
+                       ).text.startswith("my most recent family trip.")
+
+
+@pytest.mark.parametrize("before, topic", [
+    ("Something about Melanie I wanted to ask.", "Melanie."),
+    ("You know Caroline, right.", "Caroline."),
+    ("Can we go back to my last trip", "my last trip."),
+    ("About the SHP-40233 shipment.", "the SHP-40233 shipment."),
+    # words that say more than a topic stand whole
+    ("I am flying to Hamburg next week with Anna.", "I am flying to Hamburg next week with Anna."),
+    ("我有个问题，关于上海的仓库。", "我有个问题，关于上海的仓库。"),
+])
+def test_a_follow_up_takes_only_the_topic_the_turn_before_names(before: str, topic: str) -> None:
+    follow_up = need_of("when did they go there?")
+    assert follow_up.leans
+    assert with_before(follow_up, before).text.startswith(topic)
+
+
+def test_small_talk_before_a_follow_up_adds_nothing() -> None:
+    follow_up = need_of("when did they go there?")
+    assert with_before(follow_up, "Thanks, that helps!").text == follow_up.text
 
 
 @pytest.mark.parametrize("message, topic", [
