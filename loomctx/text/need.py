@@ -276,6 +276,11 @@ def with_before(need: Need, before: str | None) -> Need:
     return need._replace(text=_joined([earlier, need.text])) if earlier else need
 
 
+_DETERMINERS = frozenset("""
+the a an my our your his her their its this that these those most last first next
+""".split())  # noqa: SIM905 (a word list reads best as text)
+
+
 def _topic(text: str) -> str:
     """What the words before a follow-up name, when they only name a topic ("Something about
     my last trip I wanted to ask." → "my last trip"): the words from the first content word to
@@ -296,10 +301,6 @@ def _topic(text: str) -> str:
     while first > 0 and words[first - 1].lower() in _DETERMINERS:
         first -= 1
     return " ".join(words[first:content[-1] + 1]).strip(".,;:!?") + "."
-
-
-_DETERMINERS = frozenset(
-    "the a an my our your his her their its this that these those most last first next".split())
 
 
 def _goes_on(sentence: str, part: str) -> bool:
