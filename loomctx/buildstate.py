@@ -54,6 +54,9 @@ class BuildState:
     """The question as written (``question`` is the part of it that carries its need)."""
     asks: bool = False
     """Whether the message asks (:class:`~loomctx.text.need.Need`), not only states."""
+    asked_with: str | None = None
+    """The id of the user's message before the input when the question took words from it (a
+    follow-up over two turns): part of what is asked, not evidence for it."""
     recall_need: float = 0.0
     """Turn builds: the share of retrieval's best candidates the history window does not show."""
     recall_said: float = 0.0

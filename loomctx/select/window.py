@@ -24,7 +24,7 @@ from loomctx.items import ContextItem, Tier
 from loomctx.retrieval.source import STANDING_KEY
 from loomctx.select.packer import Unit
 from loomctx.select.rank import per_build, window_items
-from loomctx.text.need import need_of, with_before
+from loomctx.text.need import BARE, is_bare_question, need_of, with_before
 from loomctx.tokens.protocol import TokenCounter
 
 STABLE_KINDS = frozenset({"system", "tool", "skill", "input"})
@@ -75,15 +75,18 @@ def take_input(st: BuildState, history: str) -> None:
     that one (a follow-up)."""
     items = list(st.gathered[history].items or [])
     last = items[-1] if items else None
-    said = [it.content for it in reversed(items[-64:]) if it.role == "user"][:2]
+    said = [it for it in reversed(items[-64:]) if it.role == "user"][:2]
     if last is not None and last.role == "user" and last.kind == "message":
         items.pop()
         st.candidates[INPUT_SOURCE] = [ContextItem(
             id=last.id, source=INPUT_SOURCE, content=last.content, kind="input", role="user",
             tier=Tier.P0, priority=1.0, timestamp=last.timestamp, message=last.message,
             seq=last.seq)]
-    need = with_before(need_of(said[0] if said else ""), said[1] if len(said) > 1 else None)
-    st.question, st.asks, st.message = need.text, need.asks, said[0] if said else ""
+    alone = need_of(said[0].content if said else "")
+    need = with_before(alone, said[1].content if len(said) > 1 else None)
+    if need.text != alone.text:
+        st.asked_with = said[1].id
+    st.question, st.asks, st.message = need.text, need.asks, said[0].content if said else ""
     st.candidates[history] = items
 
 
@@ -157,6 +160,8 @@ class TurnWindow:
         """(History source, gap) → where the window started, as the next build reads it."""
         self._asked: tuple[str | None, tuple[bool, ...]] = (None, ())
         """The latest user turn's input id, and whether each of the latest turns was wide."""
+        self._bares: dict[str, bool] = {}
+        """Short user messages → whether each only asks (:meth:`_bare`)."""
 
     def room(self, st: BuildState, stable: int) -> tuple[int, int, int]:
         """Room for the window, the compaction gap, and the size one message is clipped to.
@@ -320,13 +325,16 @@ class TurnWindow:
              top: int = 8) -> float:
         """How much this turn needs evidence from outside the window: the share of each
         evidence source's best ``top`` candidates that the window does not show (0: what
-        retrieval found is all in view; 1: none of it is). The question itself is not
+        retrieval found is all in view; 1: none of it is). The question itself, what the user
+        asked to keep (shown anyway) and earlier questions (they hold no answer) are not
         counted. Records whether any of them is this ``session``'s own memory: only then can
         the window hold what is asked (knowledge and other sessions' memory never are)."""
         asked = {it.id for it in st.candidates.get(INPUT_SOURCE, ())}  # the question itself
+        asked.add(st.asked_with or "")
         best = [it for name in pool_sources(st.candidates, st.window_start)
-                for it in st.candidates[name][:top]
-                if it.id not in asked and not it.metadata.get(STANDING_KEY)]
+                for it in [it for it in st.candidates[name][:4 * top]
+                           if it.id not in asked and not it.metadata.get(STANDING_KEY)
+                           and not self._bare(it)][:top]]
         own = [session is not None and it.metadata.get("session") == session for it in best]
         st.recall_own = any(own)
         hits = [it.id not in shown for it in best]
@@ -335,6 +343,18 @@ class TurnWindow:
         said = [hit and it.role != "tool" for hit, it in zip(hits, best, strict=True)]
         st.recall_said = sum(said) / len(said) if said else 0.0
         return sum(hits) / len(hits) if hits else 0.0
+
+    def _bare(self, it: ContextItem) -> bool:
+        """Whether ``it`` is a user's message that only asks (an earlier question: it holds no
+        answer, and in view it would make the window look as if it held what is asked)."""
+        if it.role != "user" or len(it.content) > BARE:
+            return False
+        hit = self._bares.get(it.content)
+        if hit is None:
+            if len(self._bares) >= 4096:
+                self._bares.clear()
+            hit = self._bares[it.content] = is_bare_question(it.content)
+        return hit
 
     def wide(self, st: BuildState) -> bool:
         """Whether this turn asks a question whose best matches are mostly out of view (and,

@@ -124,6 +124,11 @@ _LEANING = re.compile(
     r"\b(?:he|she|her|him|his|hers|they|them|their|theirs|it|its|those|these|latter"
     r"|former)\b|\b(?:on|about|with|of|for|from|to|in|at|by) that\b|\bthat\W*$"  # "on that?"
     r"|他|她|它|那|这", re.IGNORECASE)
+_POINTING = re.compile(  # at a thing or place, not a person; "there" as a place ("earn
+    # there"), not "is there", "there are"
+    r"\b(?:it|its|those|these)\b|\b(?:on|about|with|of|for|from|to|in|at|by) that\b|\bthat\W*$"
+    r"|(?<!\bis )(?<!\bare )(?<!\bwas )(?<!\bwere )\bthere\b(?!\s+(?:is|are|was|were|be|been"
+    r"|will|would|'s|’s)\b)", re.IGNORECASE)
 _PERSON = re.compile(r"\b(?:he|she|him|his|her|hers|they|them|their|theirs)\b", re.IGNORECASE)
 _PAST = re.compile(  # a sentence that points at something said before, by its topic
     r"\b(?:previous|earlier|last|other) (?:conversation|chat|discussion|session|talk|game|time)s?"
@@ -199,6 +204,10 @@ class Need(NamedTuple):
     leans: bool = False
     """What asks names nothing of its own ("how did they feel about it?"): it means something
     only with what was said before it (:func:`with_before`)."""
+    refers: bool = False
+    """What asks points at a thing or place ("it", "that", "there"), whatever else it names ("how
+    much did I earn there last Thursday?"): after a turn that only named a topic ("You know
+    SaveMart, right."), that topic is what it points at (:func:`with_before`)."""
 
 
 def need_text(message: str) -> str:
@@ -263,16 +272,41 @@ def need_of(message: str) -> Need:
         chosen.add(i)
         words += kept[i][2]
     alone = not any(kept[i][3] for i in chosen)  # nothing chosen names anything
-    return Need(_joined(kept[i][0] for i in sorted(chosen)), True, leans and alone)
+    refers = any(_POINTING.search(kept[i][0]) for i in asking)
+    return Need(_joined(kept[i][0] for i in sorted(chosen)), True, leans and alone, refers)
+
+
+BARE = 400
+"""The longest message (in characters) :func:`is_bare_question` reads."""
+
+
+def is_bare_question(message: str) -> bool:
+    """Whether ``message`` is one sentence that asks and nothing else ("in which month did
+    they score a career high?"): it holds no answer, so a turn that finds it has found no
+    evidence. A longer message, or one that also says something, is not."""
+    if len(message) > BARE:
+        return False
+    parts = [p for p in _SENTENCES.split(message) if p and p.strip()]
+    return len(parts) == 1 and need_of(message).asks
 
 
 def with_before(need: Need, before: str | None) -> Need:
     """``need``, preceded by the need of the user's message ``before`` it when it leans on it
     (a follow-up split over two turns: "I have a question about Caroline." / "what did she
-    research?")."""
-    if not need.leans or not before:
+    research?"), and when ``before`` only named something ("Now, Oregon." / "how many days ago
+    did I go rafting in the mountains?"; "You know SaveMart, right?" / "how much cashback did I
+    earn there last Thursday?": a short question sets up only what points back at it)."""
+    if not before or not need.asks:
         return need
-    earlier = _topic(need_of(before).text)
+    said = need_of(before)
+    # A turn that only names something ("Now, Oregon.") sets up what follows; a short turn
+    # that asked or said something else ("Expand it with bullet points") only for what points
+    # back at it ("how long did I stay there?").
+    topic = len(_content(said.text)) <= SHORT and (
+        need.refers or (not said.asks and (_names(said.text) or _names(before))))
+    if not (need.leans or topic):
+        return need
+    earlier = _topic(said.text)
     return need._replace(text=_joined([earlier, need.text])) if earlier else need
 
 
@@ -336,5 +370,5 @@ def _joined(parts: Iterable[str]) -> str:
     return out
 
 
-__all__ = ["ASKING", "CHATTER", "LEANS", "MAX_WORDS", "PERSON_WORDS", "SHORT", "Need", "need_of",
-           "need_text", "with_before"]
+__all__ = ["ASKING", "BARE", "CHATTER", "LEANS", "MAX_WORDS", "PERSON_WORDS", "SHORT", "Need",
+           "is_bare_question", "need_of", "need_text", "with_before"]

@@ -3,6 +3,7 @@ message, not from what the user asked to be kept (shown in every turn whatever i
 
 from __future__ import annotations
 
+from loomctx import BuildOptions, ContextBuilder
 from loomctx.budget.manager import Allocation
 from loomctx.buildstate import BuildState
 from loomctx.items import ContextItem
@@ -15,6 +16,10 @@ def _evidence(i: int, source: str, **metadata: object) -> ContextItem:
                        role="user", metadata=dict(metadata))
 
 
+def _window() -> TurnWindow:
+    return ContextBuilder([], options=BuildOptions(model="gpt-4o")).window
+
+
 def test_what_the_user_asked_to_keep_does_not_lower_the_need() -> None:
     st = BuildState(question="What activities does Melanie partake in?", turn=True, now=0.0,
                     allocation=Allocation(total=16384, shares={}))
@@ -22,8 +27,8 @@ def test_what_the_user_asked_to_keep_does_not_lower_the_need() -> None:
         "L2_important": [_evidence(i, "L2_important", **{STANDING_KEY: True}) for i in range(4)],
         "L4_semantic": [_evidence(10 + i, "L4_semantic") for i in range(4)]}
     shown = {f"m{i}" for i in range(4)}  # the window still shows the standing requests
-    need = TurnWindow.need(object.__new__(TurnWindow), st, shown)  # type: ignore[arg-type]
+    need = _window().need(st, shown)
     assert need == 1.0  # all of what retrieval found is out of view
     for it in st.candidates["L2_important"]:
         it.metadata.pop(STANDING_KEY)
-    assert TurnWindow.need(object.__new__(TurnWindow), st, shown) == 0.5  # type: ignore[arg-type]
+    assert _window().need(st, shown) == 0.5

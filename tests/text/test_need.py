@@ -158,3 +158,18 @@ def test_a_question_about_a_person_it_does_not_name_leans_on_the_turn_before() -
 
 def test_that_leads_a_clause_and_leans_on_nothing() -> None:
     assert not need_of("Can you suggest some activities that I can do in the evening?").leans
+
+
+def test_a_question_that_points_at_a_place_takes_the_topic_named_before() -> None:
+    follow_up = need_of("how much cashback did I earn there last Thursday?")
+    assert follow_up.refers and not follow_up.leans  # it names enough to stand alone ...
+    # ... but "there" is the place the turn before named
+    assert with_before(follow_up, "You know SaveMart, right.").text.startswith("SaveMart.")
+    # a turn before that says more than a topic is not taken
+    assert with_before(follow_up, "I went shopping with Anna and Lee at the mall on Friday."
+                       ) == follow_up
+
+
+def test_is_there_and_person_pronouns_do_not_point() -> None:
+    assert not need_of("is there a pickup on Tuesday for the Hamburg depot?").refers
+    assert not need_of("What did Caroline do with her painting?").refers

@@ -1,0 +1,47 @@
+"""Earlier questions are not evidence: in view, they do not make a turn's need look met.
+
+A user who asks about the same thing several times has those questions in the window; they
+match the next question best, but they hold no answer, so the share of retrieval's best
+candidates out of view is read without them.
+"""
+
+from __future__ import annotations
+
+from loomctx import BuildOptions, HashingEmbedder, Session
+from loomctx.text.need import is_bare_question
+
+BUDGET = 4000
+
+
+def _session() -> Session:
+    s = Session(embedder=HashingEmbedder(dim=512), clock=lambda: 1_700_000_000.0,
+                model="gpt-4o", options=BuildOptions(model="gpt-4o"))
+    for i in range(80):  # the distant past: what was said about the Hamburg depot
+        s.add_message_sync("user", f"Hamburg depot note {i}: pickups of pallet batch {i} moved "
+                                   f"to dock {i % 7} on Tuesday, contact Jana at extension {i}.")
+        s.add_message_sync("assistant", f"Noted the Hamburg depot change {i}.")
+    for i in range(40):  # the recent window: other talk, and questions about the depot
+        s.add_message_sync("user", f"Draft line {i} of the Lyon newsletter about spring colours.")
+        s.add_message_sync("assistant", f"Line {i}: spring catalogue colours are in.")
+    for lead in ("", "so ", "and ", "ok, ", "again, ", "sorry, ", "now, ", "right, ", "hm, ",
+                 "well, "):  # asked before, in the window, never answered
+        s.add_message_sync("user", f"{lead}which Hamburg depot pickups moved, and who is the "
+                                   "contact?")
+    s.add_message_sync("user", "which Hamburg depot pickups moved, and who is the contact?")
+    return s
+
+
+def test_earlier_questions_in_view_do_not_count_as_evidence() -> None:
+    r = _session().build_sync(max_tokens=BUDGET)
+    assert r.tokens <= BUDGET
+    evidence = sum(it.tokens or 0 for it in r.report.items
+                   if it.included and it.kind == "evidence")
+    assert evidence > 2 * BuildOptions().volatile_share * BUDGET
+
+
+def test_a_bare_question_is_one_sentence_that_asks() -> None:
+    assert is_bare_question("in which month did they score a career high?")
+    assert is_bare_question("Tell me what we decided about Hamburg.")
+    assert not is_bare_question("I moved to Berlin in May.")
+    assert not is_bare_question("I'm planning a trip to Jordan. Can you tell me about Petra?")
+    assert not is_bare_question("what happened? " * 200)  # long: read as more than a question
