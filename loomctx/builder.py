@@ -347,7 +347,7 @@ class ContextBuilder:
             ctx = {**ctx, "history": items}
             if not st.turn and _asked_last(items, asked):
                 st.turn = True  # build(question) after adding it: show it once, as a turn
-            elif not st.turn and need.asks:  # a follow-up's question leans on the last turn
+            elif not st.turn and need.leans:  # a follow-up's question leans on the last turn
                 st.question = with_before(need, next(
                     (it.content for it in reversed(items[-64:]) if it.role == "user"), None)).text
             if st.turn:

@@ -303,7 +303,7 @@ def with_before(need: Need, before: str | None) -> Need:
     # that asked or said something else ("Expand it with bullet points") only for what points
     # back at it ("how long did I stay there?").
     topic = len(_content(said.text)) <= SHORT and (
-        need.refers or (not said.asks and (_names(said.text) or _names(before))))
+        need.refers or (not said.asks and _only_names(said.text)))
     if not (need.leans or topic):
         return need
     earlier = _topic(said.text)
@@ -335,6 +335,15 @@ def _topic(text: str) -> str:
     while first > 0 and words[first - 1].lower() in _DETERMINERS:
         first -= 1
     return " ".join(words[first:content[-1] + 1]).strip(".,;:!?") + "."
+
+
+def _only_names(text: str) -> bool:
+    """Whether every content word of ``text`` is a name or a code ("Oregon", "SaveMart",
+    "SHP-40233"; "Jon: Ah ha ha" and "the evening" are more than names)."""
+    words = [w for w in text.split()
+             if any(t not in _CHATTER_TERMS and t not in _ASKING_TERMS
+                    for t in tokenize(w, drop_stopwords=True))]
+    return bool(words) and all(w[:1].isupper() or _CODE.search(w) for w in words)
 
 
 def _goes_on(sentence: str, part: str) -> bool:

@@ -170,6 +170,14 @@ def test_a_question_that_points_at_a_place_takes_the_topic_named_before() -> Non
                        ) == follow_up
 
 
+def test_a_turn_that_only_names_something_sets_up_the_question_after_it() -> None:
+    asked = need_of("how many days ago did I go on a whitewater rafting trip in the mountains?")
+    assert with_before(asked, "Now, Oregon.").text.startswith("Oregon.")
+    # a chat line that says more than a name, or a short request, sets up nothing
+    assert with_before(asked, "Jon: Ah ha ha, yeah, JUST DOING IT!") == asked
+    assert with_before(asked, "Expand it a little more with some bullet points") == asked
+
+
 def test_is_there_and_person_pronouns_do_not_point() -> None:
     assert not need_of("is there a pickup on Tuesday for the Hamburg depot?").refers
     assert not need_of("What did Caroline do with her painting?").refers
