@@ -210,11 +210,7 @@ class _Packing:
                         res.spent + u.cost <= self.available:
                     self.take(u, "selected")
                     left -= u.cost
-                elif s in self.tail or (s in self.pool and self.pool_limit is not None
-                                        and u.cost <= self.pool_left(s)):
-                    # a history stays contiguous; a turn's evidence keeps its order: the best
-                    # unit that fits the pool is not passed over for smaller ones below it
-                    # (phase 4 takes them in order across sources)
+                elif s in self.tail:
                     keep.extend(q[i:])
                     break
                 else:

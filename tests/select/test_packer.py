@@ -111,20 +111,6 @@ def test_a_non_tail_source_skips_what_does_not_fit() -> None:
     assert [i.id for i in res.included] == ["e1", "e3"]
 
 
-def test_a_turns_evidence_keeps_its_best_unit_when_the_pool_holds_it() -> None:
-    """The source's own share is smaller than its best unit, the turn's pool is not: the best
-    unit goes in, not the smaller ones ranked below it."""
-    ev = units(item("best", "ev", 700, score=0.9),
-               *(item(f"small{i}", "ev", 50, score=0.4 - i / 100) for i in range(6)))
-    res = pack({"ev": ev}, allocation=alloc(1000, {"ev": 300}), available=1000,
-               tail_sources=frozenset(), truncate=None, pool=frozenset({"ev"}), pool_limit=800)
-    assert [i.id for i in res.included] == ["best", "small0", "small1"]
-    # without a pool the source's own share is filled first, as before
-    res = pack({"ev": ev}, allocation=alloc(300, {"ev": 300}), available=300,
-               tail_sources=frozenset(), truncate=None)
-    assert "best" not in [i.id for i in res.included]
-
-
 @settings(max_examples=80, deadline=None, derandomize=True)
 @given(costs=st.lists(st.tuples(st.integers(1, 60), st.integers(1, 3)), max_size=15),
        available=st.integers(0, 400), share=st.integers(0, 400))
