@@ -7,19 +7,16 @@ candidates out of view is read without them.
 
 from __future__ import annotations
 
-from loomctx import BuildOptions, HashingEmbedder, Session
+from collections.abc import Callable
+
+from loomctx import BuildOptions, Session
 from loomctx.text.need import is_bare_question
 
 BUDGET = 4000
 
 
-def _session() -> Session:
-    s = Session(embedder=HashingEmbedder(dim=512), clock=lambda: 1_700_000_000.0,
-                model="gpt-4o", options=BuildOptions(model="gpt-4o"))
-    for i in range(80):  # the distant past: what was said about the Hamburg depot
-        s.add_message_sync("user", f"Hamburg depot note {i}: pickups of pallet batch {i} moved "
-                                   f"to dock {i % 7} on Tuesday, contact Jana at extension {i}.")
-        s.add_message_sync("assistant", f"Noted the Hamburg depot change {i}.")
+def _session(depot_past: Callable[[int], Session]) -> Session:
+    s = depot_past(80)  # the distant past: what was said about the Hamburg depot
     for i in range(40):  # the recent window: other talk, and questions about the depot
         s.add_message_sync("user", f"Draft line {i} of the Lyon newsletter about spring colours.")
         s.add_message_sync("assistant", f"Line {i}: spring catalogue colours are in.")
@@ -31,8 +28,9 @@ def _session() -> Session:
     return s
 
 
-def test_earlier_questions_in_view_do_not_count_as_evidence() -> None:
-    r = _session().build_sync(max_tokens=BUDGET)
+def test_earlier_questions_in_view_do_not_count_as_evidence(
+        depot_past: Callable[[int], Session]) -> None:
+    r = _session(depot_past).build_sync(max_tokens=BUDGET)
     assert r.tokens <= BUDGET
     evidence = sum(it.tokens or 0 for it in r.report.items
                    if it.included and it.kind == "evidence")

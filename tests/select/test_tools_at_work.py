@@ -8,19 +8,15 @@ messages gets the room a question's need would give only in a conversation witho
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 
-from loomctx import BuildOptions, HashingEmbedder, Session
+from loomctx import BuildOptions, Session
 
 BUDGET = 4000
 
 
-def _session(with_tools: bool) -> Session:
-    s = Session(embedder=HashingEmbedder(dim=512), clock=lambda: 1_700_000_000.0,
-                model="gpt-4o", options=BuildOptions(model="gpt-4o"))
-    for i in range(80):  # the distant past: what was said about the Hamburg depot
-        s.add_message_sync("user", f"Hamburg depot note {i}: pickups of pallet batch {i} moved "
-                                   f"to dock {i % 7} on Tuesday, contact Jana at extension {i}.")
-        s.add_message_sync("assistant", f"Noted the Hamburg depot change {i}.")
+def _session(depot_past: Callable[[int], Session], with_tools: bool) -> Session:
+    s = depot_past(80)  # the distant past: what was said about the Hamburg depot
     for i in range(12):  # the recent window: the agent at work (or only talking)
         s.add_message_sync("user", f"Check parcel P-{1000 + i} in Lyon.")
         if with_tools:
@@ -43,8 +39,10 @@ def _evidence_tokens(s: Session) -> int:
     return sum(it.tokens or 0 for it in r.report.items if it.included and it.kind == "evidence")
 
 
-def test_the_own_past_keeps_to_the_volatile_share_while_tools_are_at_work() -> None:
-    working, talking = _evidence_tokens(_session(True)), _evidence_tokens(_session(False))
+def test_the_own_past_keeps_to_the_volatile_share_while_tools_are_at_work(
+        depot_past: Callable[[int], Session]) -> None:
+    working = _evidence_tokens(_session(depot_past, True))
+    talking = _evidence_tokens(_session(depot_past, False))
     share = BuildOptions().volatile_share * BUDGET
     assert 0 < working <= 1.5 * share  # stretched at most to the single best unit
     assert talking > 2 * share  # the same question in a conversation without tools

@@ -7,18 +7,15 @@ rest; the reserve is not dropped for the whole window.
 
 from __future__ import annotations
 
-from loomctx import BuildOptions, HashingEmbedder, Session
+from collections.abc import Callable
+
+from loomctx import BuildOptions, Session
 
 BUDGET = 4000
 
 
-def _session(reply_words: int) -> Session:
-    s = Session(embedder=HashingEmbedder(dim=512), clock=lambda: 1_700_000_000.0,
-                model="gpt-4o", options=BuildOptions(model="gpt-4o"))
-    for i in range(60):  # the distant past: what was said about the Hamburg depot
-        s.add_message_sync("user", f"Hamburg depot note {i}: pickups of pallet batch {i} moved "
-                                   f"to dock {i % 7} on Tuesday, contact Jana at extension {i}.")
-        s.add_message_sync("assistant", f"Noted the Hamburg depot change {i}.")
+def _session(depot_past: Callable[[int], Session], reply_words: int) -> Session:
+    s = depot_past(60)  # the distant past: what was said about the Hamburg depot
     for i in range(6):  # the recent window: long answers about something else
         s.add_message_sync("user", f"Draft the Lyon newsletter section {i}.")
         s.add_message_sync("assistant", f"Section {i}: " + "spring catalogue colours " *
@@ -27,9 +24,9 @@ def _session(reply_words: int) -> Session:
     return s
 
 
-def _build(reply_words: int) -> tuple[int, int]:
+def _build(depot_past: Callable[[int], Session], reply_words: int) -> tuple[int, int]:
     """(evidence tokens, window messages shown) of the question's turn build."""
-    r = _session(reply_words).build_sync(max_tokens=BUDGET)
+    r = _session(depot_past, reply_words).build_sync(max_tokens=BUDGET)
     assert r.tokens <= BUDGET
     evidence = sum(it.tokens or 0 for it in r.report.items
                    if it.included and it.kind == "evidence")
@@ -37,9 +34,10 @@ def _build(reply_words: int) -> tuple[int, int]:
     return evidence, shown
 
 
-def test_a_yielding_window_keeps_its_newest_exchange_and_gives_the_rest() -> None:
-    short_evidence, _ = _build(40)
-    long_evidence, shown = _build(200)  # one answer is ~1,000 tokens: more than what is left
+def test_a_yielding_window_keeps_its_newest_exchange_and_gives_the_rest(
+        depot_past: Callable[[int], Session]) -> None:
+    short_evidence, _ = _build(depot_past, 40)
+    long_evidence, shown = _build(depot_past, 200)  # an answer of ~1,000 tokens: over what is left
     share = BuildOptions().volatile_share * BUDGET
     assert short_evidence > 4 * share  # the question's own past, out of view: the window yields
     assert long_evidence > 2 * share  # ... and still does when its newest answer is long
