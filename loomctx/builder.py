@@ -351,7 +351,7 @@ class ContextBuilder:
                 st.question = with_before(need, next(
                     (it.content for it in reversed(items[-64:]) if it.role == "user"), None)).text
             if st.turn:
-                take_input(st, history[0].name)
+                take_input(st, history[0].name, self.window.needs)
                 ctx["history_in_view"] = self._in_view(history[0].name, items, st)
         st.gathered.update(await gather(
             rest, {s.name: self._request(st, s, ctx, phase) for s in rest}, timeout))

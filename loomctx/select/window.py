@@ -24,7 +24,7 @@ from loomctx.items import ContextItem, Tier
 from loomctx.retrieval.source import STANDING_KEY
 from loomctx.select.packer import Unit
 from loomctx.select.rank import per_build, window_items
-from loomctx.text.need import BARE, is_bare_question, need_of, with_before
+from loomctx.text.need import BARE, Need, is_bare_question, need_of, with_before
 from loomctx.tokens.protocol import TokenCounter
 
 STABLE_KINDS = frozenset({"system", "tool", "skill", "input"})
@@ -68,11 +68,14 @@ class WindowSettings(Protocol):
     def summarize_history(self) -> bool: ...
 
 
-def take_input(st: BuildState, history: str) -> None:
+def take_input(st: BuildState, history: str,
+               needs: dict[str, tuple[str, Need]] | None = None) -> None:
     """Make the history's last user message the input (P0, its message and parts kept); the
     question for retrieval is the part of the last user message's text that carries its need
     (:func:`~loomctx.text.need.need_text`), after the user's message before it when it leans on
-    that one (a follow-up)."""
+    that one (a follow-up). ``needs`` keeps what each user message needs by its id, from
+    build to build: a tool step reads the same message again, and a turn's message is the next
+    turn's message before it."""
     items = list(st.gathered[history].items or [])
     last = items[-1] if items else None
     said = [it for it in reversed(items[-64:]) if it.role == "user"][:2]
@@ -82,12 +85,27 @@ def take_input(st: BuildState, history: str) -> None:
             id=last.id, source=INPUT_SOURCE, content=last.content, kind="input", role="user",
             tier=Tier.P0, priority=1.0, timestamp=last.timestamp, message=last.message,
             seq=last.seq)]
-    alone = need_of(said[0].content if said else "")
-    need = with_before(alone, said[1].content if len(said) > 1 else None)
+    alone = _need(said[0], needs) if said else need_of("")
+    need = with_before(alone, _need(said[1], needs) if len(said) > 1 else None)
     if need.text != alone.text:
         st.asked_with = said[1].id
     st.question, st.asks, st.message = need.text, need.asks, said[0].content if said else ""
     st.candidates[history] = items
+
+
+def _need(it: ContextItem, needs: dict[str, tuple[str, Need]] | None) -> Need:
+    """What the user message ``it`` needs, read once per id and text while ``needs`` keeps
+    it."""
+    if needs is None:
+        return need_of(it.content)
+    hit = needs.get(it.id)
+    if hit is not None and (hit[0] is it.content or hit[0] == it.content):
+        return hit[1]
+    if len(needs) >= 64:
+        needs.pop(next(iter(needs)))
+    need = need_of(it.content)
+    needs[it.id] = (it.content, need)
+    return need
 
 
 def without_pending(st: BuildState, items: list[ContextItem]) -> list[ContextItem]:
@@ -160,6 +178,8 @@ class TurnWindow:
         """(History source, gap) → where the window started, as the next build reads it."""
         self._asked: tuple[str | None, tuple[bool, ...]] = (None, ())
         """The latest user turn's input id, and whether each of the latest turns was wide."""
+        self.needs: dict[str, tuple[str, Need]] = {}
+        """User message id → its text and what it needs (:func:`take_input`)."""
         self._bares: dict[str, bool] = {}
         """Short user messages → whether each only asks (:meth:`_bare`)."""
 

@@ -290,15 +290,16 @@ def is_bare_question(message: str) -> bool:
     return len(parts) == 1 and need_of(message).asks
 
 
-def with_before(need: Need, before: str | None) -> Need:
+def with_before(need: Need, before: str | Need | None) -> Need:
     """``need``, preceded by the need of the user's message ``before`` it when it leans on it
     (a follow-up split over two turns: "I have a question about Caroline." / "what did she
     research?"), and when ``before`` only named something ("Now, Oregon." / "how many days ago
     did I go rafting in the mountains?"; "You know SaveMart, right?" / "how much cashback did I
-    earn there last Thursday?": a short question sets up only what points back at it)."""
+    earn there last Thursday?": a short question sets up only what points back at it).
+    ``before`` may be given as its :func:`need_of` already."""
     if not before or not need.asks:
         return need
-    said = need_of(before)
+    said = before if isinstance(before, Need) else need_of(before)
     # A turn that only names something ("Now, Oregon.") sets up what follows; a short turn
     # that asked or said something else ("Expand it with bullet points") only for what points
     # back at it ("how long did I stay there?").
