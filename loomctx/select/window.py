@@ -350,11 +350,17 @@ class TurnWindow:
         counted. Records whether any of them is this ``session``'s own memory: only then can
         the window hold what is asked (knowledge and other sessions' memory never are)."""
         asked = {it.id for it in st.candidates.get(INPUT_SOURCE, ())}  # the question itself
-        asked.add(st.asked_with or "")
-        best = [it for name in pool_sources(st.candidates, st.window_start)
-                for it in [it for it in st.candidates[name][:4 * top]
-                           if it.id not in asked and not it.metadata.get(STANDING_KEY)
-                           and not self._bare(it)][:top]]
+        best: list[ContextItem] = []
+        for name in pool_sources(st.candidates, st.window_start):
+            found = st.candidates[name]
+            head = [it for it in found[:top]
+                    if it.id not in asked and not it.metadata.get(STANDING_KEY)]
+            keep = [it for it in head if not self._asked_before(st, it)]
+            if len(keep) < len(head):  # what holds no answer gives its place to the next
+                keep += [it for it in found[top:4 * top]
+                         if it.id not in asked and not it.metadata.get(STANDING_KEY)
+                         and not self._asked_before(st, it)][:len(head) - len(keep)]
+            best += keep
         own = [session is not None and it.metadata.get("session") == session for it in best]
         st.recall_own = any(own)
         hits = [it.id not in shown for it in best]
@@ -363,6 +369,11 @@ class TurnWindow:
         said = [hit and it.role != "tool" for hit, it in zip(hits, best, strict=True)]
         st.recall_said = sum(said) / len(said) if said else 0.0
         return sum(hits) / len(hits) if hits else 0.0
+
+    def _asked_before(self, st: BuildState, it: ContextItem) -> bool:
+        """Whether ``it`` is part of what was asked, not evidence: the turn a follow-up took
+        its words from, or an earlier question (:meth:`_bare`)."""
+        return it.id == st.asked_with or self._bare(it)
 
     def _bare(self, it: ContextItem) -> bool:
         """Whether ``it`` is a user's message that only asks (an earlier question: it holds no
