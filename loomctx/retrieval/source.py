@@ -138,7 +138,7 @@ class L2ImportantSource(BaseSource):
             ContextItem(id=r.id, source=self.name, content=r.content, kind="evidence",
                         role=r.role, tier=Tier.P2, priority=r.importance,
                         timestamp=r.timestamp, seq=r.seq,
-                        scores={RAW_RELEVANCE: r.importance} if request.query.strip() else {},
+                        scores={RAW_RELEVANCE: r.importance} if turn else {},
                         metadata={"origin": "memory:L2", "level": r.level,
                                   **({STANDING_KEY: True} if turn else {})})
             for r in records

@@ -350,16 +350,19 @@ class TurnWindow:
         counted. Records whether any of them is this ``session``'s own memory: only then can
         the window hold what is asked (knowledge and other sessions' memory never are)."""
         asked = {it.id for it in st.candidates.get(INPUT_SOURCE, ())}  # the question itself
+
+        def counted(it: ContextItem) -> bool:
+            return it.id not in asked and not it.metadata.get(STANDING_KEY)
+
         best: list[ContextItem] = []
         for name in pool_sources(st.candidates, st.window_start):
             found = st.candidates[name]
-            head = [it for it in found[:top]
-                    if it.id not in asked and not it.metadata.get(STANDING_KEY)]
+            head = [it for it in found[:top] if counted(it)]
             keep = [it for it in head if not self._asked_before(st, it)]
             if len(keep) < len(head):  # what holds no answer gives its place to the next
                 keep += [it for it in found[top:4 * top]
-                         if it.id not in asked and not it.metadata.get(STANDING_KEY)
-                         and not self._asked_before(st, it)][:len(head) - len(keep)]
+                         if counted(it) and not self._asked_before(st, it)
+                         ][:len(head) - len(keep)]
             best += keep
         own = [session is not None and it.metadata.get("session") == session for it in best]
         st.recall_own = any(own)

@@ -120,15 +120,16 @@ _QUESTION = re.compile(
     r"[?？]|^\W*(?:and\s+)?(?:what|when|where|who|which|why|how)\b|吗|呢|什么|哪|谁", re.IGNORECASE)
 _FOLLOW = re.compile(r"(?:^\W*|[,;]\s*)(?:and|what about|how about|also)\b[^,;]*[?？]\s*$",
                      re.IGNORECASE)
+_THINGS = (r"\b(?:it|its|those|these)\b|\b(?:on|about|with|of|for|from|to|in|at|by) that\b"
+           r"|\bthat\W*$")
+"""Words that point at a thing said before ("on that?": "that" as a pronoun only)."""
 _LEANING = re.compile(
-    r"\b(?:he|she|her|him|his|hers|they|them|their|theirs|it|its|those|these|latter"
-    r"|former)\b|\b(?:on|about|with|of|for|from|to|in|at|by) that\b|\bthat\W*$"  # "on that?"
-    r"|他|她|它|那|这", re.IGNORECASE)
+    r"\b(?:he|she|her|him|his|hers|they|them|their|theirs|latter|former)\b|" + _THINGS
+    + r"|他|她|它|那|这", re.IGNORECASE)
 _POINTING = re.compile(  # at a thing or place, not a person; "there" as a place ("earn
     # there"), not "is there", "there are"
-    r"\b(?:it|its|those|these)\b|\b(?:on|about|with|of|for|from|to|in|at|by) that\b|\bthat\W*$"
-    r"|(?<!\bis )(?<!\bare )(?<!\bwas )(?<!\bwere )\bthere\b(?!\s+(?:is|are|was|were|be|been"
-    r"|will|would|'s|’s)\b)", re.IGNORECASE)
+    _THINGS + r"|(?<!\bis )(?<!\bare )(?<!\bwas )(?<!\bwere )\bthere\b(?!\s+(?:is|are|was|were"
+    r"|be|been|will|would|'s|’s)\b)", re.IGNORECASE)
 _PERSON = re.compile(r"\b(?:he|she|him|his|her|hers|they|them|their|theirs)\b", re.IGNORECASE)
 _PAST = re.compile(  # a sentence that points at something said before, by its topic
     r"\b(?:previous|earlier|last|other) (?:conversation|chat|discussion|session|talk|game|time)s?"
@@ -303,11 +304,13 @@ def with_before(need: Need, before: str | Need | None) -> Need:
     # A turn that only names something ("Now, Oregon.") sets up what follows; a short turn
     # that asked or said something else ("Expand it with bullet points") only for what points
     # back at it ("how long did I stay there?").
+    words = said.text.split()
+    named = _naming(words)
     topic = len(_content(said.text)) <= SHORT and (
-        need.refers or (not said.asks and _only_names(said.text)))
+        need.refers or (not said.asks and _only_names(words, named)))
     if not (need.leans or topic):
         return need
-    earlier = _topic(said.text)
+    earlier = _topic(said.text, words, named)
     return need._replace(text=_joined([earlier, need.text])) if earlier else need
 
 
@@ -316,35 +319,36 @@ the a an my our your his her their its this that these those most last first nex
 """.split())  # noqa: SIM905 (a word list reads best as text)
 
 
-def _topic(text: str) -> str:
+def _naming(words: list[str]) -> list[int]:
+    """The indices of the words that name something: a content word outside small talk and
+    words of asking."""
+    return [i for i, w in enumerate(words)
+            if any(t not in _CHATTER_TERMS and t not in _ASKING_TERMS
+                   for t in tokenize(w, drop_stopwords=True))]
+
+
+def _topic(text: str, words: list[str], named: list[int]) -> str:
     """What the words before a follow-up name, when they only name a topic ("Something about
-    my last trip I wanted to ask." → "my last trip"): the words from the first content word to
-    the last, with the determiners before them, without the small talk and words of asking
-    around them, which would pull the follow-up's query towards every message that asks.
-    Words that say more (more than :data:`SHORT` content words, or Chinese) stand whole."""
-    if _HAN.search(text):
+    my last trip I wanted to ask." → "my last trip"): ``words`` (``text`` split) from the first
+    word that names something to the last (``named``, :func:`_naming`), with the determiners
+    before them, without the small talk and words of asking around them, which would pull the
+    follow-up's query towards every message that asks. Words that say more (more than
+    :data:`SHORT` that name something, or Chinese) stand whole."""
+    if _HAN.search(text) or len(named) > SHORT:
         return text
-    words = text.split()
-    content = [i for i, w in enumerate(words)
-               if any(t not in _CHATTER_TERMS and t not in _ASKING_TERMS
-                      for t in tokenize(w, drop_stopwords=True))]
-    if len(content) > SHORT:
-        return text
-    if not content:
+    if not named:
         return ""
-    first = content[0]
+    first = named[0]
     while first > 0 and words[first - 1].lower() in _DETERMINERS:
         first -= 1
-    return " ".join(words[first:content[-1] + 1]).strip(".,;:!?") + "."
+    return " ".join(words[first:named[-1] + 1]).strip(".,;:!?") + "."
 
 
-def _only_names(text: str) -> bool:
-    """Whether every content word of ``text`` is a name or a code ("Oregon", "SaveMart",
-    "SHP-40233"; "Jon: Ah ha ha" and "the evening" are more than names)."""
-    words = [w for w in text.split()
-             if any(t not in _CHATTER_TERMS and t not in _ASKING_TERMS
-                    for t in tokenize(w, drop_stopwords=True))]
-    return bool(words) and all(w[:1].isupper() or _CODE.search(w) for w in words)
+def _only_names(words: list[str], named: list[int]) -> bool:
+    """Whether every word that names something (``named``, :func:`_naming`) is a name or a
+    code ("Oregon", "SaveMart", "SHP-40233"; "Jon: Ah ha ha" and "the evening" are more than
+    names)."""
+    return bool(named) and all(words[i][:1].isupper() or _CODE.search(words[i]) for i in named)
 
 
 def _goes_on(sentence: str, part: str) -> bool:
