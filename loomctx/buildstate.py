@@ -74,6 +74,9 @@ class BuildState:
     """Turn builds: the room of the history window (what it shows is at most this)."""
     recall_reserve: int = 0
     """Turn builds: tokens the window gave up for this turn's evidence."""
+    window_new: bool = False
+    """Turn builds: the window was never placed before at an earlier end of this history (no
+    request sent before shares its prefix, so where it starts costs no cache)."""
     noted: dict[str, ContextItem] = field(default_factory=dict)
     """Turn builds: evidence id → the recall note of an earlier turn that shows it."""
     noted_sources: set[str] = field(default_factory=set)

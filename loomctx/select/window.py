@@ -217,6 +217,8 @@ class TurnWindow:
         # the next turn (that would change the request right after the summary): it appends
         # from where it last started, and what lies before needs no clipping or measuring.
         last = self._last_start(source, gap, items, end)
+        entry = self._starts.get((source, gap))
+        st.window_new = entry is None or entry.seen(end) is None
         items = self._clipped(st, source, items, clip, last)
         if not items:
             st.window_room = room
@@ -403,11 +405,12 @@ class TurnWindow:
     def reserve(self, st: BuildState) -> int:
         """Tokens a wide question may take from the window: ``recall_share`` of the budget,
         scaled by its need, once the conversation has turned to what is out of view, or at
-        once when none of retrieval's best matches is in view and some are the session's own
-        messages. Not when what is out of view is mostly tool output: a tool's result can be
-        had again by calling it, what people said cannot, and a window that yields to a long
-        tool output is a cache miss for every request after it."""
-        at_once = st.recall_need >= 1.0 and st.recall_own  # its own past, all out of view
+        once when some of retrieval's best matches are the session's own messages and none is
+        in view, or the window is new (no request sent before shares its prefix: where it
+        starts costs no cache). Not when what is out of view is mostly tool output: a tool's
+        result can be had again by calling it, what people said cannot, and a window that
+        yields to a long tool output is a cache miss for every request after it."""
+        at_once = (st.recall_need >= 1.0 or st.window_new) and st.recall_own  # its own past
         if not st.recall_wide or (sum(self._asked[1]) < YIELD_AFTER and not at_once):
             return 0
         if st.recall_said < WIDE or self._tools_at_work(st):
