@@ -126,10 +126,15 @@ _THINGS = (r"\b(?:it|its|those|these)\b|\b(?:on|about|with|of|for|from|to|in|at|
 _LEANING = re.compile(
     r"\b(?:he|she|her|him|his|hers|they|them|their|theirs|latter|former)\b|" + _THINGS
     + r"|他|她|它|那|这", re.IGNORECASE)
+_ONE = (  # "which one", "the second one"; "that event" after a question word or preposition
+    r"\b(?:which|that|this|the same|the other|the (?:first|second|third|last|next|latest)) ones?\b"
+    r"|\b(?:what|which|where|when|was|is|were|in|on|at|about|from|with|for|to|of) (?:that|those"
+    r"|these) (?!(?:the|a|an|i|you|we|he|she|they|it|my|your|our|their|is|was|are|were|all)\b)"
+    r"[a-z]")
 _POINTING = re.compile(  # at a thing or place, not a person; "there" as a place ("earn
     # there"), not "is there", "there are"
-    _THINGS + r"|(?<!\bis )(?<!\bare )(?<!\bwas )(?<!\bwere )\bthere\b(?!\s+(?:is|are|was|were"
-    r"|be|been|will|would|'s|’s)\b)", re.IGNORECASE)
+    _THINGS + "|" + _ONE + r"|(?<!\bis )(?<!\bare )(?<!\bwas )(?<!\bwere )\bthere\b"
+    r"(?!\s+(?:is|are|was|were|be|been|will|would|'s|’s)\b)", re.IGNORECASE)
 _PERSON = re.compile(r"\b(?:he|she|him|his|her|hers|they|them|their|theirs)\b", re.IGNORECASE)
 _PAST = re.compile(  # a sentence that points at something said before, by its topic
     r"\b(?:previous|earlier|last|other) (?:conversation|chat|discussion|session|talk|game|time)s?"

@@ -178,6 +178,27 @@ def test_a_turn_that_only_names_something_sets_up_the_question_after_it() -> Non
     assert with_before(asked, "Expand it a little more with some bullet points") == asked
 
 
+@pytest.mark.parametrize(("before", "message", "topic"), [
+    ("Now, gardening-related.", "what that activity did I do two weeks ago?", "gardening-related."),
+    ("About book.", "remind me, which one did I finish a week ago?", "book."),
+    ("The Hamburg pickups.", "and the second one?", "The Hamburg pickups."),
+])
+def test_that_thing_and_which_one_point_back(before: str, message: str, topic: str) -> None:
+    follow_up = need_of(message)
+    assert follow_up.refers
+    assert with_before(follow_up, before).text.startswith(topic)
+
+
+@pytest.mark.parametrize("message", [
+    "I mentioned that I ran the Lyon marathon. Where was the start?",
+    "When did I say that the pickup moved?",
+    "Is that the place you meant for the Hamburg pickup?",
+    "Which of my trips was the longest one?",
+])
+def test_that_before_a_clause_or_an_article_does_not_point(message: str) -> None:
+    assert not need_of(message).refers
+
+
 def test_is_there_and_person_pronouns_do_not_point() -> None:
     assert not need_of("is there a pickup on Tuesday for the Hamburg depot?").refers
     assert not need_of("What did Caroline do with her painting?").refers
