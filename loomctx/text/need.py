@@ -171,6 +171,10 @@ _ASKS = re.compile(
     r"|\b(?:i|we)\s+(?:really\s+|also\s+|still\s+)?(?:need|want|would like|'d like)\s+(?:the|our"
     r"|my|your|his|her|their|a|an|some|all|any|to know|to see|to check|to find)\b"
     r"|\b(?:what|when|where|who|which|how|whether)\s+to\s+\w"  # "what to tell the customer"
+    r"|\b(?:is|are|was|were|has|have|had|won|in|on|at|for|from|by|under|since|until|during|of"
+    r"|with)\s+(?:what|which|whose|how many|how much)\s+(?!(?:is|are|was|were|i|you|we|he|she"
+    r"|they|it|the|a|an|my|your|our|his|her|their|its|this|that|these|those)\b)\w"
+    # asked in place: "she moved to Lyon in what year" (not "here is what my app exported")
     r"|什么|哪|谁|几|多少|吗|呢|怎么|为什么|为何|是否|有没有|是不是|告诉|提醒|想知道|查|问|记得",
     re.IGNORECASE)
 
@@ -237,10 +241,12 @@ def need_of(message: str) -> Need:
         return Need("", False)
     kept: list[tuple[str, bool, int, bool]] = []
     framing: list[bool] = []  # per kept sentence: it only frames what another one asks
+    asked = False  # the sentence before was a request frame alone ("Check for me:")
     for sentence in sentences:
         text, framed = _unframed(sentence)
         content = _content(text)
-        asks = _asking(sentence, text, framed)
+        asks = _asking(sentence, text, framed) or asked
+        asked = framed and not content
         if content or (_QUESTION.search(sentence) and _LEANING.search(text)) \
                 or _FOLLOW.search(sentence):  # "What about her?", "And the week?"
             topic = _POINTER.sub("", text)  # what the pointer at the past is about

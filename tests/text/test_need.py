@@ -202,3 +202,23 @@ def test_that_before_a_clause_or_an_article_does_not_point(message: str) -> None
 def test_is_there_and_person_pronouns_do_not_point() -> None:
     assert not need_of("is there a pickup on Tuesday for the Hamburg depot?").refers
     assert not need_of("What did Caroline do with her painting?").refers
+
+
+@pytest.mark.parametrize("message", [
+    "I need to know: The gate code for the Hamburg depot.",
+    "Check for me: The carrier that took the Lyon pallets.",
+    "查一下这个：the gate code for the Hamburg depot",
+])
+def test_a_request_frame_alone_makes_what_follows_ask(message: str) -> None:
+    need = need_of(message)
+    assert need.asks and need.text.lower().startswith("the ")
+
+
+@pytest.mark.parametrize(("message", "asks"), [
+    ("Melanie moved to Lyon in what year", True),
+    ("The Argentine record holder has won how many tournaments", True),
+    ("Here is what my calendar app exported: three meetings.", False),
+    ("The pallets went with the carrier.", False),
+])
+def test_a_question_asked_in_place_asks(message: str, asks: bool) -> None:
+    assert need_of(message).asks is asks
