@@ -362,9 +362,10 @@ class ContextBuilder:
 
     def _in_view(self, source: str, items: Sequence[ContextItem], st: BuildState) -> bool:
         """Whether this turn's window will show the whole history, uncut: it has never started
-        later than the first message, and the history is at most half the budget with no
-        message near the size the window clips to. Recall of the session's own messages then
-        finds only what is in view, and its source may skip it (``context["history_in_view"]``)."""
+        later than the first message, the history fits the window's room at the latest turn
+        built at this budget (half the budget before any was) and no message is near the size
+        the window clips to. Recall of the session's own messages then finds only what is in
+        view, and its source may skip it (``context["history_in_view"]``)."""
         if any(key[0] == source and at > 0
                for key, (_, at) in self.window.starts(history_end(items))):
             return False
@@ -379,7 +380,8 @@ class ContextBuilder:
             biggest = max(biggest, c)
         if items:
             self._history_size[source] = (len(items), items[-1], size, biggest)
-        return size <= total // 2 and biggest <= total // 8
+        return size <= self.window.nominal.get(total, total // 2) and \
+            biggest <= total // 8
 
     def _sections(self, st: BuildState) -> frozenset[str]:
         """The layout sections this build may fill (their framing is reserved up front)."""

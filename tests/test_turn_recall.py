@@ -222,6 +222,33 @@ def test_a_turn_that_shows_the_whole_session_skips_recall_of_it(monkeypatch):
     assert any(row.source == "L4_semantic" for row in r.report.items)
 
 
+def test_a_history_over_half_the_budget_that_the_window_still_shows_skips_recall(monkeypatch):
+    """Once a turn at a budget has measured the window's room, a history that fits it is in
+    view whole, however much of the budget it takes: recall of it is skipped too."""
+    from loomctx.retrieval.source import UnifiedRetrievalSource
+
+    searched: list[str] = []
+    real = UnifiedRetrievalSource._adjacent
+
+    def spy(self, matches):
+        searched.append("recall")
+        return real(self, matches)
+
+    monkeypatch.setattr(UnifiedRetrievalSource, "_adjacent", spy)
+    s = Session(embedder=HashingEmbedder(dim=256), clock=lambda: 1_700_000_000.0)
+    s.add_message_sync("user", "What did we decide about the Hamburg pickups?")
+    s.build_sync(max_tokens=4000)  # the window's room at this budget is now known
+    for i in range(40):  # ~2,400 tokens: over half the budget, within the window's room
+        s.add_message_sync("user", f"Hamburg depot note {i}: " + "pallets moved to dock " * 10)
+        s.add_message_sync("assistant", f"Noted {i}.")
+    s.add_message_sync("user", "Which dock did the Hamburg pallets move to?")
+    r = s.build_sync(max_tokens=4000)
+    history = sum(row.tokens or 0 for row in r.report.items if row.source == "L1_recent")
+    assert history > 2000 and r.tokens <= 4000
+    assert all(row.included for row in r.report.items if row.source == "L1_recent")
+    assert searched == []
+
+
 def _example_turn(last: str, budget: int = 1500):
     """The bundled example conversation with its last user message said as ``last``, built as
     `loomctx build --example` builds it."""

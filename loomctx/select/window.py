@@ -181,6 +181,10 @@ class TurnWindow:
         self.needs: dict[str, tuple[str, Need]] = {}
         """User message id → its text and what it needs (:func:`take_input`)."""
         self._bares: dict[str, bool] = {}
+        self.nominal: dict[int, int] = {}
+        """Budget → the room of the window and its input at the latest turn built at it (it
+        depends on the budget and the stable parts only): what a history may take and still
+        be shown whole."""
         """Short user messages → whether each only asks (:meth:`_bare`)."""
 
     def room(self, st: BuildState, stable: int) -> tuple[int, int, int]:
@@ -194,6 +198,7 @@ class TurnWindow:
         inputs = sum(self.measure(it) for its in st.candidates.values() for it in its
                      if it.kind == "input")
         nominal = st.available - (stable - inputs) - volatile - summary
+        self.nominal[st.allocation.total] = nominal
         gap = max(64, int((1.0 - opts.low_water) * nominal) // 64 * 64)
         clip = max(opts.min_fragment, nominal // 4 // 64 * 64)
         return max(0, nominal - inputs), gap, clip
