@@ -181,11 +181,11 @@ class TurnWindow:
         self.needs: dict[str, tuple[str, Need]] = {}
         """User message id → its text and what it needs (:func:`take_input`)."""
         self._bares: dict[str, bool] = {}
+        """Short user messages → whether each only asks (:meth:`_bare`)."""
         self.nominal: dict[int, int] = {}
         """Budget → the room of the window and its input at the latest turn built at it (it
         depends on the budget and the stable parts only): what a history may take and still
         be shown whole."""
-        """Short user messages → whether each only asks (:meth:`_bare`)."""
 
     def room(self, st: BuildState, stable: int) -> tuple[int, int, int]:
         """Room for the window, the compaction gap, and the size one message is clipped to.
