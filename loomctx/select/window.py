@@ -198,6 +198,8 @@ class TurnWindow:
         inputs = sum(self.measure(it) for its in st.candidates.values() for it in its
                      if it.kind == "input")
         nominal = st.available - (stable - inputs) - volatile - summary
+        if len(self.nominal) >= 64 and st.allocation.total not in self.nominal:
+            self.nominal.pop(next(iter(self.nominal)))  # budgets change rarely
         self.nominal[st.allocation.total] = nominal
         gap = max(64, int((1.0 - opts.low_water) * nominal) // 64 * 64)
         clip = max(opts.min_fragment, nominal // 4 // 64 * 64)
