@@ -51,3 +51,24 @@ def test_wait_healthy_returns_once_a_child_server_answers_and_fails_when_it_dies
     dead = subprocess.Popen([sys.executable, "-c", "raise SystemExit(3)"])
     with pytest.raises(ServerError, match="exited with 3"):
         wait_healthy(f"http://127.0.0.1:{free_port()}/", dead, timeout=30)
+
+
+def test_the_fake_server_is_silent_when_a_client_resets_its_connection(capfd) -> None:
+    """A client that resets its connection mid-request (how a client that got its error often
+    ends) leaves no traceback on stderr: a test that reads stderr sees only its own output."""
+    import socket
+    import struct
+    import time
+
+    from loomctx.testing import FakeModelServer
+
+    with FakeModelServer() as server:
+        host, port = server.url.split("//")[1].split("/")[0].split(":")
+        for _ in range(3):
+            s = socket.create_connection((host, int(port)))
+            s.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n"
+                      b"Content-Length: 1000\r\n\r\n{\"model\"")
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            s.close()  # a reset: the server's read of the rest of the body fails
+        time.sleep(0.5)  # the handler threads see the reset
+    assert "Exception occurred" not in capfd.readouterr().err

@@ -17,6 +17,7 @@ Endpoints: ``POST /v1/chat/completions`` (OpenAI; also ``/chat/completions``) an
 from __future__ import annotations
 
 import json
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -133,6 +134,13 @@ class _Server(ThreadingHTTPServer):
     request_queue_size = 128
     """The listen backlog (socketserver's default is 5): many clients connecting at once
     wait for their turn, as on a real API, instead of a dropped SYN's 1 s retry."""
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """Silent when the client went away (a reset or closed connection is how clients end,
+        and a test reading stderr must not see a traceback for it); anything else is printed."""
+        if isinstance(sys.exc_info()[1], ConnectionError):
+            return
+        super().handle_error(request, client_address)
 
 
 def _handler(server: FakeModelServer) -> type[BaseHTTPRequestHandler]:
