@@ -58,6 +58,7 @@ def test_the_fake_server_is_silent_when_a_client_resets_its_connection(capfd) ->
     ends) leaves no traceback on stderr: a test that reads stderr sees only its own output."""
     import socket
     import struct
+    import threading
     import time
 
     from loomctx.testing import FakeModelServer
@@ -70,5 +71,13 @@ def test_the_fake_server_is_silent_when_a_client_resets_its_connection(capfd) ->
                       b"Content-Length: 1000\r\n\r\n{\"model\"")
             s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
             s.close()  # a reset: the server's read of the rest of the body fails
-        time.sleep(0.5)  # the handler threads see the reset
+        # one more request, answered: the server accepted (and gave a thread to) every reset
+        # connection before it, as it accepts in order
+        with socket.create_connection((host, int(port))) as s:
+            s.sendall(b"GET /v1/models HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            assert s.recv(64).startswith(b"HTTP/1.")
+        deadline = time.monotonic() + 10
+        while any("process_request" in t.name for t in threading.enumerate()):
+            assert time.monotonic() < deadline, "the handler threads never saw the reset"
+            time.sleep(0.01)
     assert "Exception occurred" not in capfd.readouterr().err

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from itertools import islice
 from typing import Protocol
 
 from loomctx.buildstate import BuildState
@@ -223,9 +224,9 @@ class TurnWindow:
         # A window that yielded room to a turn's evidence does not grow back at its front on
         # the next turn (that would change the request right after the summary): it appends
         # from where it last started, and what lies before needs no clipping or measuring.
-        last = self._last_start(source, gap, items, end)
-        entry = self._starts.get((source, gap))
-        st.window_new = entry is None or entry.seen(end) is None
+        seen = self._last_start(source, gap, items, end)
+        st.window_new = seen is None
+        last = seen or 0
         items = self._clipped(st, source, items, clip, last)
         if not items:
             st.window_room = room
@@ -246,13 +247,14 @@ class TurnWindow:
                             [prefix[i + 1] - prefix[i] for i in range(start, len(items))])
 
     def _last_start(self, source: str, gap: int, items: Sequence[ContextItem],
-                    end: tuple[str, int] | None) -> int:
-        """The index of the message the window last started at (0 when it never did), before
-        the history reached ``end``: a build again at the same end starts where the first did."""
+                    end: tuple[str, int] | None) -> int | None:
+        """The index of the message the window last started at before the history reached
+        ``end`` (None when it was never placed: a new window), so a build again at the same end
+        starts where the first did."""
         entry = self._starts.get((source, gap))
         last = None if entry is None else entry.seen(end)
         if last is None:
-            return 0
+            return None
         first, hint = last
         if hint < len(items) and items[hint].id == first:
             return hint
@@ -366,13 +368,10 @@ class TurnWindow:
         best: list[ContextItem] = []
         for name in pool_sources(st.candidates, st.window_start):
             found = st.candidates[name]
-            head = [it for it in found[:top] if counted(it)]
-            keep = [it for it in head if not self._asked_before(st, it)]
-            if len(keep) < len(head):  # what holds no answer gives its place to the next
-                keep += [it for it in found[top:4 * top]
-                         if counted(it) and not self._asked_before(st, it)
-                         ][:len(head) - len(keep)]
-            best += keep
+            # as many as the best ``top`` count, what holds no answer giving its place to the next
+            best += islice((it for it in found[:4 * top]
+                            if counted(it) and not self._asked_before(st, it)),
+                           sum(map(counted, found[:top])))
         own = [session is not None and it.metadata.get("session") == session for it in best]
         st.recall_own = any(own)
         hits = [it.id not in shown for it in best]
