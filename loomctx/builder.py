@@ -60,7 +60,7 @@ from loomctx.sources.protocol import (
     declared_share,
     makes_fresh,
 )
-from loomctx.text.need import Need, need_of, with_before
+from loomctx.text.need import Need, need_of, points_back, with_before
 from loomctx.tokens.registry import counter_for_model
 
 FORMATS = formats()
@@ -347,7 +347,7 @@ class ContextBuilder:
             ctx = {**ctx, "history": items}
             if not st.turn and _asked_last(items, asked):
                 st.turn = True  # build(question) after adding it: show it once, as a turn
-            elif not st.turn and need.leans:  # a follow-up's question leans on the last turn
+            elif not st.turn and points_back(need):  # a follow-up: it needs the last turn
                 st.question = with_before(need, next(
                     (it.content for it in reversed(items[-64:]) if it.role == "user"), None)).text
             if st.turn:

@@ -222,6 +222,17 @@ def test_a_turn_that_shows_the_whole_session_skips_recall_of_it(monkeypatch):
     assert any(row.source == "L4_semantic" for row in r.report.items)
 
 
+def test_a_question_build_that_points_back_takes_the_topic_of_the_turn_before():
+    s = _session()
+    s.add_message_sync("user", "Now, the oak crate.")
+    r = s.build_sync("remind me, which dock and which gate did we put it behind last week?",
+                     max_tokens=2000)
+    # "it" is the oak crate: its fact is the best match although the question never names it
+    rows = [x for x in r.report.items if x.source == "L4_semantic" and x.score is not None]
+    assert max(rows, key=lambda x: x.score).id == "f13"
+    assert "gate 113" in _texts(r.payload) and r.tokens <= 2000
+
+
 def test_a_history_over_half_the_budget_that_the_window_still_shows_skips_recall(monkeypatch):
     """Once a turn at a budget has measured the window's room, a history that fits it is in
     view whole, however much of the budget it takes: recall of it is skipped too."""

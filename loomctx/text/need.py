@@ -302,6 +302,14 @@ def is_bare_question(message: str) -> bool:
     return len(parts) == 1 and need_of(message).asks
 
 
+def points_back(need: Need) -> bool:
+    """Whether a caller's query (``build(question)``) means something only with the user's
+    turn before it: it leans on it ("what did she research?"), or it points back at a thing or
+    place and names no one and nothing of its own ("which one did I finish a week ago?"; not
+    "How does Jon use the clipboard with a notepad attached to it?", whose "it" is its own)."""
+    return need.leans or (need.refers and not _names(need.text))
+
+
 def with_before(need: Need, before: str | Need | None) -> Need:
     """``need``, preceded by the need of the user's message ``before`` it when it leans on it
     (a follow-up split over two turns: "I have a question about Caroline." / "what did she
@@ -396,4 +404,4 @@ def _joined(parts: Iterable[str]) -> str:
 
 
 __all__ = ["ASKING", "BARE", "CHATTER", "LEANS", "MAX_WORDS", "PERSON_WORDS", "SHORT", "Need",
-           "is_bare_question", "need_of", "need_text", "with_before"]
+           "is_bare_question", "need_of", "need_text", "points_back", "with_before"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from loomctx.text.need import MAX_WORDS, need_of, need_text, with_before
+from loomctx.text.need import MAX_WORDS, need_of, need_text, points_back, with_before
 
 
 @pytest.mark.parametrize("message, need", [
@@ -222,3 +222,17 @@ def test_a_request_frame_alone_makes_what_follows_ask(message: str) -> None:
 ])
 def test_a_question_asked_in_place_asks(message: str, asks: bool) -> None:
     assert need_of(message).asks is asks
+
+
+@pytest.mark.parametrize(("message", "back"), [
+    ("what did she research?", True),  # leans: it names nothing
+    ("remind me, which dock and which gate did we put it behind last week?", True),
+    ("how many bikes did I service or plan to service in that?", True),
+    # its pointer is its own: it names who and what it is about
+    ("How does Jon use the clipboard with a notepad attached to it?", False),
+    ("What did Evan share a photo of that was taken on a camping trip?", False),
+    ("What did Caroline research?", False),
+])
+def test_a_query_points_back_only_when_it_names_nothing_of_its_own(message: str, back: bool
+                                                                   ) -> None:
+    assert points_back(need_of(message)) is back
