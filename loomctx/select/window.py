@@ -436,10 +436,10 @@ class TurnWindow:
              ) -> tuple[frozenset[str], int]:
         """Sources whose content changes every turn (evidence, state) and the tokens they may
         take together: ``volatile_share`` of the budget, or for a question its need times the
-        room ``left`` for it (the window's room it does not fill, or all the room when the
-        window yielded), or the shares such sources declare themselves when those are larger
-        (an explicit choice of the caller), stretched to hold the single best unit when it is
-        at most three times that. While tools are at work, the need counts only what is out of
+        room ``left`` for it (the window's room it does not fill), or all the room left when
+        the window yielded (the yield was scaled by need), or the shares such sources declare
+        themselves when those are larger (an explicit choice of the caller), stretched to hold
+        the single best unit when it is at most three times that. While tools are at work, the need counts only what is out of
         view beyond the session's own messages: evidence at a request's end is re-sent on every
         tool step, and the agent's working state is in its window and its tools."""
         pool = pool_sources(candidates, st.window_start)
@@ -447,7 +447,9 @@ class TurnWindow:
         cap = int(max(self.options.volatile_share, min(own, 1.0)) * st.available)
         if st.asks:
             need = st.recall_beyond if self._tools_at_work(st) else st.recall_need
-            cap = max(cap, st.recall_reserve, int(need * max(0, left)))
+            # a window that yielded did so by need already: what is left is the evidence's
+            room = max(0, left) if st.recall_reserve else int(need * max(0, left))
+            cap = max(cap, st.recall_reserve, room)
         heads = [q[0] for name, q in ordered.items() if name in pool and q]
         if heads:
             best = max(heads, key=lambda u: u.score)
