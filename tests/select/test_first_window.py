@@ -3,7 +3,8 @@
 A session loaded with a long past (an agent resuming a conversation) has sent no request whose
 prefix the window must keep: its first turn build may start the window wherever the question's
 evidence needs, even when a few of retrieval's best matches are in view. Once a request was
-sent, the same question yields only as the conversation turns to what is out of view.
+sent, the same question yields only as the conversation turns to what is out of view. The room
+a window gives up is the evidence's, all of it.
 """
 
 from __future__ import annotations
@@ -47,3 +48,15 @@ def test_the_first_window_yields_to_a_wide_question(depot_past: Callable[[int], 
     warm.add_message_sync("assistant", "Closing: " + "see you in spring " * 20)
     warm.add_message_sync("user", QUESTION)
     assert _evidence(warm)[0] <= 1.5 * share  # one wide question does not move the window
+
+
+def test_the_evidence_of_a_window_that_yielded_takes_all_the_room_left(
+        depot_past: Callable[[int], Session]) -> None:
+    s = _loaded(depot_past)
+    s.add_message_sync("user", QUESTION)
+    r = s.build_sync(max_tokens=BUDGET)
+    left_out = [it for it in r.report.items
+                if it.kind == "evidence" and not it.included and it.reason == "budget"]
+    assert left_out  # more evidence than room ...
+    # ... and the room the window gave up is spent on it, not kept back by need a second time
+    assert BUDGET - r.tokens < BuildOptions().volatile_share * BUDGET
