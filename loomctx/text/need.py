@@ -136,6 +136,10 @@ _POINTING = re.compile(  # at a thing or place, not a person; "there" as a place
     _THINGS + "|" + _ONE + r"|(?<!\bis )(?<!\bare )(?<!\bwas )(?<!\bwere )\bthere\b"
     r"(?!\s+(?:is|are|was|were|be|been|will|would|'s|’s)\b)", re.IGNORECASE)
 _PERSON = re.compile(r"\b(?:he|she|him|his|her|hers|they|them|their|theirs)\b", re.IGNORECASE)
+_OWN_PAST = re.compile(r"\b(?:did|have|had|was|were)\s+(?:i|we)\b|\b(?:i|we)\s+(?:did|went|had|was"
+                       r"|were)\b", re.IGNORECASE)
+"""The asker's own past ("what did I do this morning?", "when did we last go out in the
+evening?"): a question about it is no small talk, whatever words it uses."""
 _PAST = re.compile(  # a sentence that points at something said before, by its topic
     r"\b(?:previous|earlier|last|other) (?:conversation|chat|discussion|session|talk|game|time)s?"
     r"\b.*\b(?:about|on|regarding|where)\b|\b(?:i|you) (?:told|mentioned|said|shared|gave"
@@ -247,7 +251,8 @@ def need_of(message: str) -> Need:
         content = _content(text)
         asks = _asking(sentence, text, framed) or asked
         asked = framed and not content
-        if content or (_QUESTION.search(sentence) and _LEANING.search(text)) \
+        if content or (_QUESTION.search(sentence) and (
+                _LEANING.search(text) or _OWN_PAST.search(text))) \
                 or _FOLLOW.search(sentence):  # "What about her?", "And the week?"
             topic = _POINTER.sub("", text)  # what the pointer at the past is about
             kept.append((topic or text, asks, len(content), _names(text)))

@@ -33,6 +33,18 @@ def test_small_talk_alone_needs_nothing(message: str) -> None:
     assert need_of(message)[:2] == ("", False)
 
 
+@pytest.mark.parametrize(("message", "need"), [
+    ("What did I do this morning?", "What did I do this morning?"),
+    ("Hi! How was your weekend? When did we last go out in the evening?",
+     "When did we last go out in the evening?"),
+])
+def test_a_question_about_the_askers_own_past_is_no_small_talk(message: str, need: str
+                                                                ) -> None:
+    # its words are those of small talk ("morning", "evening"), but it asks about the past
+    assert need_of(message)[:2] == (need, True)
+    assert need_of("How was your weekend?")[:2] == ("", False)  # about the listener: small talk
+
+
 def test_what_asks_with_one_word_leans_on_the_sentence_before_it() -> None:
     need = need_of("I have a question about Caroline's support group. What did she research?")
     assert "support group" in need.text and "research" in need.text and need.asks
