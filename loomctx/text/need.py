@@ -159,8 +159,10 @@ _ABBREVIATION = re.compile(r"(?:\b(?:dr|mr|mrs|ms|st|mt|jr|sr|vs|etc|e\.g|i\.e|n
                            re.IGNORECASE)
 _ASKS = re.compile(
     r"[?？]|^\W*(?:(?:and|so|but|ok|okay|also|then|now)\W+)?(?:according to [^,]{1,40},\s*)?"
-    r"(?:(?:in|on|at|for|from|to|with|by|around|during|since|of|about|after|before|between)\s+)?"
-    r"(?:what|when|where|who|whom|whose|which|why|how)\b"  # a question ("In what ways …");
+    r"(?:(?:in|on|at|for|from|to|with|by|around|during|since|of|about|after|before|between"
+    r"|over|under|through|within|across|among|into|against|towards?|beyond|until|upon"
+    r"|throughout|per|via)\s+)?"
+    r"(?:what|when|where|who|whom|whose|which|why|how)\b"  # a question ("Over how many …");
     # one inside a sentence is asked by a verb of knowing:
     r"|\b(?:know|tell|remind|recall|remember|sure|wonder|wondering|ask|asking|out|check|confirm"
     r"|idea|hear|forget|forgot|forgotten|unsure|clue)\b(?:\W+\w+){0,2}?\W+(?:what|when|where"

@@ -105,6 +105,7 @@ def test_a_chinese_question_after_an_english_name_still_asks() -> None:
 @pytest.mark.parametrize("message", [
     "Anyway, what career path has Caroline decided to pursue. Thanks.",
     "In what ways is Caroline participating in the LGBTQ community",
+    "Over how many centuries were the Giza pyramids built",
     "According to Gina, what makes Jon a perfect mentor",
     "I was wondering, what was the move you made after Kg2",
     "Suggest some activities that I can do in the evening.",
