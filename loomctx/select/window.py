@@ -441,9 +441,10 @@ class TurnWindow:
         room ``left`` for it (the window's room it does not fill), or all the room left when
         the window yielded (the yield was scaled by need), or the shares such sources declare
         themselves when those are larger (an explicit choice of the caller), stretched to hold
-        the single best unit when it is at most three times that. While tools are at work, the need counts only what is out of
-        view beyond the session's own messages: evidence at a request's end is re-sent on every
-        tool step, and the agent's working state is in its window and its tools."""
+        the single best unit when it is at most three times that. While tools are at work, the
+        need counts only what is out of view beyond the session's own messages: evidence at a
+        request's end is re-sent on every tool step, and the agent's working state is in its
+        window and its tools."""
         pool = pool_sources(candidates, st.window_start)
         own = sum(v for k, v in (declared or {}).items() if k in pool)
         cap = int(max(self.options.volatile_share, min(own, 1.0)) * st.available)
