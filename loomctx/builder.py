@@ -488,6 +488,7 @@ class ContextBuilder:
                         - int(opts.volatile_share * st.available) - self._note_frame())
             pool, pool_limit = self.window.pool(st, st.candidates, ordered, self._declared,
                                                 left)
+            self.window.spread(st, ordered, pool, pool_limit)
         spill = getattr(self.renderer, "spill", 1)  # >1: the renderer cuts by section after
         result = pack(
             ordered, allocation=st.allocation, available=max(0, st.available - spent) * spill,

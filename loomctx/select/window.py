@@ -460,6 +460,22 @@ class TurnWindow:
                 cap = best.cost
         return pool, cap
 
+    @staticmethod
+    def spread(st: BuildState, ordered: dict[str, list[Unit]], pool: frozenset[str],
+               cap: int) -> None:
+        """Once the window yielded, its room holds what retrieval found, not one long text: no
+        unit but the best takes more than half of the ``cap`` (a pasted text of 3,286 tokens,
+        ninth by score, took the room of twenty matches, the answer among them). Those left
+        out are reported as ``budget``."""
+        if not st.recall_reserve or cap <= 0:
+            return
+        best = max((q[0].score for name, q in ordered.items() if name in pool and q),
+                   default=0.0)
+        for name in pool:
+            queue = ordered.get(name)
+            if queue:
+                ordered[name] = [u for u in queue if u.cost <= cap // 2 or u.score >= best]
+
     async def summary(self, st: BuildState, summarizer: Summarizer) -> None:
         """The summary of what lies before the window (one block, same until the next step)."""
         for name, start in st.window_start.items():

@@ -60,3 +60,25 @@ def test_the_evidence_of_a_window_that_yielded_takes_all_the_room_left(
     assert left_out  # more evidence than room ...
     # ... and the room the window gave up is spent on it, not kept back by need a second time
     assert BUDGET - r.tokens < BuildOptions().volatile_share * BUDGET
+
+
+def test_a_long_text_that_is_not_the_best_match_does_not_take_the_room_of_many(
+        depot_past: Callable[[int], Session]) -> None:
+    s = depot_past(80)
+    s.add_message_sync("user", "Pasting the yard handbook for reference: " + " ".join(
+        f"Section {i}: forklift tyre pressure and battery charging rule {i} at the Bremen yard."
+        + (" The Hamburg depot pickups of pallet batches follow it too." if i % 10 == 0 else "")
+        for i in range(420)))  # ~8,000 tokens that mention the depot now and then
+    s.add_message_sync("assistant", "Noted the handbook.")
+    for i in range(60):
+        depot = ": what we decided about the Hamburg depot pickups" if i % 30 == 0 else ""
+        s.add_message_sync("user", f"Draft the Lyon newsletter section {i}{depot}.")
+        s.add_message_sync("assistant", f"Section {i}: " + "spring catalogue colours " * 80)
+    s.add_message_sync("user", QUESTION)
+    r = s.build_sync(max_tokens=BUDGET)
+    evidence = [it for it in r.report.items if it.kind == "evidence"]
+    handbook = next(it for it in evidence if (it.tokens or 0) > BUDGET // 3)
+    best = max(evidence, key=lambda it: it.score or 0.0)
+    assert handbook is not best and not handbook.included and handbook.reason == "budget"
+    # its room went to the depot notes that match better
+    assert BUDGET - r.tokens < BuildOptions().volatile_share * BUDGET
