@@ -317,36 +317,6 @@ def test_a_fact_to_remember_reaches_every_later_turn():
     assert row.included
 
 
-def _tasks() -> Session:
-    s = Session(embedder=HashingEmbedder(dim=1024), clock=lambda: 1_700_000_000.0,
-                model="gpt-4o")
-    s.add_message_sync("user", "Remember: our usual order is 40 pallets of oat milk for the "
-                               "Hamburg depot, and my home address is Rue Garibaldi 12, Lyon.")
-    s.add_message_sync("assistant", "Noted: usual order and home address.")
-    for i in range(120):  # self-contained tasks, many alike
-        s.add_message_sync("user", f"Compute ({i}.5 * 36) / 3, rounded to cents")
-        s.add_message_sync("assistant", f"({i}.5 * 36) / 3 = {(i + 0.5) * 12:.2f}")
-    return s
-
-
-def test_a_self_contained_task_spends_nothing_on_evidence():
-    s = _tasks()
-    s.add_message_sync("user", "Compute (999.5 * 36) / 3, rounded to cents")
-    r = s.build_sync(max_tokens=2000)
-    # earlier sums resemble it, but it refers to none of them: no room, no cache cost
-    assert not any(x.included for x in r.report.items if x.source == "L4_semantic")
-    assert "Rue Garibaldi 12" in _texts(r.payload)  # what the user asked to keep still comes
-
-
-@pytest.mark.parametrize("statement", ["Use my usual order for the depot.",
-                                       "Send the invoice to the home address I gave you."])
-def test_a_statement_that_refers_back_gets_its_evidence(statement):
-    s = _tasks()
-    s.add_message_sync("user", statement)
-    r = s.build_sync(max_tokens=2000)
-    assert "Rue Garibaldi 12" in _texts(r.payload) and r.tokens <= 2000
-
-
 def test_small_talk_spends_nothing_on_evidence():
     s = _session()
     s.add_message_sync("user", "Thanks, that's great, have a nice day!")

@@ -25,7 +25,7 @@ from loomctx.items import ContextItem, Tier
 from loomctx.retrieval.source import STANDING_KEY
 from loomctx.select.packer import Unit
 from loomctx.select.rank import per_build, window_items
-from loomctx.text.need import BARE, Need, is_bare_question, need_of, refers, with_before
+from loomctx.text.need import BARE, Need, is_bare_question, need_of, with_before
 from loomctx.tokens.protocol import TokenCounter
 
 STABLE_KINDS = frozenset({"system", "tool", "skill", "input"})
@@ -90,9 +90,7 @@ def take_input(st: BuildState, history: str,
     need = with_before(alone, _need(said[1], needs) if len(said) > 1 else None)
     if need.text != alone.text:
         st.asked_with = said[1].id
-    # a statement that refers to nothing (a self-contained task) needs nothing out of view
-    st.question = need.text if refers(need) else ""
-    st.asks, st.message = need.asks, said[0].content if said else ""
+    st.question, st.asks, st.message = need.text, need.asks, said[0].content if said else ""
     st.candidates[history] = items
 
 

@@ -309,23 +309,6 @@ def is_bare_question(message: str) -> bool:
     return len(parts) == 1 and need_of(message).asks
 
 
-_BACK = re.compile(r"\b(?:usual|same|last time|as before|again)\b|老样子|一样|上次|之前",
-                   re.IGNORECASE)
-"""A statement's words for what was said or done before ("Use my usual order", "Book the same
-hotel as last time")."""
-
-
-def refers(need: Need) -> bool:
-    """Whether a message may need what is out of view: it asks, or it names something (a name,
-    a code, the conversation's past: "Send it to the address I gave you") or points back at it
-    ("it", "there", "the same", "my usual"). A self-contained task ("Compute (301.6 * 36) / 3",
-    "Turn this CSV into JSON: …") refers to nothing: what resembles it earlier is not its
-    evidence."""
-    t = need.text
-    return need.asks or bool(t and (_names(t) or _LEANING.search(t) or _POINTING.search(t)
-                                    or _BACK.search(t)))
-
-
 def points_back(need: Need) -> bool:
     """Whether a caller's query (``build(question)``) means something only with the user's
     turn before it: it leans on it ("what did she research?"), or it points back at a thing or
@@ -428,4 +411,4 @@ def _joined(parts: Iterable[str]) -> str:
 
 
 __all__ = ["ASKING", "BARE", "CHATTER", "LEANS", "MAX_WORDS", "PERSON_WORDS", "SHORT", "Need",
-           "is_bare_question", "need_of", "need_text", "points_back", "refers", "with_before"]
+           "is_bare_question", "need_of", "need_text", "points_back", "with_before"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from loomctx.text.need import MAX_WORDS, need_of, need_text, points_back, refers, with_before
+from loomctx.text.need import MAX_WORDS, need_of, need_text, points_back, with_before
 
 
 @pytest.mark.parametrize("message, need", [
@@ -249,17 +249,3 @@ def test_a_question_asked_in_place_asks(message: str, asks: bool) -> None:
 def test_a_query_points_back_only_when_it_names_nothing_of_its_own(message: str, back: bool
                                                                    ) -> None:
     assert points_back(need_of(message)) is back
-
-
-@pytest.mark.parametrize(("message", "back"), [
-    ("Send it to the address I gave you.", True),
-    ("Book the same hotel as last time.", True),
-    ("Use my usual order.", True),
-    ("The Lyon customer called about SHP-40233.", True),  # names what may be out of view
-    ("What is 3265 kg in lb?", True),  # asks
-    ("Compute (301.6 * 36) / 3", False),  # a task complete in itself
-    ("keep answers short today, we are busy.", False),
-])
-def test_a_statement_refers_to_the_past_only_by_a_name_or_a_pointer(message: str, back: bool
-                                                                     ) -> None:
-    assert refers(need_of(message)) is back
