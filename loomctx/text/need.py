@@ -158,11 +158,13 @@ _PRONOUNS = frozenset({"I", "I'm", "I've", "I'd", "I'll", "OK", "Ok"})
 _ABBREVIATION = re.compile(r"(?:\b(?:dr|mr|mrs|ms|st|mt|jr|sr|vs|etc|e\.g|i\.e|no)|\b[A-Z])\.$",
                            re.IGNORECASE)
 _ASKS = re.compile(
-    r"[?？]|^\W*(?:(?:and|so|but|ok|okay|also|then|now)\W+)?(?:according to [^,]{1,40},\s*)?"
+    r"[?？]|^\W*(?:(?:and|so|but|ok|okay|also|then|now|hey|hi|um|uh|oh|well|yeah|right|anyway"
+    r"|btw)\W+){0,3}(?:according to [^,]{1,40},\s*)?"
     r"(?:(?:in|on|at|for|from|to|with|by|around|during|since|of|about|after|before|between"
     r"|over|under|through|within|across|among|into|against|towards?|beyond|until|upon"
     r"|throughout|per|via)\s+)?"
-    r"(?:what|when|where|who|whom|whose|which|why|how)\b"  # a question ("Over how many …");
+    r"(?:what|when|where|who|whom|whose|which|why|how|whats|wheres|whos|hows)\b"  # a question
+    # ("Over how many …", "hey so um what was …", "whats the gate code");
     # one inside a sentence is asked by a verb of knowing:
     r"|\b(?:know|tell|remind|recall|remember|sure|wonder|wondering|ask|asking|out|check|confirm"
     r"|idea|hear|forget|forgot|forgotten|unsure|clue)\b(?:\W+\w+){0,2}?\W+(?:what|when|where"
@@ -170,12 +172,17 @@ _ASKS = re.compile(
     # for when I have kids" asks nothing
     r"|(?:^|[,;:，：]\s*)(?:did|does|do|is|are|was|were|has|have|had|can|could|would|will"
     r"|should|shall|may|might|am)\b"
+    r"|[,;:–—-]\s*(?:what|when|where|why|how)\s+(?:is|are|was|were|did|do|does|has|have|had"
+    r"|can|could|would|will|should)\b"  # "the dentist appointment, when is it again" (not
+    # ", which is near the station")
     r"|^\W*(?:\S+\s+){0,4}?(?:tell|remind|know|find|look|check|recall|remember|confirm"
     r"|figure|wonder|wondering|curious|ask|asking)\b"  # a request for what is known, up front
     r"|^\W*(?:please\s+)?(?:suggest|recommend|list|name|summari[sz]e|describe|explain|give|share"
     r"|show|compare)\b"  # a request to be answered
-    r"|\b(?:i|we)\s+(?:really\s+|also\s+|still\s+)?(?:need|want|would like|'d like)\s+(?:the|our"
-    r"|my|your|his|her|their|a|an|some|all|any|to know|to see|to check|to find)\b"
+    r"|(?:^\W*|\b(?:i|we)\s+(?:really\s+|also\s+|still\s+)?)(?:need|want|would like|'d like)"
+    r"\s+(?:the|our|my|your|his|her|their|a|an|some|all|any|to know|to see|to check|to find)\b"
+    r"|\b(?:i|we)\s+(?:forgot|forget|can't remember|cannot remember|don't remember|lost)\s+"
+    r"(?:the|our)\b"  # "i forgot the wifi password we set up" (not "I forgot my umbrella")
     r"|\b(?:what|when|where|who|which|how|whether)\s+to\s+\w"  # "what to tell the customer"
     r"|\b(?:is|are|was|were|has|have|had|won|in|on|at|for|from|by|under|since|until|during|of"
     r"|with)\s+(?:what|which|whose|how many|how much)\s+(?!(?:is|are|was|were|i|you|we|he|she"
