@@ -256,4 +256,3 @@ def test_what_asks_as_people_type_it(message: str, asks: bool) -> None:
 def test_a_query_points_back_only_when_it_names_nothing_of_its_own(message: str, back: bool
                                                                    ) -> None:
     assert points_back(need_of(message)) is back
-
