@@ -288,6 +288,11 @@ def _example_turn(last: str, budget: int = 1500):
     "Lyon customer about SHP-40233.",
     "Morning! Busy day here. I need our refund policy for a shipment delayed by a customs hold "
     "and what to tell the Lyon customer about SHP-40233, thanks",
+    # statements and a task that refer to the same documents, asking nothing
+    "The Lyon customer about SHP-40233 wants our refund policy for a shipment delayed by a "
+    "customs hold.",
+    "Write the reply to the Lyon customer about SHP-40233 with our refund policy for the customs "
+    "hold.",
 ])
 def test_a_request_gets_the_evidence_the_question_gets(tmp_path, last):
     from loomctx.cli.build import builder_from_args

@@ -437,9 +437,11 @@ class TurnWindow:
         """Sources whose content changes every turn (evidence, state) and the tokens they may
         take together: ``volatile_share`` of the budget, or for a question its need times the
         room ``left`` for it (the window's room it does not fill), or all the room left when
-        the window yielded (the yield was scaled by need), or the shares such sources declare
-        themselves when those are larger (an explicit choice of the caller), stretched to hold
-        the single best unit when it is at most three times that. While tools are at work, the
+        the window yielded (the yield was scaled by need), for a statement the share of its
+        best candidates beyond the session's own messages times ``left``, or the shares such
+        sources declare themselves when those are larger (an explicit choice of the caller),
+        stretched to hold the single best unit when it is at most three times that. While
+        tools are at work, the
         need counts only what is out of view beyond the session's own messages: evidence at a
         request's end is re-sent on every tool step, and the agent's working state is in its
         window and its tools."""
@@ -451,6 +453,9 @@ class TurnWindow:
             # a window that yielded did so by need already: what is left is the evidence's
             room = max(0, left) if st.recall_reserve else int(need * max(0, left))
             cap = max(cap, st.recall_reserve, room)
+        else:  # a statement's own past keeps to the share (its conversation stays cached); what
+            # lies beyond it (knowledge, other sessions) may take the room the window leaves
+            cap = max(cap, int(st.recall_beyond * max(0, left)))
         heads = [q[0] for name, q in ordered.items() if name in pool and q]
         if heads:
             best = max(heads, key=lambda u: u.score)
