@@ -159,14 +159,14 @@ _ABBREVIATION = re.compile(r"(?:\b(?:dr|mr|mrs|ms|st|mt|jr|sr|vs|etc|e\.g|i\.e|n
                            re.IGNORECASE)
 _ASKS = re.compile(
     r"[?？]|^\W*(?:(?:and|so|but|ok|okay|also|then|now|hey|hi|um|uh|oh|well|yeah|right|anyway"
-    r"|btw)\W+){0,3}(?:according to [^,]{1,40},\s*)?"
+    r"|btw|wait|hmm|actually|sorry|listen)\W+){0,3}(?:according to [^,]{1,40},\s*)?"
     r"(?:(?:in|on|at|for|from|to|with|by|around|during|since|of|about|after|before|between"
     r"|over|under|through|within|across|among|into|against|towards?|beyond|until|upon"
     r"|throughout|per|via)\s+)?"
     r"(?:what|when|where|who|whom|whose|which|why|how|whats|wheres|whos|hows)\b"  # a question
     # ("Over how many …", "hey so um what was …", "whats the gate code");
     # one inside a sentence is asked by a verb of knowing:
-    r"|\b(?:know|tell|remind|recall|remember|sure|wonder|wondering|ask|asking|out|check|confirm"
+    r"|\b(?:know|lmk|tell|remind|recall|remember|sure|wonder|wondering|ask|asking|out|check|confirm"
     r"|idea|hear|forget|forgot|forgotten|unsure|clue)\b(?:\W+\w+){0,2}?\W+(?:what|when|where"
     r"|who|whom|whose|which|why|how|if|whether)\b"  # "I forget when she went"; "a library
     # for when I have kids" asks nothing
