@@ -128,6 +128,13 @@ def pool_sources(candidates: Mapping[str, Sequence[ContextItem]],
                                                  and it.kind != "message" for it in items))
 
 
+def _best(ordered: Mapping[str, list[Unit]], pool: frozenset[str]) -> Unit | None:
+    """The best-scored unit at the head of a ``pool`` source's queue (None when all are
+    empty)."""
+    heads = [q[0] for name, q in ordered.items() if name in pool and q]
+    return max(heads, key=lambda u: u.score) if heads else None
+
+
 def history_end(items: Sequence[ContextItem]) -> tuple[str, int] | None:
     """What tells one state of a history from another: its last item's id and its length. A
     turn built again at the same end (a retry, nothing added) reads the window's state as the
@@ -441,10 +448,9 @@ class TurnWindow:
         best candidates beyond the session's own messages times ``left``, or the shares such
         sources declare themselves when those are larger (an explicit choice of the caller),
         stretched to hold the single best unit when it is at most three times that. While
-        tools are at work, the
-        need counts only what is out of view beyond the session's own messages: evidence at a
-        request's end is re-sent on every tool step, and the agent's working state is in its
-        window and its tools."""
+        tools are at work, the need counts only what is out of view beyond the session's own
+        messages: evidence at a request's end is re-sent on every tool step, and the agent's
+        working state is in its window and its tools."""
         pool = pool_sources(candidates, st.window_start)
         own = sum(v for k, v in (declared or {}).items() if k in pool)
         cap = int(max(self.options.volatile_share, min(own, 1.0)) * st.available)
@@ -456,11 +462,9 @@ class TurnWindow:
         else:  # a statement's own past keeps to the share (its conversation stays cached); what
             # lies beyond it (knowledge, other sessions) may take the room the window leaves
             cap = max(cap, int(st.recall_beyond * max(0, left)))
-        heads = [q[0] for name, q in ordered.items() if name in pool and q]
-        if heads:
-            best = max(heads, key=lambda u: u.score)
-            if cap < best.cost <= 3 * cap:
-                cap = best.cost
+        best = _best(ordered, pool)
+        if best is not None and cap < best.cost <= 3 * cap:
+            cap = best.cost
         return pool, cap
 
     @staticmethod
@@ -470,14 +474,13 @@ class TurnWindow:
         unit but the best takes more than half of the ``cap`` (a pasted text of 3,286 tokens,
         ninth by score, took the room of twenty matches, the answer among them). Those left
         out are reported as ``budget``."""
-        if not st.recall_reserve or cap <= 0:
+        best = _best(ordered, pool)
+        if not st.recall_reserve or cap <= 0 or best is None:
             return
-        best = max((q[0].score for name, q in ordered.items() if name in pool and q),
-                   default=0.0)
         for name in pool:
             queue = ordered.get(name)
             if queue:
-                ordered[name] = [u for u in queue if u.cost <= cap // 2 or u.score >= best]
+                ordered[name] = [u for u in queue if u.cost <= cap // 2 or u.score >= best.score]
 
     async def summary(self, st: BuildState, summarizer: Summarizer) -> None:
         """The summary of what lies before the window (one block, same until the next step)."""
