@@ -93,6 +93,9 @@ _FRAMES_EN = (
     r"do you (?:happen to )?(?:remember|recall|know)(?: about)?",
     r"(?:i have|i've got|i got) a (?:quick )?question(?: (?:about|on|for you))?",
     r"(?:any idea|no idea)",
+    r"(?:please |pls |kindly )?(?:look|go|search|dig|read|scroll)(?: back)? (?:through|over"
+    r"|in|into)(?: all)? (?:our|the|my|your)(?: (?:earlier|previous|past|old|recent))?"
+    r" (?:messages|chats|conversations?|history|discussions?)",  # where to look names nothing
     r"(?:this|that|here)(?: is my question)?:",
     r"please",
 )
@@ -238,10 +241,8 @@ def need_text(message: str) -> str:
     return need_of(message).text
 
 
-def need_of(message: str) -> Need:
-    """The part of ``message`` that carries its need, and whether it asks."""
-    if len(message) > 2 * _ENDS:  # a pasted log or document: the ask is at its start or end
-        message = message[:_ENDS] + "\n" + message[-_ENDS:]
+def _sentences(message: str) -> list[str]:
+    """The message's sentences (clauses where the script switches)."""
     sentences: list[str] = []
     for part in _SENTENCES.split(message):
         if not part or not part.strip():
@@ -250,6 +251,14 @@ def need_of(message: str) -> Need:
             sentences[-1] += " " + part
         else:
             sentences.append(part)
+    return sentences
+
+
+def need_of(message: str) -> Need:
+    """The part of ``message`` that carries its need, and whether it asks."""
+    if len(message) > 2 * _ENDS:  # a pasted log or document: the ask is at its start or end
+        message = message[:_ENDS] + "\n" + message[-_ENDS:]
+    sentences = _sentences(message)
     if not sentences:
         return Need("", False)
     kept: list[tuple[str, bool, int, bool]] = []
@@ -307,13 +316,22 @@ BARE = 400
 
 
 def is_bare_question(message: str) -> bool:
-    """Whether ``message`` is one sentence that asks and nothing else ("in which month did
-    they score a career high?"): it holds no answer, so a turn that finds it has found no
-    evidence. A longer message, or one that also says something, is not."""
-    if len(message) > BARE:
+    """Whether ``message`` only asks ("in which month did they score a career high?", or the
+    same after "Sorry for the slow reply, it has been a hectic day."): it holds no answer, so
+    a turn that finds it has found no evidence. Beside the question, a sentence that names
+    something ("I moved to Berlin in May.") or more than :data:`SHORT` words that are no small
+    talk ("I've always been passionate about veterans and their rights.") may hold one: such a
+    message, or a long one, is more than a question."""
+    if len(message) > BARE or not need_of(message).asks:
         return False
-    parts = [p for p in _SENTENCES.split(message) if p and p.strip()]
-    return len(parts) == 1 and need_of(message).asks
+    said = 0  # content words of the sentences that do not ask
+    for sentence in _sentences(message):
+        text, framed = _unframed(sentence)
+        if not _asking(sentence, text, framed):
+            if _names(sentence):
+                return False
+            said += len(_content(text))
+    return said <= SHORT
 
 
 def points_back(need: Need) -> bool:

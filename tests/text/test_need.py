@@ -22,6 +22,10 @@ from loomctx.text.need import MAX_WORDS, need_of, need_text, points_back, with_b
     ("请帮我查一下：Caroline 研究了什么？", "Caroline 研究了什么？"),
     ("帮我 check 一下 what did Caroline research", "what did Caroline research"),
     ("Book the same hotel as last time", "Book the same hotel as last time"),
+    ("Please look through our earlier messages: Which US state does Audrey live in.",
+     "Which US state does Audrey live in."),  # where to look names nothing
+    ("Can you search the history for the gate code?",
+     "Can you search the history for the gate code?"),  # what is looked for is the need
 ])
 def test_the_need_is_what_asks_without_frames_and_small_talk(message: str, need: str) -> None:
     assert need_text(message) == need
