@@ -320,8 +320,8 @@ def is_bare_question(message: str) -> bool:
     same after "Sorry for the slow reply, it has been a hectic day."): it holds no answer, so
     a turn that finds it has found no evidence. Beside the question, a sentence that names
     something ("I moved to Berlin in May.") or more than :data:`SHORT` words that are no small
-    talk ("I've always been passionate about veterans and their rights.") may hold one: such a
-    message, or a long one, is more than a question."""
+    talk ("I've always been passionate about veterans, so I worked on a project for them.") may
+    hold one: such a message, or a long one, is more than a question."""
     if len(message) > BARE or not need_of(message).asks:
         return False
     said = 0  # content words of the sentences that do not ask
