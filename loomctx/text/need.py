@@ -319,16 +319,17 @@ def is_bare_question(message: str) -> bool:
     """Whether ``message`` only asks ("in which month did they score a career high?", or the
     same after "Sorry for the slow reply, it has been a hectic day."): it holds no answer, so
     a turn that finds it has found no evidence. Beside the question, a sentence that names
-    something ("I moved to Berlin in May.") or more than :data:`SHORT` words that are no small
-    talk ("I've always been passionate about veterans, so I worked on a project for them.") may
-    hold one: such a message, or a long one, is more than a question."""
+    something ("I moved to Berlin in May."; Chinese small talk, "Sorry 打扰一下", names
+    nothing) or more than :data:`SHORT` words that are no small talk ("I've always been
+    passionate about veterans, so I worked on a project for them.") may hold one: such a
+    message, or a long one, is more than a question."""
     if len(message) > BARE or not need_of(message).asks:
         return False
     said = 0  # content words of the sentences that do not ask
     for sentence in _sentences(message):
         text, framed = _unframed(sentence)
         if not _asking(sentence, text, framed):
-            if _names(sentence):
+            if _names(sentence) and _naming(text.split()):  # Chinese small talk names nothing
                 return False
             said += len(_content(text))
     return said <= SHORT

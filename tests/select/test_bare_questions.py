@@ -61,5 +61,8 @@ def test_small_talk_beside_a_question_holds_no_answer() -> None:
                             "the online support group?")
     assert not is_bare_question("Hi Maria, thanks for asking. I've always been passionate about "
                                 "veterans, so I worked on a project to support them.")
+    assert is_bare_question("Sorry 打扰一下，What martial arts has John done?")
+    assert is_bare_question("我有个 question：What martial arts has John done?")
     assert not is_bare_question("My flight got moved to 7am. What time should I leave?")
+    assert not is_bare_question("我昨天去了北京。你知道那里有什么好吃的吗？")  # a trip to Beijing
     assert not is_bare_question("Sorry for the slow reply.")  # it asks nothing
