@@ -474,8 +474,10 @@ class TurnWindow:
         unit but the best takes more than half of the ``cap`` (a pasted text of 3,286 tokens,
         ninth by score, took the room of twenty matches, the answer among them). Those left
         out are reported as ``budget``."""
+        if not st.recall_reserve or cap <= 0:
+            return  # the common turn: nothing yielded, no need to look for the best unit
         best = _best(ordered, pool)
-        if not st.recall_reserve or cap <= 0 or best is None:
+        if best is None:
             return
         for name in pool:
             queue = ordered.get(name)
