@@ -116,9 +116,18 @@ _TAIL = re.compile(
     r"|by any chance|real quick)\b)+\s*[.!?]*\s*$", re.IGNORECASE)
 _TAIL_ZH = re.compile(
     r"(?:[，,]?\s*(?:谢谢|谢了|多谢|麻烦了|好吗|可以吗|行吗|吧|呢|啊|呀)\s*)+[。！？!?]*\s*$")
+# A pattern anchored at the end is tried from every position of the text: each tail is cut
+# only from a text holding one of its words, which every match needs (an ASCII text is
+# lowered exactly; any other goes to the pattern).
+_TAIL_WORDS = ("please", "pls", "thank", "thx", "cheers", "if you", "for me", "by any chance",
+               "real quick")
+_TAIL_ZH_CHARS = frozenset("谢麻吗吧呢啊呀")
 _SENTENCES = re.compile(  # a full-width comma or colon where the script switches ends a clause
     r"(?<=[.!?。！？])\s+|(?<=[。！？])|[\n\r]+|(?<=:)\s+(?=[A-Z])|(?<=[，：；])\s*(?=[A-Za-z])"
     r"|(?<=[A-Za-z0-9?!.])\s*[，：；]\s*(?=[\u4e00-\u9fff])")
+_SENTENCES_ASCII = re.compile(r"(?<=[.!?])\s+|[\n\r]+|(?<=:)\s+(?=[A-Z])")
+""":data:`_SENTENCES` less what needs a full-width mark: the same split of an ASCII text,
+in less than half the time."""
 _QUESTION = re.compile(
     r"[?？]|^\W*(?:and\s+)?(?:what|when|where|who|which|why|how)\b|吗|呢|什么|哪|谁", re.IGNORECASE)
 _FOLLOW = re.compile(r"(?:^\W*|[,;]\s*)(?:and|what about|how about|also)\b[^,;]*[?？]\s*$",
@@ -138,6 +147,9 @@ _POINTING = re.compile(  # at a thing or place, not a person; "there" as a place
     # there"), not "is there", "there are"
     _THINGS + "|" + _ONE + r"|(?<!\bis )(?<!\bare )(?<!\bwas )(?<!\bwere )\bthere\b"
     r"(?!\s+(?:is|are|was|were|be|been|will|would|'s|’s)\b)", re.IGNORECASE)
+_POINT_WORDS = frozenset({"it", "its", "those", "these", "that", "one", "ones", "there"})
+"""Every match of :data:`_POINTING` is one of these words, bounded on both sides."""
+_WORD = re.compile(r"\w+")
 _PERSON = re.compile(r"\b(?:he|she|him|his|her|hers|they|them|their|theirs)\b", re.IGNORECASE)
 _OWN_PAST = re.compile(r"\b(?:did|have|had|was|were)\s+(?:i|we)\b|\b(?:i|we)\s+(?:did|went|had|was"
                        r"|were)\b", re.IGNORECASE)
@@ -160,8 +172,21 @@ _HAN = re.compile(r"[\u4e00-\u9fff]")
 _PRONOUNS = frozenset({"I", "I'm", "I've", "I'd", "I'll", "OK", "Ok"})
 _ABBREVIATION = re.compile(r"(?:\b(?:dr|mr|mrs|ms|st|mt|jr|sr|vs|etc|e\.g|i\.e|no)|\b[A-Z])\.$",
                            re.IGNORECASE)
-_ASKS = re.compile(
-    r"[?？]|^\W*(?:(?:and|so|but|ok|okay|also|then|now|hey|hi|um|uh|oh|well|yeah|right|anyway"
+_AUX = (r"(?:did|does|do|is|are|was|were|has|have|had|can|could|would|will|should|shall|may"
+        r"|might|am)\b")
+_ASKS_START = re.compile(  # what asks at a message's start (used with ``match``)
+    _AUX
+    + r"|\W*(?:\S+\s+){0,4}?(?:tell|remind|know|find|look|check|recall|remember|confirm"
+    r"|figure|wonder|wondering|curious|ask|asking)\b"  # a request for what is known, up front
+    r"|\W*(?:please\s+)?(?:suggest|recommend|list|name|summari[sz]e|describe|explain|give|share"
+    r"|show|compare)\b",  # a request to be answered
+    re.IGNORECASE)
+_ASKS = re.compile(  # what asks anywhere without a question word
+    r"[?？]|[,;:，：]\s*" + _AUX
+    + r"|什么|哪|谁|几|多少|吗|呢|怎么|为什么|为何|是否|有没有|是不是|告诉|提醒|想知道|查|问|记得",
+    re.IGNORECASE)
+_ASKS_WH = re.compile(  # what asks with a question word (or "if", "whether")
+    r"^\W*(?:(?:and|so|but|ok|okay|also|then|now|hey|hi|um|uh|oh|well|yeah|right|anyway"
     r"|btw|wait|hmm|actually|sorry|listen)\W+){0,3}(?:according to [^,]{1,40},\s*)?"
     r"(?:(?:in|on|at|for|from|to|with|by|around|during|since|of|about|after|before|between"
     r"|over|under|through|within|across|among|into|against|towards?|beyond|until|upon"
@@ -173,33 +198,46 @@ _ASKS = re.compile(
     r"|idea|hear|forget|forgot|forgotten|unsure|clue)\b(?:\W+\w+){0,2}?\W+(?:what|when|where"
     r"|who|whom|whose|which|why|how|if|whether)\b"  # "I forget when she went"; "a library
     # for when I have kids" asks nothing
-    r"|(?:^|[,;:，：]\s*)(?:did|does|do|is|are|was|were|has|have|had|can|could|would|will"
-    r"|should|shall|may|might|am)\b"
     r"|[,;:–—-]\s*(?:what|when|where|why|how)\s+(?:is|are|was|were|did|do|does|has|have|had"
     r"|can|could|would|will|should)\b"  # "the dentist appointment, when is it again" (not
     # ", which is near the station")
-    r"|^\W*(?:\S+\s+){0,4}?(?:tell|remind|know|find|look|check|recall|remember|confirm"
-    r"|figure|wonder|wondering|curious|ask|asking)\b"  # a request for what is known, up front
-    r"|^\W*(?:please\s+)?(?:suggest|recommend|list|name|summari[sz]e|describe|explain|give|share"
-    r"|show|compare)\b"  # a request to be answered
-    r"|(?:^\W*|\b(?:i|we)\s+(?:really\s+|also\s+|still\s+)?)(?:need|want|would like|'d like)"
-    r"\s+(?:the|our|my|your|his|her|their|a|an|some|all|any|to know|to see|to check|to find)\b"
-    r"|\b(?:i|we)\s+(?:forgot|forget|can't remember|cannot remember|don't remember|lost)\s+"
-    r"(?:the|our)\b"  # "i forgot the wifi password we set up" (not "I forgot my umbrella")
     r"|\b(?:what|when|where|who|which|how|whether)\s+to\s+\w"  # "what to tell the customer"
     r"|\b(?:is|are|was|were|has|have|had|won|in|on|at|for|from|by|under|since|until|during|of"
     r"|with)\s+(?:what|which|whose|how many|how much)\s+(?!(?:is|are|was|were|i|you|we|he|she"
-    r"|they|it|the|a|an|my|your|our|his|her|their|its|this|that|these|those)\b)\w"
+    r"|they|it|the|a|an|my|your|our|his|her|their|its|this|that|these|those)\b)\w",
     # asked in place: "she moved to Lyon in what year" (not "here is what my app exported")
-    r"|什么|哪|谁|几|多少|吗|呢|怎么|为什么|为何|是否|有没有|是不是|告诉|提醒|想知道|查|问|记得",
     re.IGNORECASE)
+_ASKS_WANT = re.compile(  # what asks for something the asker needs or lost
+    r"(?:^\W*|\b(?:i|we)\s+(?:really\s+|also\s+|still\s+)?)(?:need|want|would like|'d like)"
+    r"\s+(?:the|our|my|your|his|her|their|a|an|some|all|any|to know|to see|to check|to find)\b"
+    r"|\b(?:i|we)\s+(?:forgot|forget|can't remember|cannot remember|don't remember|lost)\s+"
+    r"(?:the|our)\b",  # "i forgot the wifi password we set up" (not "I forgot my umbrella")
+    re.IGNORECASE)
+_WANT_WORDS = frozenset({"need", "want", "like", "forgot", "forget", "remember", "lost"})
+"""Every match of :data:`_ASKS_WANT` holds one of these as a word of its own."""
+_WH_WORDS = frozenset("""
+what when where who whom whose which why how whats wheres whos hows if whether
+""".split())  # noqa: SIM905
+"""Every match of :data:`_ASKS_WH` holds one of these as a word of its own: the pattern, slow
+to scan, is tried only on a text that does (or that is not ASCII, lowered exactly)."""
+
+
+def _asks(text: str) -> bool:
+    """Whether ``text`` reads as a question or a request (:data:`_ASKS_START`, :data:`_ASKS`,
+    :data:`_ASKS_WANT`, :data:`_ASKS_WH`)."""
+    if _ASKS_START.match(text) or _ASKS.search(text):
+        return True
+    if not text.isascii():
+        return bool(_ASKS_WANT.search(text) or _ASKS_WH.search(text))
+    words = _WORD.findall(text.lower())
+    return bool((not _WANT_WORDS.isdisjoint(words) and _ASKS_WANT.search(text))
+                or (not _WH_WORDS.isdisjoint(words) and _ASKS_WH.search(text)))
 
 
 def _asking(sentence: str, text: str, framed: bool) -> bool:
     """Whether a sentence asks: a request frame was cut from it, or it reads as a question
     as written or without its lead ("Anyway, what did …")."""
-    return framed or bool(_ASKS.search(sentence)
-                          or (text != sentence.strip() and _ASKS.search(text)))
+    return framed or _asks(sentence) or (text != sentence.strip() and _asks(text))
 
 
 def _content(sentence: str) -> list[str]:
@@ -216,8 +254,10 @@ def _unframed(sentence: str) -> tuple[str, bool]:
         r"tell|remind|show|give|let|find|look|check|figure|recall|remember|pull|dig|confirm"
         r"|refresh|know|wonder|curious|question|idea|查|看|找|确认|回忆|说|讲|告诉|提醒|知道|了解|问|记得",
         s[:len(s) - len(cut)], re.IGNORECASE))
-    cut = _TAIL.sub("", cut)
-    cut = _TAIL_ZH.sub("", cut)
+    if not cut.isascii() or any(w in cut.lower() for w in _TAIL_WORDS):
+        cut = _TAIL.sub("", cut)
+    if not _TAIL_ZH_CHARS.isdisjoint(cut):
+        cut = _TAIL_ZH.sub("", cut)
     return cut.strip(), framed
 
 
@@ -244,7 +284,7 @@ def need_text(message: str) -> str:
 def _sentences(message: str) -> list[str]:
     """The message's sentences (clauses where the script switches)."""
     sentences: list[str] = []
-    for part in _SENTENCES.split(message):
+    for part in (_SENTENCES_ASCII if message.isascii() else _SENTENCES).split(message):
         if not part or not part.strip():
             continue
         if sentences and _goes_on(sentences[-1], part):  # "Dr. Seuss", "Op. 5", "Story... is"
@@ -307,7 +347,7 @@ def need_of(message: str) -> Need:
         chosen.add(i)
         words += kept[i][2]
     alone = not any(kept[i][3] for i in chosen)  # nothing chosen names anything
-    refers = any(_POINTING.search(kept[i][0]) for i in asking)
+    refers = any(_points(kept[i][0]) for i in asking)
     return Need(_joined(kept[i][0] for i in sorted(chosen)), True, leans and alone, refers)
 
 
@@ -403,10 +443,25 @@ def _only_names(words: list[str], named: list[int]) -> bool:
     return bool(named) and all(words[i][:1].isupper() or _CODE.search(words[i]) for i in named)
 
 
+def _points(text: str) -> bool:
+    """Whether ``text`` points at a thing or place (:data:`_POINTING`, tried only when an
+    ASCII text holds one of its words: the pattern is slow to scan)."""
+    if text.isascii() and _POINT_WORDS.isdisjoint(_WORD.findall(text.lower())):
+        return False
+    return bool(_POINTING.search(text))
+
+
+def _abbreviated(sentence: str) -> bool:
+    """Whether ``sentence`` ends with an abbreviation (:data:`_ABBREVIATION`: anchored at the
+    end or before a final newline, at most four characters long, so only the end is searched;
+    the word boundary still sees the character before it)."""
+    return bool(_ABBREVIATION.search(sentence, max(0, len(sentence) - 8)))
+
+
 def _goes_on(sentence: str, part: str) -> bool:
     """Whether ``part`` continues ``sentence`` rather than starting a new one: after an
     abbreviation, inside a quotation, or when it starts in lower case or with a digit."""
-    return (bool(_ABBREVIATION.search(sentence)) or sentence.count('"') % 2 == 1
+    return (_abbreviated(sentence) or sentence.count('"') % 2 == 1
             or (bool(re.match(r"\s*[a-z0-9]", part)) and not sentence.rstrip().endswith(
                 ("，", "：", "；"))))
 
@@ -416,8 +471,8 @@ def _names(text: str) -> bool:
     a code (SHP-40233), a topic of the conversation's past ("our previous chat about ...",
     "you told me ..."), or Chinese text (no capitals to tell). A time, a list of errands or
     "everything we discussed" names nothing."""
-    return bool(_PAST.search(text) or _CODE.search(text) or _HAN.search(text)
-                or _capitals(text))
+    return bool(_HAN.search(text) or _capitals(text) or _CODE.search(text)
+                or _PAST.search(text))
 
 
 def _capitals(text: str) -> bool:
