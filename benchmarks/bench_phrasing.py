@@ -242,6 +242,25 @@ def _ints(text: str, flag: str) -> list[int]:
     return values
 
 
+def _templates(path: str) -> dict[str, list[str]]:
+    """``--templates``: the caller's own templates, set in place of the set's."""
+    from loomctx.errors import ConfigError
+    from loomctx.eval.phrasing import set_templates
+
+    try:
+        own = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        _usage(f"--templates {path!r}: {exc}")
+    if not isinstance(own, dict) or not own:
+        _usage(f"--templates {path!r}: give a JSON object of phrasing -> list of templates")
+    try:
+        for phrasing, templates in own.items():
+            set_templates(phrasing, templates)
+    except ConfigError as exc:
+        _usage(f"--templates {path!r}: {exc}")
+    return own
+
+
 def _embedder(name: str, cache: str | None) -> Any:
     from loomctx.embed.cache import CachedEmbedder
     from loomctx.embed.default import named_embedder
@@ -309,6 +328,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", default=None, metavar="PATH",
                     help="where the results go (default results/phrasing_<questions>_<split>"
                          ".json; - prints them)")
+    ap.add_argument("--templates", default=None, metavar="PATH",
+                    help="a JSON object of phrasing -> list of templates said instead of the "
+                         "set's own, in both halves (e.g. templates_lead.json; each fills {q}, "
+                         "{bare} or {low})")
     ap.add_argument("--by-template", action="store_true",
                     help="also print recall per template, every family and budget pooled")
     ap.add_argument("--quick", action="store_true",
@@ -324,6 +347,7 @@ def main(argv: list[str] | None = None) -> int:
     if limit is not None and limit <= 0:
         _usage(f"--limit {limit!r} must be a positive number")
     wanted = set(_ints(args.conversations, "--conversations")) if args.conversations else None
+    own = _templates(args.templates) if args.templates else None
     paths = _paths(args, families)
     embedder = _embedder(args.embedder, args.embed_cache)
     # The model loads before the first build, never inside it: a question build that waits
@@ -350,7 +374,7 @@ def main(argv: list[str] | None = None) -> int:
     doc = {"model": MODEL, "split": args.split, "questions": args.questions,
            "phrasing_set": phrasing_digest(), "families": list(paths), "budgets": budgets,
            "limit": limit, "conversations": sorted(wanted) if wanted else None,
-           "summary": summary}
+           **({"templates": own} if own else {}), "summary": summary}
     name = "quick" if args.quick else f"{args.questions}_{args.split}"
     out = args.json or str(HERE / "results" / f"phrasing_{name}.json")
     text = results_json(doc, rows)

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import random
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from loomctx.errors import ConfigError
@@ -95,6 +96,34 @@ def templates(phrasing: str, split: str = "dev") -> tuple[object, ...]:
         raise ConfigError(f"template split {split!r} is not one of {', '.join(TEMPLATE_SPLITS)}")
     table = _TABLES[phrasing]
     return table if len(table) == 1 else table[TEMPLATE_SPLITS.index(split)::2]
+
+
+FILLED = ("chatter", "embedded", "no_mark", "zh", "code_switched")
+"""The phrasings whose templates fill ``{q}``, ``{bare}`` and ``{low}`` (:func:`set_templates`)."""
+
+
+def set_templates(phrasing: str, templates: Sequence[str]) -> None:
+    """Say ``phrasing`` with ``templates`` instead of the set's own, in both halves: a
+    caller's own wordings, measured as the set's are. Each template fills ``{q}`` (the
+    question), ``{bare}`` (without its question mark) or ``{low}`` (that, its first letter in
+    lower case); only the :data:`FILLED` phrasings are made that way."""
+    if phrasing not in FILLED:
+        raise ConfigError(f"phrasing {phrasing!r} takes no templates of a caller's: use one "
+                          f"of {', '.join(FILLED)}")
+    if isinstance(templates, str) or not templates:
+        raise ConfigError(f"the templates of {phrasing!r} must be a non-empty list of strings")
+    for template in templates:
+        if not isinstance(template, str):
+            raise ConfigError(f"template {template!r} of {phrasing!r} is not a string")
+        try:
+            filled = template.format(q="\0", bare="\0", low="\0")
+        except (KeyError, IndexError, ValueError) as exc:
+            raise ConfigError(f"template {template!r} of {phrasing!r} does not format ({exc}): "
+                              "use only {q}, {bare} and {low}, and {{ }} for braces") from exc
+        if "\0" not in filled:
+            raise ConfigError(f"template {template!r} of {phrasing!r} holds none of {{q}}, "
+                              "{bare} and {low}: it would not ask the question")
+    _TABLES[phrasing] = tuple(tpl for tpl in templates for _ in TEMPLATE_SPLITS)
 
 
 def phrase(question: str, phrasing: str, *, key: str, split: str = "dev", seed: int = 0,
@@ -246,4 +275,5 @@ def _follow_up_fallback(q: str) -> tuple[str, str]:
     return subject, _lower_first(q.replace(subject, "that", 1))
 
 
-__all__ = ["PHRASINGS", "TEMPLATE_SPLITS", "Phrased", "phrase", "strip_marks", "templates"]
+__all__ = ["FILLED", "PHRASINGS", "TEMPLATE_SPLITS", "Phrased", "phrase", "set_templates",
+           "strip_marks", "templates"]

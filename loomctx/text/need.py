@@ -13,21 +13,22 @@ can", "thanks") are cut. The sentences that ask (a request frame, an interrogati
 question mark) are the need, with the sentences around them that name something (a name, a
 number, the conversation's past) and all of them when what asks leans on them ("What did she
 research?"), nearest first, up to :data:`MAX_WORDS`; a sentence about the asker's day ("I am
-putting together notes for the team") goes. Where Chinese and English meet at a full-width
-comma or colon, a clause made only of asking words (:data:`ASKING`: "我有个 question：") goes
-too, and a pointer at the past ("I wanted to follow up on our previous conversation about …")
-leaves its topic. A question word asks at a sentence's start or after a verb of knowing ("I
-forget where …"), not inside any clause ("a library for when I have kids"). A message where
-nothing asks is its own need. A message of small talk only has no need: :func:`need_text`
-returns an empty string, and a turn made of it spends no room on evidence. The rules are word
-lists, English and Chinese; everything else passes through unchanged (a message in another
-language is its own need).
+putting together notes for the team") goes, and so does a clause before what asks made only of
+small talk and asking words ("Hmm, when …", "Quick one — what …"). Where Chinese and English
+meet at a full-width comma or colon, a clause made only of asking words (:data:`ASKING`:
+"我有个 question：") goes too, and a pointer at the past ("I wanted to follow up on our previous
+conversation about …") leaves its topic. A question word asks at a sentence's start or after a
+verb of knowing ("I forget where …"), not inside any clause ("a library for when I have
+kids"). A message where nothing asks is its own need. A message of small talk only has no
+need: :func:`need_text` returns an empty string, and a turn made of it spends no room on
+evidence. The rules are word lists, English and Chinese; everything else passes through
+unchanged (a message in another language is its own need).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import NamedTuple
 
 from loomctx.text.lexical import tokenize
@@ -41,6 +42,9 @@ SHORT = 3
 """What asks with a pronoun for its subject and at most this many content words leans on what
 was said before it ("how did they feel about it?"); a longer question carries its own subject
 ("What is the total time it takes me to get to work?")."""
+LEADS = 3
+"""The most clauses of small talk cut before what asks ("So, um, well, what …"): each is read
+against the rest of the sentence, so a sentence of many commas costs a bounded number of reads."""
 PERSON_WORDS = 8
 """What asks about a person it does not name ("what indoor activities have they pursued with
 his girlfriend?") leans on what was said before it up to this many content words; a longer
@@ -261,6 +265,31 @@ def _unframed(sentence: str) -> tuple[str, bool]:
     return cut.strip(), framed
 
 
+_CLAUSE_END = re.compile(r"\s*(?:[,;:]|\s[-–—]+|[–—]+)\s*")
+"""Where a clause ends inside a sentence: a comma, colon or semicolon, or a dash."""
+
+
+def _unled(text: str, follows: Callable[[str], object] | None = None) -> str:
+    """``text`` without the clauses before what asks that hold only small talk and words of
+    asking ("Hmm, when did …", "Quick one — what …", "Asking for a friend: where …"); a
+    lead that names or says anything ("In 2019, who …", "For the camping trip, when …"),
+    points at someone or something ("They, a French director, made …") or holds a question
+    word ("What, known as AAS, is …") stays. Only a sentence that asks is read so:
+    "Wow, what a photo!" keeps its words. ``follows``: what the rest must be instead of asking
+    (a pointer at the past: "Quick one — I wanted to follow up on our chat about …")."""
+    for _ in range(LEADS):
+        end = _CLAUSE_END.search(text)
+        if end is None or end.start() == 0:
+            return text
+        lead, rest = text[:end.start()], text[end.end():]
+        if not rest or any(w not in _ASKING_TERMS for w in _content(lead)) \
+                or not _WH_WORDS.isdisjoint(_WORD.findall(lead.lower())) \
+                or _LEANING.search(lead) or not (follows or _asks)(rest):
+            return text
+        text = rest
+    return text
+
+
 class Need(NamedTuple):
     """What a message needs: the text retrieval searches for, and whether the message asks
     (a request frame, an interrogative word or a question mark in what it needs)."""
@@ -306,13 +335,16 @@ def need_of(message: str) -> Need:
     asked = False  # the sentence before was a request frame alone ("Check for me:")
     for sentence in sentences:
         text, framed = _unframed(sentence)
-        content = _content(text)
         asks = _asking(sentence, text, framed) or asked
+        if asks:  # "Hmm, when …", "Quick one — what …": the lead goes, not what asks
+            text = _unled(text)
+        content = _content(text)
         asked = framed and not content
         if content or (_QUESTION.search(sentence) and (
                 _LEANING.search(text) or _OWN_PAST.search(text))) \
                 or _FOLLOW.search(sentence):  # "What about her?", "And the week?"
-            topic = _POINTER.sub("", text)  # what the pointer at the past is about
+            # what the pointer at the past is about, after any small talk before it
+            topic = _POINTER.sub("", _unled(text, _POINTER.match))
             kept.append((topic or text, asks, len(content), _names(text)))
             framing.append(bool(content) and all(w in _ASKING_TERMS for w in content))
         elif kept and _QUESTION.search(sentence) and _HAN.match(sentence.lstrip()) \
@@ -491,5 +523,5 @@ def _joined(parts: Iterable[str]) -> str:
     return out
 
 
-__all__ = ["ASKING", "BARE", "CHATTER", "LEANS", "MAX_WORDS", "PERSON_WORDS", "SHORT", "Need",
-           "is_bare_question", "need_of", "need_text", "points_back", "with_before"]
+__all__ = ["ASKING", "BARE", "CHATTER", "LEADS", "LEANS", "MAX_WORDS", "PERSON_WORDS", "SHORT",
+           "Need", "is_bare_question", "need_of", "need_text", "points_back", "with_before"]

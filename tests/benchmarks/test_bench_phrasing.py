@@ -125,3 +125,42 @@ def test_bad_options_are_one_line_errors(bench: ModuleType, tmp_path: Path,
         assert exc.value.code == 2
         err = capsys.readouterr().err.strip()
         assert words in err and "\n" not in err
+
+
+def test_a_callers_own_templates_are_asked_and_recorded(
+        bench: ModuleType, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from loomctx.eval import phrasing
+
+    monkeypatch.setattr(phrasing, "_TABLES", dict(phrasing._TABLES))
+    own = tmp_path / "own.json"
+    own.write_text(json.dumps({"chatter": ["Hmm, {low}?", "Quick one — {q}"]}))
+    out = tmp_path / "phrasing.json"
+    assert bench.main(["--family", "locomo", "--budgets", "2000", "--phrasing", "chatter",
+                       "--locomo", str(_locomo(tmp_path / "locomo.json")),
+                       "--embedder", "hashing", "--templates", str(own),
+                       "--json", str(out)]) == 0
+    doc = json.loads(out.read_text())
+    assert doc["templates"] == {"chatter": ["Hmm, {low}?", "Quick one — {q}"]}
+    used = {row[1] for key, got in doc["rows"].items() if "|chatter|" in key for row in got}
+    assert used and used <= {"chatter/0", "chatter/1", "chatter/2", "chatter/3"}
+
+
+def test_bad_templates_are_one_line_errors(bench: ModuleType, tmp_path: Path,
+                                           monkeypatch: pytest.MonkeyPatch,
+                                           capsys: pytest.CaptureFixture[str]) -> None:
+    from loomctx.eval import phrasing
+
+    monkeypatch.setattr(phrasing, "_TABLES", dict(phrasing._TABLES))
+    for text, words in [(None, "No such file"), ("{", "Expecting"), ('["{q}"]', "JSON object"),
+                        ('{"request": ["{q}"]}', "takes no templates"),
+                        ('{"chatter": ["Hi."]}', "holds none of")]:
+        path = tmp_path / "own.json"
+        if text is None:
+            path.unlink(missing_ok=True)
+        else:
+            path.write_text(text)
+        with pytest.raises(SystemExit) as exc:
+            bench.main(["--family", "locomo", "--templates", str(path)])
+        assert exc.value.code == 2
+        err = capsys.readouterr().err.strip()
+        assert words in err and "\n" not in err, err

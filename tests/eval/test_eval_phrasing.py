@@ -7,7 +7,15 @@ import re
 import pytest
 
 from loomctx.errors import ConfigError
-from loomctx.eval.phrasing import PHRASINGS, TEMPLATE_SPLITS, phrase, strip_marks, templates
+from loomctx.eval import phrasing as phrasing_module
+from loomctx.eval.phrasing import (
+    PHRASINGS,
+    TEMPLATE_SPLITS,
+    phrase,
+    set_templates,
+    strip_marks,
+    templates,
+)
 
 QUESTIONS = [
     "When did Caroline go to the LGBTQ support group?",
@@ -154,3 +162,34 @@ def test_strip_marks_removes_ascii_and_full_width_marks() -> None:
     assert strip_marks("ended when ?") == "ended when"
     assert strip_marks("是谁？") == "是谁"
     assert strip_marks("What?? Really?") == "What Really"
+
+
+def test_a_callers_templates_replace_a_phrasings_in_both_halves(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(phrasing_module, "_TABLES", dict(phrasing_module._TABLES))
+    set_templates("chatter", ["Hmm, {low}?", "Quick one — {q}"])
+    assert templates("chatter", "dev") == templates("chatter", "heldout") == (
+        "Hmm, {low}?", "Quick one — {q}")
+    said = {phrase("Where did Caroline move from?", "chatter", key=str(k)).message
+            for k in range(20)}
+    assert said == {"Hmm, where did Caroline move from?",
+                    "Quick one — Where did Caroline move from?"}
+
+
+@pytest.mark.parametrize(("name", "given", "words"), [
+    ("request", ["{q}"], "takes no templates"),
+    ("follow_up", ["{q}"], "takes no templates"),
+    ("chatter", [], "non-empty list"),
+    ("chatter", "Hmm, {q}", "non-empty list"),
+    ("chatter", [3], "is not a string"),
+    ("chatter", ["Hmm, {question}"], "does not format"),
+    ("chatter", ["Hmm, {q"], "does not format"),
+    ("chatter", ["Hello there."], "holds none of"),
+])
+def test_templates_that_cannot_ask_are_refused(monkeypatch: pytest.MonkeyPatch, name: str,
+                                               given: object, words: str) -> None:
+    monkeypatch.setattr(phrasing_module, "_TABLES", dict(phrasing_module._TABLES))
+    before = templates("chatter", "dev")
+    with pytest.raises(ConfigError, match=words):
+        set_templates(name, given)  # type: ignore[arg-type]
+    assert templates("chatter", "dev") == before  # nothing half set

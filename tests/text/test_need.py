@@ -263,3 +263,40 @@ def test_what_asks_as_people_type_it(message: str, asks: bool) -> None:
 def test_a_query_points_back_only_when_it_names_nothing_of_its_own(message: str, back: bool
                                                                    ) -> None:
     assert points_back(need_of(message)) is back
+
+
+@pytest.mark.parametrize(("message", "need"), [
+    ("Hmm, when did Melanie paint a sunrise?", "when did Melanie paint a sunrise?"),
+    ("Quick one — when did Melanie paint a sunrise?", "when did Melanie paint a sunrise?"),
+    ("Wait—what did Caroline research?", "what did Caroline research?"),
+    ("Asking for a friend: where did Caroline move from?", "where did Caroline move from?"),
+    ("So, um, what did Caroline research", "what did Caroline research"),
+    # a lead that names or says something, points at someone, or asks itself stays
+    ("In 2019, who won the cup?", "In 2019, who won the cup?"),
+    ("For the camping trip, when did we leave?", "For the camping trip, when did we leave?"),
+    ("They, a French director, made videos for which artist?",
+     "They, a French director, made videos for which artist?"),
+    ("What, known as AAS, is used in bodybuilding?",
+     "What, known as AAS, is used in bodybuilding?"),
+])
+def test_a_lead_clause_of_small_talk_goes_from_what_asks(message: str, need: str) -> None:
+    assert need_of(message)[:2] == (need, True)
+
+
+def test_small_talk_before_a_pointer_at_the_past_goes_with_the_pointer() -> None:
+    message = ("Quick one — I wanted to follow up on our previous conversation about the fusion "
+               "breakthrough. Who led it?")
+    assert need_of(message).text == "the fusion breakthrough. Who led it?"
+
+
+def test_a_lead_clause_goes_only_from_a_sentence_that_asks() -> None:
+    # an exclamation keeps its words: only what asks is read without its lead
+    assert need_of("Wow, what a photo!").text == "Wow, what a photo!"
+    assert need_of("Hmm, I see.").text == "Hmm, I see."
+
+
+def test_a_sentence_of_many_leading_clauses_costs_a_bounded_number_of_reads() -> None:
+    # at most LEADS clauses go, so "hmm, hmm, …" 800 times is read a few times, not 800
+    need = need_of("hmm, " * 800 + "what is it?")
+    assert need.asks and need.text.startswith("hmm, hmm,")
+    assert need_of("Hmm, so, well, what is it?").text == "what is it?"
