@@ -171,6 +171,9 @@ _POINTER = re.compile(  # "I wanted to follow up on our previous conversation ab
     r"|get(?:ting)?\s+back|com(?:e|ing)\s+back)\s+(?:on|to)\s+(?:our|the|my|that|your)\s+"
     r"(?:previous|earlier|last|other|past|recent)\s+(?:conversation|chat|discussion|session|talk)"
     r"\s+(?:about|on|regarding|where|in which|when)\s+", re.IGNORECASE)
+_TALK = re.compile(r"conversation|chat|discussion|session|talk", re.IGNORECASE)
+"""Every match of :data:`_POINTER` holds one of these (:func:`_talks`)."""
+_TALK_WORDS = ("conversation", "chat", "discussion", "session", "talk")
 _CODE = re.compile(r"[A-Za-z]-?\d|\d-?[A-Za-z]")  # SHP-40233, A1001, 27th
 _HAN = re.compile(r"[\u4e00-\u9fff]")
 _PRONOUNS = frozenset({"I", "I'm", "I've", "I'd", "I'll", "OK", "Ok"})
@@ -343,8 +346,9 @@ def need_of(message: str) -> Need:
         if content or (_QUESTION.search(sentence) and (
                 _LEANING.search(text) or _OWN_PAST.search(text))) \
                 or _FOLLOW.search(sentence):  # "What about her?", "And the week?"
-            # what the pointer at the past is about, after any small talk before it
-            topic = _POINTER.sub("", _unled(text, _POINTER.match))
+            # what the pointer at the past is about, after any small talk before it (looked
+            # for only where the pointer's words are)
+            topic = _POINTER.sub("", _unled(text, _POINTER.match) if _talks(text) else text)
             kept.append((topic or text, asks, len(content), _names(text)))
             framing.append(bool(content) and all(w in _ASKING_TERMS for w in content))
         elif kept and _QUESTION.search(sentence) and _HAN.match(sentence.lstrip()) \
@@ -473,6 +477,15 @@ def _only_names(words: list[str], named: list[int]) -> bool:
     code ("Oregon", "SaveMart", "SHP-40233"; "Jon: Ah ha ha" and "the evening" are more than
     names)."""
     return bool(named) and all(words[i][:1].isupper() or _CODE.search(words[i]) for i in named)
+
+
+def _talks(text: str) -> bool:
+    """Whether ``text`` holds a word every pointer at the past needs (:data:`_TALK`; an ASCII
+    text is lowered exactly, any other goes to the pattern)."""
+    if text.isascii():
+        low = text.lower()
+        return any(w in low for w in _TALK_WORDS)
+    return bool(_TALK.search(text))
 
 
 def _points(text: str) -> bool:

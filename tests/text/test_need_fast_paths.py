@@ -24,7 +24,7 @@ _TOKENS = (  # noqa: SIM905 (a word list reads best as text)
     "in on of with many much it its those these that one ones there Dr. mr. Mrs. e.g. etc. A. "
     "x1 SHP-40233 previous conversation about told mentioned 上次 之前 thanks pls thank you thx "
     "cheers for me by any chance real quick 谢谢 吧 呢 好吗 什么 哪 , ; : ， ： ； ? ？ . ! 。 "
-    "！ - – — ſ K İ ı ﬀ hi so um anyway according Lyon, year").split()
+    "！ - – — ſ K İ ı ﬀ hi so um anyway according Lyon, year wanted follow up chat Quick").split()
 _texts = st.lists(st.tuples(st.sampled_from(_TOKENS), st.sampled_from([" ", "", "  ", "\n"])),
                   max_size=14).map(lambda parts: "".join(t + s for t, s in parts))
 
@@ -40,6 +40,9 @@ def _agree(text: str) -> None:
     assert need._unframed(text)[0] == need._TAIL_ZH.sub("", need._TAIL.sub(
         "", need._FRAME_ZH.sub("", need._FRAME.sub("", text.strip(), count=1), count=1))).strip()
     assert need._abbreviated(text) == bool(need._ABBREVIATION.search(text))
+    unled = need._unled(text, need._POINTER.match)
+    assert unled == text or need._talks(text)  # the pointer's words gate the reading
+    assert need._talks(text) == bool(need._TALK.search(text))
     if text.isascii():
         assert need._SENTENCES_ASCII.split(text) == need._SENTENCES.split(text)
 
