@@ -96,9 +96,14 @@ def _settled(server: RunningServer, session: str) -> None:
         time.sleep(0.02)
 
 
+TIMEOUT = 2.0
+"""The upstream timeout of these servers: short for the "timeout" case, long enough that a
+reply sent at once is not late on a busy machine, where the server, the fake upstream and the
+test share one process and its interpreter lock."""
+
 FAILURES: dict[str, tuple[Step, int | None, bool]] = {
     # name: (the upstream's answer, the client's status (None: hangs up), streamed)
-    "timeout": (Delay(3.0, then=Reply(text="too late")), 504, False),
+    "timeout": (Delay(6.0, then=Reply(text="too late")), 504, False),
     "upstream 429": (HttpError(429, "slow down"), 429, False),
     "upstream 500": (HttpError(500, "upstream bug"), 502, False),
     "unreadable reply": (Raw(body='{"choices": [{"message": "hi"}]}'), 502, False),
@@ -113,7 +118,7 @@ def test_a_failed_turn_leaves_the_session_as_it_was_and_its_retry_is_stored_once
         store: MemoryStore, failure: str, header: bool) -> None:
     step, status, stream = FAILURES[failure]
     with WindowedFakeServer(window=3000) as upstream, \
-            _serve(upstream.url, store, timeout=0.5) as server:
+            _serve(upstream.url, store, timeout=TIMEOUT) as server:
         upstream.add(Reply(text="PX-1 is in Lyon"))
         ok = _send(server, FIRST, header=header)
         assert ok.status_code == 200, ok.text
