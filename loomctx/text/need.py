@@ -121,8 +121,7 @@ _TAIL = re.compile(
 _TAIL_ZH = re.compile(
     r"(?:[，,]?\s*(?:谢谢|谢了|多谢|麻烦了|好吗|可以吗|行吗|吧|呢|啊|呀)\s*)+[。！？!?]*\s*$")
 # A pattern anchored at the end is tried from every position of the text: each tail is cut
-# only from a text holding one of its words, which every match needs (an ASCII text is
-# lowered exactly; any other goes to the pattern).
+# only from a text that may hold one of its words, which every match needs (:func:`_may_hold`).
 _TAIL_WORDS = ("please", "pls", "thank", "thx", "cheers", "if you", "for me", "by any chance",
                "real quick")
 _TAIL_ZH_CHARS = frozenset("谢麻吗吧呢啊呀")
@@ -171,9 +170,8 @@ _POINTER = re.compile(  # "I wanted to follow up on our previous conversation ab
     r"|get(?:ting)?\s+back|com(?:e|ing)\s+back)\s+(?:on|to)\s+(?:our|the|my|that|your)\s+"
     r"(?:previous|earlier|last|other|past|recent)\s+(?:conversation|chat|discussion|session|talk)"
     r"\s+(?:about|on|regarding|where|in which|when)\s+", re.IGNORECASE)
-_TALK = re.compile(r"conversation|chat|discussion|session|talk", re.IGNORECASE)
-"""Every match of :data:`_POINTER` holds one of these (:func:`_talks`)."""
 _TALK_WORDS = ("conversation", "chat", "discussion", "session", "talk")
+"""Every match of :data:`_POINTER` holds one of these."""
 _CODE = re.compile(r"[A-Za-z]-?\d|\d-?[A-Za-z]")  # SHP-40233, A1001, 27th
 _HAN = re.compile(r"[\u4e00-\u9fff]")
 _PRONOUNS = frozenset({"I", "I'm", "I've", "I'd", "I'll", "OK", "Ok"})
@@ -261,7 +259,7 @@ def _unframed(sentence: str) -> tuple[str, bool]:
         r"tell|remind|show|give|let|find|look|check|figure|recall|remember|pull|dig|confirm"
         r"|refresh|know|wonder|curious|question|idea|查|看|找|确认|回忆|说|讲|告诉|提醒|知道|了解|问|记得",
         s[:len(s) - len(cut)], re.IGNORECASE))
-    if not cut.isascii() or any(w in cut.lower() for w in _TAIL_WORDS):
+    if _may_hold(cut, _TAIL_WORDS):
         cut = _TAIL.sub("", cut)
     if not _TAIL_ZH_CHARS.isdisjoint(cut):
         cut = _TAIL_ZH.sub("", cut)
@@ -348,7 +346,8 @@ def need_of(message: str) -> Need:
                 or _FOLLOW.search(sentence):  # "What about her?", "And the week?"
             # what the pointer at the past is about, after any small talk before it (looked
             # for only where the pointer's words are)
-            topic = _POINTER.sub("", _unled(text, _POINTER.match) if _talks(text) else text)
+            topic = _POINTER.sub("", _unled(text, _POINTER.match)
+                                 if _may_hold(text, _TALK_WORDS) else text)
             kept.append((topic or text, asks, len(content), _names(text)))
             framing.append(bool(content) and all(w in _ASKING_TERMS for w in content))
         elif kept and _QUESTION.search(sentence) and _HAN.match(sentence.lstrip()) \
@@ -479,13 +478,14 @@ def _only_names(words: list[str], named: list[int]) -> bool:
     return bool(named) and all(words[i][:1].isupper() or _CODE.search(words[i]) for i in named)
 
 
-def _talks(text: str) -> bool:
-    """Whether ``text`` holds a word every pointer at the past needs (:data:`_TALK`; an ASCII
-    text is lowered exactly, any other goes to the pattern)."""
-    if text.isascii():
-        low = text.lower()
-        return any(w in low for w in _TALK_WORDS)
-    return bool(_TALK.search(text))
+def _may_hold(text: str, parts: Iterable[str]) -> bool:
+    """Whether ``text`` may hold one of ``parts`` (lower case) as a case-blind pattern reads
+    it: an ASCII text is lowered exactly; any other may (the patterns fold more than ASCII
+    case: "ſ" matches "s")."""
+    if not text.isascii():
+        return True
+    low = text.lower()
+    return any(part in low for part in parts)
 
 
 def _points(text: str) -> bool:
