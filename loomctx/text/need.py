@@ -163,6 +163,17 @@ _PAST = re.compile(  # a sentence that points at something said before, by its t
     r"\b.*\b(?:about|on|regarding|where)\b|\b(?:i|you) (?:told|mentioned|said|shared|gave"
     r"|provided|recommended|suggested|listed|sent|wrote)\b|上次|之前|以前|刚才|你说|我说过",
     re.IGNORECASE)
+_TIME = r"(?:the|this|that|my|our)\s+(?:day|week|weekend|morning|afternoon|evening|night)s?\b"
+_TIME_TOPIC = re.compile(r"\b(?:about|regarding|concerning|re|on|to)\s+(" + _TIME + ")",
+                         re.IGNORECASE)
+"""A part of the day or week as what a turn is about ("Going back to the evening."): the
+words are small talk in a greeting, the topic here (not "Have a nice evening.")."""
+_OWN_TIME = re.compile(r"\b(?:i|we|me|us|my|our)\b.*\b" + _TIME + r"|\b" + _TIME
+                       + r".*\b(?:i|we|me|us|my|our)\b", re.IGNORECASE)
+"""A question about what the asker does in a part of the day or week ("what can I do in the
+evening?"; not "How was your weekend?"): no small talk, whatever words it uses."""
+_TIME_WORDS = ("day", "week", "morning", "afternoon", "evening", "night")
+"""Every match of :data:`_TIME` holds one of these."""
 _POINTER = re.compile(  # "I wanted to follow up on our previous conversation about": the topic
     r"^\W*(?:(?:i|we)(?:'m|'re|\s+am|\s+are|\s+was|\s+were)?\s+(?:just\s+)?"
     r"(?:(?:wanted|want|would like|'d like|was hoping|hoped)\s+to\s+)?|so\s+)?"
@@ -342,8 +353,9 @@ def need_of(message: str) -> Need:
         content = _content(text)
         asked = framed and not content
         if content or (_QUESTION.search(sentence) and (
-                _LEANING.search(text) or _OWN_PAST.search(text))) \
-                or _FOLLOW.search(sentence):  # "What about her?", "And the week?"
+                _LEANING.search(text) or _OWN_PAST.search(text) or _own_time(text))) \
+                or _FOLLOW.search(sentence) \
+                or _time_topic(text):  # "What about her?", "And the week?", "About the evening."
             # what the pointer at the past is about, after any small talk before it (looked
             # for only where the pointer's words are)
             topic = _POINTER.sub("", _unled(text, _POINTER.match)
@@ -464,11 +476,24 @@ def _topic(text: str, words: list[str], named: list[int]) -> str:
     if _HAN.search(text) or len(named) > SHORT:
         return text
     if not named:
-        return ""
+        return _time_topic(text)
     first = named[0]
     while first > 0 and words[first - 1].lower() in _DETERMINERS:
         first -= 1
     return " ".join(words[first:named[-1] + 1]).strip(".,;:!?") + "."
+
+
+def _time_topic(text: str) -> str:
+    """The part of the day or week ``text`` is about (:data:`_TIME_TOPIC`), else ""."""
+    if not _may_hold(text, _TIME_WORDS):
+        return ""
+    found = _TIME_TOPIC.search(text)
+    return found.group(1) + "." if found else ""
+
+
+def _own_time(text: str) -> bool:
+    """Whether ``text`` asks about the asker's part of the day or week (:data:`_OWN_TIME`)."""
+    return _may_hold(text, _TIME_WORDS) and bool(_OWN_TIME.search(text))
 
 
 def _only_names(words: list[str], named: list[int]) -> bool:

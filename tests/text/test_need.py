@@ -49,6 +49,21 @@ def test_a_question_about_the_askers_own_past_is_no_small_talk(message: str, nee
     assert need_of("How was your weekend?")[:2] == ("", False)  # about the listener: small talk
 
 
+@pytest.mark.parametrize("message", ["what can I do in the evening?",
+                                     "What should we do this weekend?",
+                                     "Any ideas for my afternoon?"])
+def test_a_question_about_the_askers_part_of_the_day_is_no_small_talk(message: str) -> None:
+    # "evening", "weekend", "afternoon" are the words of a greeting, but the asker asks about
+    # their own time
+    assert need_of(message)[:2] == (message, True)
+
+
+@pytest.mark.parametrize("message", ["Good evening!", "Have a nice evening.",
+                                     "What are you doing this weekend?", "Have a great weekend!"])
+def test_a_part_of_the_day_in_a_greeting_stays_small_talk(message: str) -> None:
+    assert need_of(message)[:2] == ("", False)
+
+
 def test_what_asks_with_one_word_leans_on_the_sentence_before_it() -> None:
     need = need_of("I have a question about Caroline's support group. What did she research?")
     assert "support group" in need.text and "research" in need.text and need.asks
@@ -139,6 +154,9 @@ def test_a_short_follow_up_on_that_leans_on_the_turn_before() -> None:
     ("You know Caroline, right.", "Caroline."),
     ("Can we go back to my last trip", "my last trip."),
     ("About the SHP-40233 shipment.", "the SHP-40233 shipment."),
+    # a part of the day, the topic (not a greeting)
+    ("Quick thing about the evening.", "the evening."),
+    ("Going back to the weekend.", "the weekend."),
     # words that say more than a topic stand whole
     ("I am flying to Hamburg next week with Anna.", "I am flying to Hamburg next week with Anna."),
     ("我有个问题，关于上海的仓库。", "我有个问题，关于上海的仓库。"),

@@ -24,7 +24,9 @@ _TOKENS = (  # noqa: SIM905 (a word list reads best as text)
     "in on of with many much it its those these that one ones there Dr. mr. Mrs. e.g. etc. A. "
     "x1 SHP-40233 previous conversation about told mentioned 上次 之前 thanks pls thank you thx "
     "cheers for me by any chance real quick 谢谢 吧 呢 好吗 什么 哪 , ; : ， ： ； ? ？ . ! 。 "
-    "！ - – — ſ K İ ı ﬀ hi so um anyway according Lyon, year wanted follow up chat Quick").split()
+    "！ - – — ſ K İ ı ﬀ hi so um anyway according Lyon, year wanted follow up chat Quick "
+    "about regarding my this day days week Weekend morning afternoon Evening nights Sunday "
+    "today").split()
 _TALK = re.compile(r"conversation|chat|discussion|session|talk", re.IGNORECASE)
 _texts = st.lists(st.tuples(st.sampled_from(_TOKENS), st.sampled_from([" ", "", "  ", "\n"])),
                   max_size=14).map(lambda parts: "".join(t + s for t, s in parts))
@@ -45,6 +47,9 @@ def _agree(text: str) -> None:
     talks = need._may_hold(text, need._TALK_WORDS)
     assert unled == text or talks  # the pointer's words gate the reading
     assert talks == bool(_TALK.search(text)) if text.isascii() else talks
+    found = need._TIME_TOPIC.search(text)
+    assert need._time_topic(text) == (found.group(1) + "." if found else "")
+    assert need._own_time(text) == bool(need._OWN_TIME.search(text))
     if text.isascii():
         assert need._SENTENCES_ASCII.split(text) == need._SENTENCES.split(text)
 
@@ -60,7 +65,8 @@ def test_every_pair_of_words_is_read_alike() -> None:
     fast path does not know shows up here whatever the random texts above drew."""
     for a in _TOKENS:
         for b in _TOKENS:
-            for text in (f"{a} {b}", f"{a} {b} the year", f"So, {a} {b} the year"):
+            for text in (f"{a} {b}", f"{a} {b} the year", f"So, {a} {b} the year",
+                         f"I asked about {a} {b}"):
                 _agree(text)
 
 
