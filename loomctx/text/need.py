@@ -174,6 +174,11 @@ _OWN_TIME = re.compile(r"\b(?:i|we|me|us|my|our)\b.*\b" + _TIME + r"|\b" + _TIME
 evening?"; not "How was your weekend?"): no small talk, whatever words it uses."""
 _TIME_WORDS = ("day", "week", "morning", "afternoon", "evening", "night")
 """Every match of :data:`_TIME` holds one of these."""
+_PAST_WORDS = ("conversation", "chat", "discussion", "session", "talk", "game", "time", "told",
+               "mentioned", "said", "shared", "gave", "provided", "recommended", "suggested",
+               "listed", "sent", "wrote")
+"""Every match of :data:`_PAST` in an ASCII text holds one of these."""
+_DIGITS = re.compile(r"[0-9]")
 _POINTER = re.compile(  # "I wanted to follow up on our previous conversation about": the topic
     r"^\W*(?:(?:i|we)(?:'m|'re|\s+am|\s+are|\s+was|\s+were)?\s+(?:just\s+)?"
     r"(?:(?:wanted|want|would like|'d like|was hoping|hoped)\s+to\s+)?|so\s+)?"
@@ -223,6 +228,8 @@ _ASKS_WH = re.compile(  # what asks with a question word (or "if", "whether")
     r"|they|it|the|a|an|my|your|our|his|her|their|its|this|that|these|those)\b)\w",
     # asked in place: "she moved to Lyon in what year" (not "here is what my app exported")
     re.IGNORECASE)
+_ASKS_ASCII = re.compile(r"[?]|[,;:]\s*" + _AUX, re.IGNORECASE)
+""":data:`_ASKS` less what needs a character outside ASCII: the same search of an ASCII text."""
 _ASKS_WANT = re.compile(  # what asks for something the asker needs or lost
     r"(?:^\W*|\b(?:i|we)\s+(?:really\s+|also\s+|still\s+)?)(?:need|want|would like|'d like)"
     r"\s+(?:the|our|my|your|his|her|their|a|an|some|all|any|to know|to see|to check|to find)\b"
@@ -241,7 +248,7 @@ to scan, is tried only on a text that does (or that is not ASCII, lowered exactl
 def _asks(text: str) -> bool:
     """Whether ``text`` reads as a question or a request (:data:`_ASKS_START`, :data:`_ASKS`,
     :data:`_ASKS_WANT`, :data:`_ASKS_WH`)."""
-    if _ASKS_START.match(text) or _ASKS.search(text):
+    if _ASKS_START.match(text) or (_ASKS_ASCII if text.isascii() else _ASKS).search(text):
         return True
     if not text.isascii():
         return bool(_ASKS_WANT.search(text) or _ASKS_WH.search(text))
@@ -265,7 +272,8 @@ def _unframed(sentence: str) -> tuple[str, bool]:
     """The sentence without its request frame and closing courtesy; whether a frame was cut."""
     s = sentence.strip()
     cut = _FRAME.sub("", s, count=1)
-    cut = _FRAME_ZH.sub("", cut, count=1)
+    if not cut.isascii():  # every Chinese frame holds a Han character
+        cut = _FRAME_ZH.sub("", cut, count=1)
     framed = cut != s and bool(re.search(
         r"tell|remind|show|give|let|find|look|check|figure|recall|remember|pull|dig|confirm"
         r"|refresh|know|wonder|curious|question|idea|查|看|找|确认|回忆|说|讲|告诉|提醒|知道|了解|问|记得",
@@ -358,8 +366,8 @@ def need_of(message: str) -> Need:
                 or _time_topic(text):  # "What about her?", "And the week?", "About the evening."
             # what the pointer at the past is about, after any small talk before it (looked
             # for only where the pointer's words are)
-            topic = _POINTER.sub("", _unled(text, _POINTER.match)
-                                 if _may_hold(text, _TALK_WORDS) else text)
+            topic = _POINTER.sub("", _unled(text, _POINTER.match)) \
+                if _may_hold(text, _TALK_WORDS) else text
             kept.append((topic or text, asks, len(content), _names(text)))
             framing.append(bool(content) and all(w in _ASKING_TERMS for w in content))
         elif kept and _QUESTION.search(sentence) and _HAN.match(sentence.lstrip()) \
@@ -541,6 +549,9 @@ def _names(text: str) -> bool:
     a code (SHP-40233), a topic of the conversation's past ("our previous chat about ...",
     "you told me ..."), or Chinese text (no capitals to tell). A time, a list of errands or
     "everything we discussed" names nothing."""
+    if text.isascii():  # no Han character; a code needs a digit; the past, one of its words
+        return _capitals(text) or (_DIGITS.search(text) is not None and bool(_CODE.search(text))) \
+            or (_may_hold(text, _PAST_WORDS) and bool(_PAST.search(text)))
     return bool(_HAN.search(text) or _capitals(text) or _CODE.search(text)
                 or _PAST.search(text))
 

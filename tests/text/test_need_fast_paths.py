@@ -26,7 +26,7 @@ _TOKENS = (  # noqa: SIM905 (a word list reads best as text)
     "cheers for me by any chance real quick 谢谢 吧 呢 好吗 什么 哪 , ; : ， ： ； ? ？ . ! 。 "
     "！ - – — ſ K İ ı ﬀ hi so um anyway according Lyon, year wanted follow up chat Quick "
     "about regarding my this day days week Weekend morning afternoon Evening nights Sunday "
-    "today").split()
+    "today said gave time game shared sent wrote other earlier 27th A1001 4-B B9").split()
 _TALK = re.compile(r"conversation|chat|discussion|session|talk", re.IGNORECASE)
 _texts = st.lists(st.tuples(st.sampled_from(_TOKENS), st.sampled_from([" ", "", "  ", "\n"])),
                   max_size=14).map(lambda parts: "".join(t + s for t, s in parts))
@@ -47,6 +47,9 @@ def _agree(text: str) -> None:
     talks = need._may_hold(text, need._TALK_WORDS)
     assert unled == text or talks  # the pointer's words gate the reading
     assert talks == bool(_TALK.search(text)) if text.isascii() else talks
+    assert need._POINTER.sub("", text) == text or talks
+    assert need._names(text) == bool(need._HAN.search(text) or need._capitals(text)
+                                     or need._CODE.search(text) or need._PAST.search(text))
     found = need._TIME_TOPIC.search(text)
     assert need._time_topic(text) == (found.group(1) + "." if found else "")
     assert need._own_time(text) == bool(need._OWN_TIME.search(text))
