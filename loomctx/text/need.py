@@ -191,6 +191,12 @@ _TALK_WORDS = ("conversation", "chat", "discussion", "session", "talk")
 _CODE = re.compile(r"[A-Za-z]-?\d|\d-?[A-Za-z]")  # SHP-40233, A1001, 27th
 _HAN = re.compile(r"[\u4e00-\u9fff]")
 _PRONOUNS = frozenset({"I", "I'm", "I've", "I'd", "I'll", "OK", "Ok"})
+_DATES = _PRONOUNS | frozenset("""
+January February March April May June July August September October November December
+Monday Tuesday Wednesday Thursday Friday Saturday Sunday
+""".split())  # noqa: SIM905
+"""Capitals that name a time, not a subject: "when did they go to a pride parade in August?"
+still leans on who "they" are."""
 _ABBREVIATION = re.compile(r"(?:\b(?:dr|mr|mrs|ms|st|mt|jr|sr|vs|etc|e\.g|i\.e|no)|\b[A-Z])\.$",
                            re.IGNORECASE)
 _AUX = (r"(?:did|does|do|is|are|was|were|has|have|had|can|could|would|will|should|shall|may"
@@ -387,8 +393,11 @@ def need_of(message: str) -> Need:
     # first, up to MAX_WORDS. A sentence about the asker's day names nothing and goes.
     chosen = set(asking)
     words = sum(kept[i][2] for i in asking)
+    # a question alone that names only a time leans ("when did they go to a pride parade in
+    # August?"); beside other sentences, a day named is what they are about
+    skip = _DATES if len(kept) == 1 else _PRONOUNS
     leans = words < LEANS or any(  # "her bookshelf" after "Caroline" does not lean
-        not _capitals(kept[i][0]) and (
+        not _capitals(kept[i][0], skip) and (
             (_LEANING.search(kept[i][0]) and kept[i][2] <= SHORT)
             or (_PERSON.search(kept[i][0]) and kept[i][2] <= PERSON_WORDS))
         for i in asking)
@@ -401,7 +410,8 @@ def need_of(message: str) -> Need:
             break
         chosen.add(i)
         words += kept[i][2]
-    alone = not any(kept[i][3] for i in chosen)  # nothing chosen names anything
+    # nothing chosen names anything but a time
+    alone = not any(kept[i][3] and _names(kept[i][0], skip) for i in chosen)
     refers = any(_points(kept[i][0]) for i in asking)
     return Need(_joined(kept[i][0] for i in sorted(chosen)), True, leans and alone, refers)
 
@@ -451,6 +461,8 @@ def with_before(need: Need, before: str | Need | None) -> Need:
     # A turn that only names something ("Now, Oregon.") sets up what follows; a short turn
     # that asked or said something else ("Expand it with bullet points") only for what points
     # back at it ("how long did I stay there?").
+    if not (need.leans or need.refers or not said.asks):
+        return need  # a turn that asked sets up only what leans or points back
     words = said.text.split()
     named = _naming(words)
     topic = len(_content(said.text)) <= SHORT and (
@@ -544,21 +556,22 @@ def _goes_on(sentence: str, part: str) -> bool:
                 ("，", "：", "；"))))
 
 
-def _names(text: str) -> bool:
-    """Whether a sentence names something: a name or title (a capital past its first word),
-    a code (SHP-40233), a topic of the conversation's past ("our previous chat about ...",
-    "you told me ..."), or Chinese text (no capitals to tell). A time, a list of errands or
-    "everything we discussed" names nothing."""
+def _names(text: str, skip: frozenset[str] = _PRONOUNS) -> bool:
+    """Whether a sentence names something: a name or title (a capital past its first word,
+    ``skip`` aside), a code (SHP-40233), a topic of the conversation's past ("our previous
+    chat about ...", "you told me ..."), or Chinese text (no capitals to tell). A time, a list
+    of errands or "everything we discussed" names nothing."""
     if text.isascii():  # no Han character; a code needs a digit; the past, one of its words
-        return _capitals(text) or (_DIGITS.search(text) is not None and bool(_CODE.search(text))) \
+        return _capitals(text, skip) or (_DIGITS.search(text) is not None
+                                         and bool(_CODE.search(text))) \
             or (_may_hold(text, _PAST_WORDS) and bool(_PAST.search(text)))
-    return bool(_HAN.search(text) or _capitals(text) or _CODE.search(text)
+    return bool(_HAN.search(text) or _capitals(text, skip) or _CODE.search(text)
                 or _PAST.search(text))
 
 
-def _capitals(text: str) -> bool:
-    """Whether a word past the first starts with a capital (a name, a title)."""
-    return any(w[:1].isupper() and w.rstrip(".,!?;:'s") not in _PRONOUNS
+def _capitals(text: str, skip: frozenset[str] = _PRONOUNS) -> bool:
+    """Whether a word past the first starts with a capital (a name, a title), ``skip`` aside."""
+    return any(w[:1].isupper() and w.rstrip(".,!?;:'s") not in skip
                for w in text.split()[1:])
 
 

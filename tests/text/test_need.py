@@ -205,6 +205,16 @@ def test_a_question_that_points_at_a_place_takes_the_topic_named_before() -> Non
                        ) == follow_up
 
 
+def test_a_question_that_names_only_a_time_still_leans_on_who_they_are() -> None:
+    asked = need_of("when did they attend a pride parade in August?")
+    assert asked.leans and points_back(asked)  # "August" is a time, not who "they" are
+    assert with_before(asked, "I have a question about Caroline.").text.startswith("Caroline.")
+    assert not need_of("when did they go to Paris in August?").leans  # Paris is named
+    # beside other sentences, a time named may be what they are about: it stands alone
+    assert not need_of("I found the photos. When did they attend a pride parade in August?"
+                       ).leans
+
+
 def test_a_turn_that_only_names_something_sets_up_the_question_after_it() -> None:
     asked = need_of("how many days ago did I go on a whitewater rafting trip in the mountains?")
     assert with_before(asked, "Now, Oregon.").text.startswith("Oregon.")
