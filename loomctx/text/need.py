@@ -195,8 +195,8 @@ _DATES = _PRONOUNS | frozenset("""
 January February March April May June July August September October November December
 Monday Tuesday Wednesday Thursday Friday Saturday Sunday
 """.split())  # noqa: SIM905
-"""Capitals that name a time, not a subject: "when did they go to a pride parade in August?"
-still leans on who "they" are."""
+"""The capitals a question alone is read past: pronouns, and months and weekdays, which name a
+time, not a subject ("when did they go to a pride parade in August?" leans on who "they" are)."""
 _ABBREVIATION = re.compile(r"(?:\b(?:dr|mr|mrs|ms|st|mt|jr|sr|vs|etc|e\.g|i\.e|no)|\b[A-Z])\.$",
                            re.IGNORECASE)
 _AUX = (r"(?:did|does|do|is|are|was|were|has|have|had|can|could|would|will|should|shall|may"
