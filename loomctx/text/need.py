@@ -171,7 +171,10 @@ words are small talk in a greeting, the topic here (not "Have a nice evening.").
 _OWN_TIME = re.compile(r"\b(?:i|we|me|us|my|our)\b.*\b" + _TIME + r"|\b" + _TIME
                        + r".*\b(?:i|we|me|us|my|our)\b", re.IGNORECASE)
 """A question about what the asker does in a part of the day or week ("what can I do in the
-evening?"; not "How was your weekend?"): no small talk, whatever words it uses."""
+evening?"; not "How was your weekend?"): no small talk, whatever words it uses. Read by
+:func:`_own_time` in linear time (the pattern backtracks over a line of many pronouns)."""
+_ASKER = re.compile(r"\b(?:i|we|me|us|my|our)\b", re.IGNORECASE)
+_TIME_AT = re.compile(r"\b" + _TIME, re.IGNORECASE)
 _TIME_WORDS = ("day", "week", "morning", "afternoon", "evening", "night")
 """Every match of :data:`_TIME` holds one of these."""
 _PAST_WORDS = ("conversation", "chat", "discussion", "session", "talk", "game", "time", "told",
@@ -512,8 +515,17 @@ def _time_topic(text: str) -> str:
 
 
 def _own_time(text: str) -> bool:
-    """Whether ``text`` asks about the asker's part of the day or week (:data:`_OWN_TIME`)."""
-    return _may_hold(text, _TIME_WORDS) and bool(_OWN_TIME.search(text))
+    """Whether ``text`` asks about the asker's part of the day or week: :data:`_OWN_TIME`
+    matches a line where a word of the asker ends before a time starts, or starts after one
+    ends, which the first and last of each tell."""
+    if not _may_hold(text, _TIME_WORDS):
+        return False
+    for line in text.split("\n"):  # "." does not cross a line
+        times = [m.span() for m in _TIME_AT.finditer(line)]
+        asker = [m.span() for m in _ASKER.finditer(line)] if times else []
+        if asker and (asker[0][1] <= times[-1][0] or asker[-1][0] >= times[0][1]):
+            return True
+    return False
 
 
 def _only_names(words: list[str], named: list[int]) -> bool:
