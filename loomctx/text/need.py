@@ -168,19 +168,10 @@ _TIME_TOPIC = re.compile(r"\b(?:about|regarding|concerning|re|on|to)\s+(" + _TIM
                          re.IGNORECASE)
 """A part of the day or week as what a turn is about ("Going back to the evening."): the
 words are small talk in a greeting, the topic here (not "Have a nice evening.")."""
-_OWN_TIME = re.compile(r"\b(?:i|we|me|us|my|our)\b.*\b" + _TIME + r"|\b" + _TIME
-                       + r".*\b(?:i|we|me|us|my|our)\b", re.IGNORECASE)
-"""A question about what the asker does in a part of the day or week ("what can I do in the
-evening?"; not "How was your weekend?"): no small talk, whatever words it uses. Read by
-:func:`_own_time` in linear time (the pattern backtracks over a line of many pronouns)."""
 _ASKER = re.compile(r"\b(?:i|we|me|us|my|our)\b", re.IGNORECASE)
 _TIME_AT = re.compile(r"\b" + _TIME, re.IGNORECASE)
 _TIME_WORDS = ("day", "week", "morning", "afternoon", "evening", "night")
 """Every match of :data:`_TIME` holds one of these."""
-_PAST_WORDS = ("conversation", "chat", "discussion", "session", "talk", "game", "time", "told",
-               "mentioned", "said", "shared", "gave", "provided", "recommended", "suggested",
-               "listed", "sent", "wrote")
-"""Every match of :data:`_PAST` in an ASCII text holds one of these."""
 _DIGITS = re.compile(r"[0-9]")
 _POINTER = re.compile(  # "I wanted to follow up on our previous conversation about": the topic
     r"^\W*(?:(?:i|we)(?:'m|'re|\s+am|\s+are|\s+was|\s+were)?\s+(?:just\s+)?"
@@ -191,6 +182,9 @@ _POINTER = re.compile(  # "I wanted to follow up on our previous conversation ab
     r"\s+(?:about|on|regarding|where|in which|when)\s+", re.IGNORECASE)
 _TALK_WORDS = ("conversation", "chat", "discussion", "session", "talk")
 """Every match of :data:`_POINTER` holds one of these."""
+_PAST_WORDS = (*_TALK_WORDS, "game", "time", "told", "mentioned", "said", "shared", "gave",
+               "provided", "recommended", "suggested", "listed", "sent", "wrote")
+"""Every match of :data:`_PAST` in an ASCII text holds one of these."""
 _CODE = re.compile(r"[A-Za-z]-?\d|\d-?[A-Za-z]")  # SHP-40233, A1001, 27th
 _HAN = re.compile(r"[\u4e00-\u9fff]")
 _PRONOUNS = frozenset({"I", "I'm", "I've", "I'd", "I'll", "OK", "Ok"})
@@ -413,8 +407,9 @@ def need_of(message: str) -> Need:
             break
         chosen.add(i)
         words += kept[i][2]
-    # nothing chosen names anything but a time
-    alone = not any(kept[i][3] and _names(kept[i][0], skip) for i in chosen)
+    # nothing chosen names anything (a question alone: but a time)
+    alone = not (_names(kept[0][0], _DATES) if len(kept) == 1 else
+                 any(kept[i][3] for i in chosen))
     refers = any(_points(kept[i][0]) for i in asking)
     return Need(_joined(kept[i][0] for i in sorted(chosen)), True, leans and alone, refers)
 
@@ -515,9 +510,11 @@ def _time_topic(text: str) -> str:
 
 
 def _own_time(text: str) -> bool:
-    """Whether ``text`` asks about the asker's part of the day or week: :data:`_OWN_TIME`
-    matches a line where a word of the asker ends before a time starts, or starts after one
-    ends, which the first and last of each tell."""
+    """Whether ``text`` asks about the asker's part of the day or week ("what can I do in the
+    evening?"; not "How was your weekend?"): no small talk, whatever words it uses. On one line,
+    a word of the asker (:data:`_ASKER`) ends before a time (:data:`_TIME_AT`) starts or starts
+    after one ends, which the first and last of each tell: linear, where a pattern with ``.*``
+    between the two backtracked over a line of many pronouns."""
     if not _may_hold(text, _TIME_WORDS):
         return False
     for line in text.split("\n"):  # "." does not cross a line

@@ -28,6 +28,9 @@ _TOKENS = (  # noqa: SIM905 (a word list reads best as text)
     "about regarding my this day days week Weekend morning afternoon Evening nights Sunday "
     "today said gave time game shared sent wrote other earlier 27th A1001 4-B B9").split()
 _TALK = re.compile(r"conversation|chat|discussion|session|talk", re.IGNORECASE)
+_OWN_TIME = re.compile(r"\b(?:i|we|me|us|my|our)\b.*\b" + need._TIME + r"|\b" + need._TIME
+                       + r".*\b(?:i|we|me|us|my|our)\b", re.IGNORECASE)
+"""The asker's own time as one pattern: what :func:`need._own_time` reads in linear time."""
 _texts = st.lists(st.tuples(st.sampled_from(_TOKENS), st.sampled_from([" ", "", "  ", "\n"])),
                   max_size=14).map(lambda parts: "".join(t + s for t, s in parts))
 
@@ -52,7 +55,7 @@ def _agree(text: str) -> None:
                                      or need._CODE.search(text) or need._PAST.search(text))
     found = need._TIME_TOPIC.search(text)
     assert need._time_topic(text) == (found.group(1) + "." if found else "")
-    assert need._own_time(text) == bool(need._OWN_TIME.search(text))
+    assert need._own_time(text) == bool(_OWN_TIME.search(text))
     if text.isascii():
         assert need._SENTENCES_ASCII.split(text) == need._SENTENCES.split(text)
 
