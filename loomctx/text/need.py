@@ -27,6 +27,7 @@ unchanged (a message in another language is its own need).
 
 from __future__ import annotations
 
+import bisect
 import re
 from collections.abc import Callable, Iterable
 from typing import NamedTuple
@@ -170,6 +171,7 @@ _TIME_TOPIC = re.compile(r"\b(?:about|regarding|concerning|re|on|to)\s+(" + _TIM
 words are small talk in a greeting, the topic here (not "Have a nice evening.")."""
 _ASKER = re.compile(r"\b(?:i|we|me|us|my|our)\b", re.IGNORECASE)
 _TIME_AT = re.compile(r"\b" + _TIME, re.IGNORECASE)
+_BREAK = re.compile("\n")  # what "." in a pattern does not cross
 _TIME_WORDS = ("day", "week", "morning", "afternoon", "evening", "night")
 """Every match of :data:`_TIME` holds one of these."""
 _DIGITS = re.compile(r"[0-9]")
@@ -511,17 +513,35 @@ def _time_topic(text: str) -> str:
 
 def _own_time(text: str) -> bool:
     """Whether ``text`` asks about the asker's part of the day or week ("what can I do in the
-    evening?"; not "How was your weekend?"): no small talk, whatever words it uses. On one line,
-    a word of the asker (:data:`_ASKER`) ends before a time (:data:`_TIME_AT`) starts or starts
-    after one ends, which the first and last of each tell: linear, where a pattern with ``.*``
-    between the two backtracked over a line of many pronouns."""
+    evening?"; not "How was your weekend?"): no small talk, whatever words it uses. A word of
+    the asker (:data:`_ASKER`) and a time (:data:`_TIME_AT`, which may break a line between
+    its words) with no line break between them, either first. Linear: for each of one, the
+    nearest of the other before it; a pattern with ``.*`` between the two backtracked over a
+    line of many pronouns."""
     if not _may_hold(text, _TIME_WORDS):
         return False
-    for line in text.split("\n"):  # "." does not cross a line
-        times = [m.span() for m in _TIME_AT.finditer(line)]
-        asker = [m.span() for m in _ASKER.finditer(line)] if times else []
-        if asker and (asker[0][1] <= times[-1][0] or asker[-1][0] >= times[0][1]):
-            return True
+    times = [m.span() for m in _TIME_AT.finditer(text)]
+    asker = [m.span() for m in _ASKER.finditer(text)] if times else []
+    if not asker:
+        return False
+    breaks = [m.start() for m in _BREAK.finditer(text)]
+    return _on_one_line(asker, times, breaks) or _on_one_line(times, asker, breaks)
+
+
+
+def _on_one_line(first: list[tuple[int, int]], then: list[tuple[int, int]],
+                 breaks: list[int]) -> bool:
+    """Whether a span of ``first`` ends before a span of ``then`` starts with no line break
+    between them (``breaks``); every list in order."""
+    k, end = 0, -1
+    for start, _ in then:
+        while k < len(first) and first[k][1] <= start:
+            end = first[k][1]
+            k += 1
+        if end >= 0:
+            i = bisect.bisect_left(breaks, end)
+            if i == len(breaks) or breaks[i] >= start:
+                return True
     return False
 
 

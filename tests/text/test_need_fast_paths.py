@@ -72,7 +72,8 @@ def test_every_pair_of_words_is_read_alike() -> None:
     for a in _TOKENS:
         for b in _TOKENS:
             for text in (f"{a} {b}", f"{a} {b} the year", f"So, {a} {b} the year",
-                         f"I asked about {a} {b}", f"I\n{a} {b}"):
+                         f"I asked about {a} {b}", f"I\n{a} {b}", f"I {a}\n{b}",
+                         f"{a}\n{b} we"):
                 _agree(text)
 
 
