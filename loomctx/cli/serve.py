@@ -250,13 +250,13 @@ def run_serve(args: argparse.Namespace) -> int:
         import uvicorn
 
         from loomctx.service.guard import WORKER_PROTOCOL
-        from loomctx.service.workers import reuse_port_supported, run_workers
+        from loomctx.service.workers import handoff_supported, run_workers
 
         os.environ[_WORKER_ARGS] = json.dumps({k: v for k, v in vars(args).items()
                                                if k != "func"})
         settings: dict[str, Any] = {"log_level": "info", "http": WORKER_PROTOCOL,
                                     "timeout_keep_alive": options.edge.idle_timeout}
-        if reuse_port_supported():  # a socket each: see loomctx.service.workers
+        if handoff_supported():  # the fewest connections first: see loomctx.service.workers
             return run_workers(args.workers, f"{__name__}:worker_app", host=args.host,
                                port=args.port, **settings)
         uvicorn.run(f"{__name__}:worker_app", factory=True, workers=args.workers,

@@ -1,7 +1,8 @@
-"""``serve --workers N``: each worker listens on a socket of its own, so connections that come
-together are spread over the workers (on one shared socket, the worker a connection woke
-accepted all that were waiting: sixteen at once all went to one worker of two); stopping the
-parent stops every worker."""
+"""``serve --workers N``: the parent passes each new connection to the worker holding the
+fewest, so connections that come together are split evenly (on one shared socket, the worker
+a connection woke accepted all that were waiting: sixteen at once all went to one worker of
+two; with a socket each, the kernel's hash split them 12/4 or 13/3); stopping the parent stops
+every worker."""
 
 from __future__ import annotations
 
@@ -17,12 +18,12 @@ import pytest
 
 from loomctx.cli.main import main
 from loomctx.servers import RedisServer
-from loomctx.service.workers import reuse_port_supported
+from loomctx.service.workers import handoff_supported
 from loomctx.testing.processes import wait_healthy
 from loomctx.testing.windowed import WindowedFakeServer
 
-pytestmark = pytest.mark.skipif(not reuse_port_supported() or not Path("/proc/net").exists(),
-                                reason="SO_REUSEPORT and Linux /proc")
+pytestmark = pytest.mark.skipif(not handoff_supported() or not Path("/proc/net").exists(),
+                                reason="passing connections (Unix) and Linux /proc")
 
 
 def _free_port() -> int:
@@ -46,7 +47,11 @@ def _owner(pids: list[int]) -> dict[int, int]:
     """Socket inode → the pid of ``pids`` holding it."""
     owners = {}
     for pid in pids:
-        for fd in Path(f"/proc/{pid}/fd").iterdir():
+        try:
+            fds = list(Path(f"/proc/{pid}/fd").iterdir())
+        except OSError:  # it exited
+            continue
+        for fd in fds:
             try:
                 target = os.readlink(fd)
             except OSError:
@@ -69,6 +74,34 @@ def _children(pid: int) -> list[int]:
     return kids
 
 
+def _workers(pid: int) -> list[int]:
+    """The worker processes of the ``serve`` process ``pid``."""
+    out = []
+    for p in _children(pid):
+        try:
+            if b"spawn_main" in Path(f"/proc/{p}/cmdline").read_bytes():
+                out.append(p)
+        except OSError:  # it just exited
+            continue
+    return out
+
+
+def _served_by(port: int, clients: list[socket.socket], workers: list[int]) -> dict[int, int]:
+    """Each client's local port → the worker holding its accepted socket (waiting until every
+    one is held: a connection is accepted by the parent and then passed on)."""
+    mine = {c.getsockname()[1] for c in clients}
+    deadline = time.monotonic() + 30
+    while True:
+        served = _owner(workers)
+        out = {remote: served.get(inode, 0)
+               for (_, remote), inode in _sockets(port, "01").items() if remote in mine}
+        if (len(out) == len(clients) and 0 not in out.values()) or time.monotonic() > deadline:
+            break
+        time.sleep(0.05)
+    assert len(out) == len(clients) and 0 not in out.values(), out
+    return out
+
+
 def test_connections_that_come_together_are_spread_over_the_workers(
         pg_url: str, redis_server: RedisServer) -> None:
     port = _free_port()
@@ -80,8 +113,7 @@ def test_connections_that_come_together_are_spread_over_the_workers(
             env=dict(os.environ), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         try:
             wait_healthy(f"http://127.0.0.1:{port}/health", proc)
-            workers = [p for p in _children(proc.pid)
-                       if b"spawn_main" in Path(f"/proc/{p}/cmdline").read_bytes()]
+            workers = _workers(proc.pid)
             assert len(workers) == 2
             seen: set[int] = set()
             deadline = time.monotonic() + 60
@@ -92,16 +124,46 @@ def test_connections_that_come_together_are_spread_over_the_workers(
                     seen.add(_owner(workers).get(inode or -1, 0))
                 seen.discard(0)
 
+            time.sleep(0.5)  # the probes' closes counted
             clients = [socket.create_connection(("127.0.0.1", port)) for _ in range(32)]
             try:
-                time.sleep(0.5)  # accepted
-                mine = {c.getsockname()[1] for c in clients}
-                accepted = {inode for (_, remote), inode in _sockets(port, "01").items()
-                            if remote in mine}
-                served = _owner(workers)
-                per_worker = {w: sum(served.get(i) == w for i in accepted) for w in workers}
-                assert sum(per_worker.values()) == 32
-                assert all(n > 0 for n in per_worker.values()), per_worker
+                where = _served_by(port, clients, workers)
+                per_worker = {w: sum(v == w for v in where.values()) for w in workers}
+                assert per_worker == {w: 16 for w in workers}  # not a hash's 12/20
+
+                # the next connections go to the worker that holds the fewest
+                first = workers[0]
+                for c in [c for c in clients if where[c.getsockname()[1]] == first][:6]:
+                    clients.remove(c)
+                    c.close()
+                time.sleep(0.5)  # the closes counted
+                more = [socket.create_connection(("127.0.0.1", port)) for _ in range(8)]
+                clients += more
+                later = _served_by(port, more, workers)
+                assert sorted(later.values()).count(first) == 7, later  # 10+7 against 16+1
+
+                # a worker killed is replaced once the new one serves, and the new one, holding
+                # none, is given the next connections
+                os.kill(first, signal.SIGKILL)
+                deadline = time.monotonic() + 60
+                fresh: list[int] = []
+                while not fresh and time.monotonic() < deadline:
+                    time.sleep(0.2)
+                    fresh = [p for p in _workers(proc.pid) if p not in workers]
+                assert len(fresh) == 1
+                on: set[int] = set()
+                while fresh[0] not in on:  # answered by the others while the new one starts
+                    assert time.monotonic() < deadline
+                    with socket.create_connection(("127.0.0.1", port), timeout=60) as one:
+                        one.sendall(b"GET /health HTTP/1.1\r\nhost: x\r\n\r\n")
+                        assert one.recv(64).startswith(b"HTTP/1.1 200")
+                        on = set(_served_by(port, [one], [*workers, *fresh]).values())
+                    time.sleep(0.1)
+                time.sleep(0.5)  # its close counted
+                news = [socket.create_connection(("127.0.0.1", port)) for _ in range(6)]
+                clients += news
+                assert set(_served_by(port, news, [*workers, *fresh]).values()) == set(fresh)
+                workers += fresh
             finally:
                 for c in clients:
                     c.close()
