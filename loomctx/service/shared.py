@@ -77,6 +77,7 @@ CREATE TABLE IF NOT EXISTS loomctx_proxy_builds (
     at double precision NOT NULL, record jsonb NOT NULL,
     PRIMARY KEY (tenant, id));
 ALTER TABLE loomctx_proxy_builds ADD COLUMN IF NOT EXISTS outcome jsonb;
+ALTER TABLE loomctx_proxy_builds ALTER COLUMN record SET STORAGE EXTERNAL;
 CREATE INDEX IF NOT EXISTS loomctx_proxy_chain_hash ON loomctx_proxy_chain (tenant, hash);
 CREATE INDEX IF NOT EXISTS loomctx_proxy_builds_session
     ON loomctx_proxy_builds (tenant, session, at);

@@ -107,6 +107,27 @@ CREATE OR REPLACE TRIGGER loomctx_postings_change AFTER UPDATE OF terms, tenant,
   EXECUTE FUNCTION loomctx_postings_change();
 """
 
+ADD_INLINE_SQL = f"""
+CREATE OR REPLACE FUNCTION loomctx_postings_add() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  -- loomctx_impacts inlined, each row's length summed once (the same expression, so the
+  -- same real values: the drop trigger finds a posting by its impact)
+  INSERT INTO {POSTINGS} (tenant, term, impact, pk)
+  SELECT n.tenant, u.lexeme,
+         (0.1 * CASE WHEN c.n = 1 THEN 1.0::float8
+                     ELSE (SELECT sum(1.0::float8 / (j * j)) FROM generate_series(1, c.n) j) END
+          / 1.64493406685 / (ln(l.len + 1) / ln(2)))::real, n.pk
+  FROM loomctx_added n,
+       LATERAL (SELECT sum(coalesce(array_length(v.positions, 1), 1)) AS len
+                FROM unnest(n.terms) v) l,
+       unnest(n.terms) u, LATERAL (SELECT coalesce(array_length(u.positions, 1), 1) AS n) c;
+  RETURN NULL;
+END $$;
+"""
+"""Schema version 5: the insert trigger computes the impacts in its own statement rather than
+calling :data:`IMPACTS_SQL`'s function per row (PostgreSQL's CPU for a put of a user message and
+its reply: ~610 → ~430 µs)."""
+
 MIGRATION_SQL = f"""
 CREATE TABLE IF NOT EXISTS {POSTINGS} (
     tenant TEXT COLLATE "C" NOT NULL,
@@ -158,5 +179,5 @@ def arguments(terms: list[str], tenant: str, cap: int, limit: int, tsquery: str
     return [max(limit, 1), terms, tenant, cap, TIE_FACTOR * limit, tsquery]
 
 
-__all__ = ["IMPACTS_SQL", "MIGRATION_SQL", "POSTINGS", "POSTINGS_INDEX", "POSTINGS_INDEX_SQL",
-           "ROUNDING", "TIE_FACTOR", "arguments", "ranked_sql"]
+__all__ = ["ADD_INLINE_SQL", "IMPACTS_SQL", "MIGRATION_SQL", "POSTINGS", "POSTINGS_INDEX",
+           "POSTINGS_INDEX_SQL", "ROUNDING", "TIE_FACTOR", "arguments", "ranked_sql"]

@@ -751,7 +751,9 @@ def test_postings_follow_every_write(pg_url: str) -> None:
         store.put([rec("a", "a new text about mountains 山峰")])  # replaced: old terms gone
         assert store.delete(["c1", "c2"], scope=Scope()) == 2
         store.bulk_load([rec(f"d{i}", f"bulk {i} 山峰") for i in range(50)], rebuild_index=True)
+        store.put(_lexical_corpus()[:60])  # repeated terms, rows of every length, CJK grams
         assert _postings_drift(pg_url) == (0, 0)
+        assert store.delete([f"r{i}" for i in range(0, 60, 2)], scope=Scope()) == 30
         with psycopg.connect(pg_url) as conn:
             n = conn.execute("SELECT COUNT(*) FROM loomctx_postings WHERE term = 'river'"
                              ).fetchone()
