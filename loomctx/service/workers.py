@@ -17,7 +17,9 @@ Counting connections, sixteen are split 8/8 every time. The parent starts the wo
 worker again when one dies (a worker that could not start stops them all: the next would fail
 the same way), and on SIGINT or SIGTERM stops accepting and stops them (SIGTERM: each finishes
 what it serves, as ``loomctx serve`` does alone). A worker whose parent is gone (killed) stops
-too: its pair reads as closed.
+too: its pair reads as closed. Connections are accepted once every worker serves (or after
+:data:`START_WAIT`): sixteen clients that connect as soon as the port answers are not all given
+to the worker that started first.
 """
 
 from __future__ import annotations
@@ -45,6 +47,8 @@ STARTUP_FAILURE = 3
 """The exit code of a worker that could not start (uvicorn's)."""
 STOP_WAIT = 60.0
 """Seconds the workers get to finish after SIGTERM before they are killed."""
+START_WAIT = 60.0
+"""Seconds the parent waits for every worker to serve before it accepts connections anyway."""
 BACKLOG = 2048
 """Connections the port holds before the parent accepts them (uvicorn's default)."""
 _OPENED, _CLOSED, _READY = b"+", b"-", b"!"
@@ -212,6 +216,11 @@ class _Parent:
                 return
             log.warning("no worker could take a connection; closed it")
 
+    def all_serve(self, waited: float) -> bool:
+        """Whether to accept connections: every worker serves, or :data:`START_WAIT` seconds
+        have passed since they were started."""
+        return waited > START_WAIT or all(w.ready for w in self.workers)
+
     def heard(self, worker: _Worker) -> None:
         """Count the connections ``worker`` says it closed."""
         while True:
@@ -235,7 +244,6 @@ def run_workers(count: int, app: str, *, host: str, port: int, **settings: Any) 
     listener = listening_socket(host, port)
     listener.setblocking(False)
     parent = _Parent(app, settings)
-    parent.selector.register(listener, selectors.EVENT_READ, None)
     stopping: list[int] = []
 
     def stop(signum: int, frame: FrameType | None) -> None:
@@ -246,7 +254,13 @@ def run_workers(count: int, app: str, *, host: str, port: int, **settings: Any) 
     try:
         parent.workers = [parent.start() for _ in range(count)]
         checked = time.monotonic()
+        started, accepting = checked, False
         while not stopping:
+            if not accepting and parent.all_serve(time.monotonic() - started):
+                # connections wait in the backlog until every worker serves: clients that
+                # connect at once would otherwise all be given to the first that started
+                parent.selector.register(listener, selectors.EVENT_READ, None)
+                accepting = True
             for key, _ in parent.selector.select(0.2):
                 if key.data is None:
                     _accept(listener, parent)
@@ -268,7 +282,8 @@ def run_workers(count: int, app: str, *, host: str, port: int, **settings: Any) 
                 parent.retire(worker)
                 parent.workers[i] = parent.start()
     finally:
-        parent.selector.unregister(listener)
+        with contextlib.suppress(KeyError, ValueError):
+            parent.selector.unregister(listener)
         listener.close()  # new connections are refused from here on
         for worker in parent.workers:
             if worker.process.is_alive() and worker.process.pid is not None:
@@ -299,5 +314,5 @@ def _accept(listener: socket.socket, parent: _Parent) -> None:
         parent.hand(conn)
 
 
-__all__ = ["BACKLOG", "STARTUP_FAILURE", "STOP_WAIT", "handoff_supported", "listening_socket",
-           "run_workers"]
+__all__ = ["BACKLOG", "START_WAIT", "STARTUP_FAILURE", "STOP_WAIT", "handoff_supported",
+           "listening_socket", "run_workers"]

@@ -18,7 +18,7 @@ import pytest
 
 from loomctx.cli.main import main
 from loomctx.servers import RedisServer
-from loomctx.service.workers import handoff_supported
+from loomctx.service.workers import START_WAIT, _Parent, _Worker, handoff_supported
 from loomctx.testing.processes import wait_healthy
 from loomctx.testing.windowed import WindowedFakeServer
 
@@ -115,16 +115,9 @@ def test_connections_that_come_together_are_spread_over_the_workers(
             wait_healthy(f"http://127.0.0.1:{port}/health", proc)
             workers = _workers(proc.pid)
             assert len(workers) == 2
-            seen: set[int] = set()
-            deadline = time.monotonic() + 60
-            while len(seen) < 2 and time.monotonic() < deadline:  # both listen
-                with socket.create_connection(("127.0.0.1", port)) as one:
-                    time.sleep(0.05)
-                    inode = _sockets(port, "01").get((port, one.getsockname()[1]))
-                    seen.add(_owner(workers).get(inode or -1, 0))
-                seen.discard(0)
-
-            time.sleep(0.5)  # the probes' closes counted
+            # at once, as soon as the port answers (every worker serves by then; the health
+            # check's connection closed and counted)
+            time.sleep(0.5)
             clients = [socket.create_connection(("127.0.0.1", port)) for _ in range(32)]
             try:
                 where = _served_by(port, clients, workers)
@@ -180,3 +173,81 @@ def test_workers_need_a_port_of_their_own(capsys: pytest.CaptureFixture[str]) ->
                  "--workers", "2", "--port", "0", "--store", "postgresql://u@127.0.0.1:9/db",
                  "--bus", "redis://127.0.0.1:9"]) == 2
     assert "--workers N needs a --port" in capsys.readouterr().err
+
+
+class _Idle:
+    """A worker process stand-in for the parent's choices (never started)."""
+
+    pid = None
+
+
+def _parent(ready: list[bool], open_: list[int]) -> tuple[_Parent, list[socket.socket]]:
+    parent = _Parent("unused:app", {})
+    theirs = []
+    for r, n in zip(ready, open_, strict=True):
+        mine, other = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        mine.setblocking(False)
+        other.setblocking(False)
+        parent.workers.append(_Worker(_Idle(), mine, open=n, ready=r))  # type: ignore[arg-type]
+        theirs.append(other)
+    return parent, theirs
+
+
+def _given(theirs: list[socket.socket]) -> list[int]:
+    """How many connections each worker was given (their descriptors closed)."""
+    out = []
+    for sock in theirs:
+        n = 0
+        while True:
+            try:
+                _, fds, _, _ = socket.recv_fds(sock, 16, 4)
+            except BlockingIOError:
+                break
+            for fd in fds:
+                os.close(fd)
+            n += 1
+        out.append(n)
+    return out
+
+
+def _handed(parent: _Parent, count: int) -> None:
+    for _ in range(count):
+        a, b = socket.socketpair()
+        with b:
+            parent.hand(a)
+            assert a.fileno() == -1  # the parent's copy is closed
+
+
+@pytest.mark.parametrize(("ready", "open_", "count", "given"), [
+    ([True, True], [0, 0], 16, [8, 8]),  # fewest first, ties taking turns
+    ([True, True], [10, 16], 8, [7, 1]),  # 10+7 against 16+1
+    ([True, False], [5, 0], 4, [4, 0]),  # one still starting gets none while another serves
+    ([False, False], [1, 0], 3, [1, 2]),  # none serves yet: the fewest still
+])
+def test_the_parent_gives_each_connection_to_the_serving_worker_holding_the_fewest(
+        ready: list[bool], open_: list[int], count: int, given: list[int]) -> None:
+    parent, theirs = _parent(ready, open_)
+    _handed(parent, count)
+    assert _given(theirs) == given
+    assert [w.open for w in parent.workers] == [o + g for o, g in zip(open_, given, strict=True)]
+
+
+def test_closes_and_readiness_reach_the_parent_and_a_gone_worker_gets_nothing() -> None:
+    parent, theirs = _parent([False, True], [3, 3])
+    assert not parent.all_serve(0.0)
+    theirs[0].send(b"!")  # serves now
+    theirs[0].send(b"-")
+    theirs[0].send(b"-")  # two of its connections closed
+    parent.heard(parent.workers[0])
+    assert parent.workers[0].ready and parent.workers[0].open == 1
+    assert parent.all_serve(0.0)
+    theirs[1].close()  # gone: its pair reads as closed
+    parent.heard(parent.workers[1])
+    _handed(parent, 2)
+    assert parent.workers[0].open == 3 and parent.workers[1].open == 3
+
+
+def test_the_parent_accepts_after_the_start_wait_whoever_serves() -> None:
+    parent, _ = _parent([False, True], [0, 0])
+    assert not parent.all_serve(START_WAIT - 1)
+    assert parent.all_serve(START_WAIT + 1)
