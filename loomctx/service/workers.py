@@ -41,6 +41,8 @@ from multiprocessing.process import BaseProcess
 from types import FrameType
 from typing import Any
 
+from loomctx.errors import ConfigError
+
 log = logging.getLogger("loomctx.service")
 
 STARTUP_FAILURE = 3
@@ -241,7 +243,11 @@ def run_workers(count: int, app: str, *, host: str, port: int, **settings: Any) 
     """Serve the uvicorn factory ``app`` (``module:function``) from ``count`` processes on
     ``host:port`` until SIGINT or SIGTERM; ``settings`` go to each worker's
     ``uvicorn.Config``. The exit code: 0, or :data:`STARTUP_FAILURE`."""
-    listener = listening_socket(host, port)
+    try:
+        listener = listening_socket(host, port)
+    except OSError as exc:
+        raise ConfigError(f"cannot listen on {host}:{port}: {exc.strerror or exc}: pick another "
+                          "--host or --port") from exc
     listener.setblocking(False)
     parent = _Parent(app, settings)
     stopping: list[int] = []

@@ -17,8 +17,9 @@ from pathlib import Path
 import pytest
 
 from loomctx.cli.main import main
+from loomctx.errors import ConfigError
 from loomctx.servers import RedisServer
-from loomctx.service.workers import START_WAIT, _Parent, _Worker, handoff_supported
+from loomctx.service.workers import START_WAIT, _Parent, _Worker, handoff_supported, run_workers
 from loomctx.testing.processes import wait_healthy
 from loomctx.testing.windowed import WindowedFakeServer
 
@@ -251,3 +252,12 @@ def test_the_parent_accepts_after_the_start_wait_whoever_serves() -> None:
     parent, _ = _parent([False, True], [0, 0])
     assert not parent.all_serve(START_WAIT - 1)
     assert parent.all_serve(START_WAIT + 1)
+
+
+def test_a_port_taken_before_the_parent_listens_is_one_clear_error() -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        with pytest.raises(ConfigError, match=f"cannot listen on 127.0.0.1:{port}"):
+            run_workers(2, "unused:app", host="127.0.0.1", port=port)
