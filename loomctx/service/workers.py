@@ -97,6 +97,8 @@ def _server(config: Any, channel: socket.socket) -> Any:
     """A uvicorn server that serves the connections the parent passes over ``channel``."""
     import uvicorn
 
+    opening: set[asyncio.Task[None]] = set()
+
     class Handed(uvicorn.Server):  # type: ignore[misc]
         async def startup(self, sockets: list[socket.socket] | None = None) -> None:
             await super().startup(sockets=[])  # listens on nothing: the parent does
@@ -122,8 +124,10 @@ def _server(config: Any, channel: socket.socket) -> Any:
                     loop.remove_reader(channel.fileno())
                     self.should_exit = True
                     return
-                for fd in fds:
-                    loop.create_task(self._open(loop, factory, socket.socket(fileno=fd)))
+                for fd in fds:  # kept until done: the loop holds tasks only weakly
+                    task = loop.create_task(self._open(loop, factory, socket.socket(fileno=fd)))
+                    opening.add(task)
+                    task.add_done_callback(opening.discard)
 
         async def _open(self, loop: asyncio.AbstractEventLoop, factory: Any,
                          sock: socket.socket) -> None:
@@ -158,6 +162,8 @@ def _worker(app: str, channel: socket.socket, settings: dict[str, Any]) -> None:
 
 @dataclass
 class _Worker:
+    """A worker process as the parent sees it."""
+
     process: BaseProcess
     channel: socket.socket
     """The parent's end of the worker's pair."""
