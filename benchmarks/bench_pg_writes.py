@@ -14,7 +14,7 @@ INSERT, then the outcome UPDATE). Two forms of each, alternated in one run on on
 A build record is a synthetic JSON of ~7.4 KB, the mean size of the proxy's records in
 ``bench_proxy.py --only workers``. CPU is the PostgreSQL process tree's (Linux ``/proc``).
 
-    python3 benchmarks/bench_pg_writes.py [--rounds 5] [--n 1000] [--json PATH]
+    python3 benchmarks/bench_pg_writes.py [--rounds 5] [--n 1000] [--json PATH or -]
 """
 
 from __future__ import annotations
@@ -103,7 +103,8 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--rounds", type=int, default=5, help="alternations of the two forms")
     ap.add_argument("--n", type=int, default=1000, help="puts and build records per round")
-    ap.add_argument("--json", default=None, help="write the results here")
+    ap.add_argument("--json", default=str(HERE / "results" / "pg_writes.json"),
+                    help="write the results here (- for none)")
     args = ap.parse_args(argv)
     if args.rounds < 1 or args.n < 1:
         ap.error("--rounds and --n must be >= 1")
@@ -151,7 +152,7 @@ def main(argv: list[str] | None = None) -> int:
         "postings_missing_stale": [int(missing), int(stale)],
     }
     print(json.dumps(out, indent=1))
-    if args.json:
+    if args.json != "-":
         Path(args.json).write_text(json.dumps(out, indent=1) + "\n", encoding="utf-8")
     return 1 if (missing, stale) != (0, 0) else 0
 

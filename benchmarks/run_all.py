@@ -32,6 +32,8 @@ _QUICK_ARGS: dict[str, list[str]] = {
                            "--json", str(RESULTS / "aggregate-quick.json")],
     "bench_store.py": ["--records", "20000"],
     "bench_tokens.py": ["--mb", "2", "--reps", "3"],
+    "bench_pg_writes.py": ["--rounds", "2", "--n", "300", "--json",
+                           str(RESULTS / "pg_writes-quick.json")],
 }
 """Small settings for scripts that have no ``--quick`` flag."""
 
