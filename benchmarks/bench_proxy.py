@@ -128,6 +128,22 @@ def _cpu_of(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / _TICK
 
 
+def _children(pid: int) -> list[int]:
+    """The worker processes of the server ``pid`` (Linux ``/proc``; multiprocessing's own
+    helpers left out)."""
+    out = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                parent = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+                spawned = b"spawn_main" in (entry / "cmdline").read_bytes()
+            except (OSError, IndexError, ValueError):
+                continue
+            if parent == pid and spawned:
+                out.append(int(entry.name))
+    return sorted(out)
+
+
 def _tree_cpu(root: int) -> float:
     """CPU seconds of ``root`` and its live descendants (Linux ``/proc``)."""
     children: dict[int, list[int]] = {}
@@ -315,10 +331,11 @@ def workers(counts: list[int], clients: int, per_client: int, repeats: int) -> d
                         prefix = f"r{r}w{n}-"
                         _load(proxy.url, clients, 2, "--session-header", "--session-prefix",
                               prefix)  # every process warm, every session made
-                        cpu0 = _cpus(servers, proxy)
+                        kids = _children(proxy.proc.pid) if n > 1 else []
+                        cpu0, each0 = _cpus(servers, proxy), [_cpu_of(k) for k in kids]
                         run = _load(proxy.url, clients, per_client, "--session-header",
                                     "--session-prefix", prefix)
-                        cpu1 = _cpus(servers, proxy)
+                        cpu1, each1 = _cpus(servers, proxy), [_cpu_of(k) for k in kids]
                 else:
                     cpu0 = _cpus(servers, None)
                     run = _load(up.url, clients, per_client)
@@ -332,6 +349,9 @@ def workers(counts: list[int], clients: int, per_client: int, repeats: int) -> d
                 row["cpu_ms_other_processes"] = max(0.0, row["cpu_ms_machine"] - sum(
                     v for k, v in row.items() if k.startswith("cpu_ms_") and
                     k != "cpu_ms_machine"))
+                if n > 1:  # how evenly the workers shared the work: least busy / busiest
+                    used = [b - a for a, b in zip(each0, each1, strict=True)]
+                    row["worker_balance"] = min(used) / max(used) if max(used) > 0 else 0.0
                 runs.setdefault(name, []).append(row)
                 print(r, name, {k: round(v, 1) for k, v in row.items()}, flush=True)
     direct = runs["direct"]
@@ -341,7 +361,8 @@ def workers(counts: list[int], clients: int, per_client: int, repeats: int) -> d
                            "cpu_ms_per_request": "CPU ms per request, median of the repeats: "
                            "serve (every worker), postgresql and redis (every process of "
                            "each), upstream (the fake, this process), load_generator, "
-                           "machine (every core busy), other_processes (machine less those)",
+                           "machine (every core busy), other_processes (machine less those); "
+                           "worker_balance: the least busy worker's CPU over the busiest's",
                            "direct": {k: _spread([x[k] for x in direct]) for k in direct[0]}}
     for n in counts:
         rows = runs[f"workers_{n}"]
@@ -353,6 +374,8 @@ def workers(counts: list[int], clients: int, per_client: int, repeats: int) -> d
                                                                                strict=True)]),
             "added_ms_p95": _spread([x["p95_ms"] - d["p95_ms"] for x, d in zip(rows, direct,
                                                                                strict=True)])}
+        if n > 1:
+            out[f"workers_{n}"]["worker_balance"] = _spread([x["worker_balance"] for x in rows])
     if 1 in counts:
         one = [x["requests_per_s"] for x in runs["workers_1"]]
         for n in counts:
