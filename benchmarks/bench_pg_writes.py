@@ -136,12 +136,7 @@ def main(argv: list[str] | None = None) -> int:
                 for name, storage in storages.items():
                     builds[name].append(_builds(conn, pid, records, storage))
             conn.execute(_pg_postings.ADD_INLINE_SQL)
-            [(missing, stale)] = conn.execute(
-                "WITH want AS (SELECT r.tenant, i.term, i.impact, r.pk FROM loomctx_records r, "
-                "loomctx_impacts(r.terms) i), got AS (SELECT tenant, term, impact, pk FROM "
-                "loomctx_postings) SELECT (SELECT COUNT(*) FROM (SELECT * FROM want EXCEPT ALL "
-                "SELECT * FROM got) a), (SELECT COUNT(*) FROM (SELECT * FROM got EXCEPT ALL "
-                "SELECT * FROM want) b)").fetchall()
+            [(missing, stale)] = conn.execute(_pg_postings.DRIFT_SQL).fetchall()
     out = {
         "benchmark": "bench_pg_writes.py", "rounds": args.rounds, "n": args.n,
         "machine": {"python": platform.python_version(), "platform": platform.platform(),

@@ -128,32 +128,36 @@ def _cpu_of(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / _TICK
 
 
-def _children(pid: int) -> list[int]:
-    """The worker processes of the server ``pid`` (Linux ``/proc``; multiprocessing's own
-    helpers left out)."""
-    out = []
+def _parents() -> dict[int, int]:
+    """Every live process's parent (Linux ``/proc``)."""
+    out = {}
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
             try:
-                parent = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
-                spawned = b"spawn_main" in (entry / "cmdline").read_bytes()
+                out[int(entry.name)] = int(
+                    (entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
             except (OSError, IndexError, ValueError):
                 continue
-            if parent == pid and spawned:
-                out.append(int(entry.name))
+    return out
+
+
+def _children(pid: int) -> list[int]:
+    """The worker processes of the server ``pid`` (multiprocessing's own helpers left out)."""
+    out = []
+    for child, parent in _parents().items():
+        try:
+            if parent == pid and b"spawn_main" in Path(f"/proc/{child}/cmdline").read_bytes():
+                out.append(child)
+        except OSError:  # it just exited
+            continue
     return sorted(out)
 
 
 def _tree_cpu(root: int) -> float:
     """CPU seconds of ``root`` and its live descendants (Linux ``/proc``)."""
     children: dict[int, list[int]] = {}
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                parent = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
-            except (OSError, IndexError, ValueError):
-                continue
-            children.setdefault(parent, []).append(int(entry.name))
+    for child, parent in _parents().items():
+        children.setdefault(parent, []).append(child)
     total, todo = 0.0, [root]
     while todo:
         pid = todo.pop()

@@ -528,7 +528,6 @@ def _own_time(text: str) -> bool:
     return _on_one_line(asker, times, breaks) or _on_one_line(times, asker, breaks)
 
 
-
 def _on_one_line(first: list[tuple[int, int]], then: list[tuple[int, int]],
                  breaks: list[int]) -> bool:
     """Whether a span of ``first`` ends before a span of ``then`` starts with no line break

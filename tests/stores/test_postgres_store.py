@@ -21,6 +21,7 @@ from loomctx.servers import PostgresServer
 from loomctx.session import Session
 from loomctx.stores import postgres as pg_module
 from loomctx.stores._pg_lexical import narrow_query
+from loomctx.stores._pg_postings import DRIFT_SQL
 from loomctx.stores._pg_rows import tsvector_literal
 from loomctx.stores._pg_schema import SCHEMA_VERSION, migrate
 from loomctx.stores._text import tokenizer_id
@@ -732,13 +733,7 @@ def test_lexical_budget_is_checked(pg_url: str, bad: object) -> None:
 def _postings_drift(url: str) -> tuple[int, int]:
     """(postings missing, postings stale): the table against the impacts of the stored rows."""
     with psycopg.connect(url) as conn:
-        [(missing, stale)] = conn.execute(
-            "WITH want AS (SELECT r.tenant, i.term, i.impact, r.pk FROM loomctx_records r, "
-            "loomctx_impacts(r.terms) i), got AS (SELECT tenant, term, impact, pk "
-            "FROM loomctx_postings) "
-            "SELECT (SELECT COUNT(*) FROM (SELECT * FROM want EXCEPT ALL SELECT * FROM got) a), "
-            "(SELECT COUNT(*) FROM (SELECT * FROM got EXCEPT ALL SELECT * FROM want) b)"
-        ).fetchall()
+        [(missing, stale)] = conn.execute(DRIFT_SQL).fetchall()
     return int(missing), int(stale)
 
 
