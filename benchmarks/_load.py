@@ -67,7 +67,7 @@ async def _client(n: int, host: str, port: int, path: str, requests: int, header
                 continue
             latencies.append(time.perf_counter() - t)
             if status.split()[1:2] != [b"200"]:
-                raise RuntimeError(f"client {n}: {status.decode().strip()} {payload[:200]!r}")
+                raise RuntimeError(f"client {n}: {status.decode().strip()} {payload[:1000]!r}")
     finally:
         writer.close()
 

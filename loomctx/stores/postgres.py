@@ -158,24 +158,27 @@ class PostgresStore:
         cleaned, rows = rec.prepare_put(records, vectors, self._dims)
         for r in cleaned:
             check_text(r)
-        if self._insert_new(cleaned, rows):
-            return
-        with self._db.tx() as conn:
-            if rows is not None and rows.shape[0] and self._dims is None:
-                self._dims = set_dims(conn, rows.shape[1])
-            self._delete_identities(conn, cleaned)
-            if len(cleaned) >= COPY_THRESHOLD:
-                copy_rows(conn, cleaned, rows)
-            elif cleaned:
-                values = [to_row(r, None if rows is None else rows[i])
-                          for i, r in enumerate(cleaned)]
-                marks = ", ".join(["%s"] * len(values[0]))
-                with conn.cursor() as cur:
-                    cur.executemany(f"INSERT INTO {TABLE} ({INSERT_COLUMNS}) "
-                                    f"VALUES ({marks})", values)
-            if self._dims is not None and rows is not None and \
-                    time.monotonic() - self._outgrown_at >= OUTGROWN_EVERY:
-                self._outgrown_at = time.monotonic()
+        if not self._insert_new(cleaned, rows):
+            with self._db.tx() as conn:
+                if rows is not None and rows.shape[0] and self._dims is None:
+                    self._dims = set_dims(conn, rows.shape[1])
+                self._delete_identities(conn, cleaned)
+                if len(cleaned) >= COPY_THRESHOLD:
+                    copy_rows(conn, cleaned, rows)
+                elif cleaned:
+                    values = [to_row(r, None if rows is None else rows[i])
+                              for i, r in enumerate(cleaned)]
+                    marks = ", ".join(["%s"] * len(values[0]))
+                    with conn.cursor() as cur:
+                        cur.executemany(f"INSERT INTO {TABLE} ({INSERT_COLUMNS}) "
+                                        f"VALUES ({marks})", values)
+        if self._dims is not None and rows is not None and \
+                time.monotonic() - self._outgrown_at >= OUTGROWN_EVERY:
+            self._outgrown_at = time.monotonic()
+            # In a transaction of its own, after the write's: a rebuild takes the table for
+            # itself, so one begun inside a write would wait for every other writer while
+            # holding the write's lock, and two processes doing so deadlock.
+            with self._db.tx() as conn:
                 if vec.outgrown(conn):
                     rebuild_outgrown(conn, self._dims)
 
@@ -185,11 +188,10 @@ class PostgresStore:
         the explicit transaction (four statements where one does) are needed only to replace
         a record. False, with nothing written, when one is stored already (the statement
         fails whole) or this path does not fit (many records, the vector dimension still to
-        set, the index's growth to look at, a caller's pool outside autocommit)."""
+        set, a caller's pool outside autocommit)."""
         if not cleaned or len(cleaned) > INSERT_NEW_MAX:
             return False
-        if rows is not None and (self._dims is None or
-                                 time.monotonic() - self._outgrown_at >= OUTGROWN_EVERY):
+        if rows is not None and self._dims is None:
             return False
         values = [to_row(r, None if rows is None else rows[i]) for i, r in enumerate(cleaned)]
         marks = "(" + ", ".join(["%s"] * len(values[0])) + ")"

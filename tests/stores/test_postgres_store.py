@@ -5,6 +5,7 @@ configured by URL that degrades (never fails) while the server is down."""
 from __future__ import annotations
 
 import re
+import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -211,6 +212,46 @@ def test_vector_index_is_rebuilt_when_the_table_outgrows_it(
         probe = rng.normal(size=DIM)
         held = list(store.scan(scope=Scope()))
         assert len(store.search_vector(probe, scope=Scope(), limit=200)) == len(held)
+
+
+def test_a_write_does_not_wait_for_another_process_rebuilding_the_index(
+        pg_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A write that finds the index outgrown while another process rebuilds it (holding the
+    rebuild's lock, about to take the table for itself) is stored without waiting: waiting
+    inside its own write, holding the table, is how two ``serve`` processes deadlocked. The
+    next write that looks afterwards rebuilds."""
+    from loomctx.stores import _pg_bulk, _pg_vector
+
+    monkeypatch.setattr(_pg_vector, "MIN_REBUILD_ROWS", 40)
+    monkeypatch.setattr(pg_module, "OUTGROWN_EVERY", 0.0)
+    rng = np.random.default_rng(8)
+    failed: list[BaseException] = []
+
+    def write(name: str) -> None:
+        try:
+            store.put([rec(name)], rng.normal(size=(1, DIM)))
+        except BaseException as exc:  # seen by the test, not lost in the thread
+            failed.append(exc)
+
+    with PostgresStore(pg_url) as store:
+        store.put([rec(f"a{i}") for i in range(60)], rng.normal(size=(60, DIM)))
+        with psycopg.connect(pg_url, autocommit=True) as other:
+            other.execute("ANALYZE loomctx_records")  # 60 rows known, the index built over 0
+            other.execute("SELECT pg_advisory_lock(%s)", (_pg_bulk._INDEX_LOCK,))
+            writer = threading.Thread(target=write, args=("b",))
+            writer.start()
+            writer.join(timeout=5)
+            waited = writer.is_alive()
+            other.execute("SELECT pg_advisory_unlock(%s)", (_pg_bulk._INDEX_LOCK,))
+            writer.join()
+            assert not waited, "the write waited for the other process's rebuild"
+            assert not failed
+            assert other.execute("SELECT value FROM loomctx_meta WHERE key = "
+                                 "'vector_index_rows'").fetchone() == ("0",)
+            store.put([rec("c")], rng.normal(size=(1, DIM)))
+            assert other.execute("SELECT value FROM loomctx_meta WHERE key = "
+                                 "'vector_index_rows'").fetchone() == ("62",)
+        assert {r.id for r in store.scan(scope=Scope())} >= {"a0", "a59", "b", "c"}
 
 
 def test_the_index_is_looked_at_once_in_a_while_not_after_every_write(
