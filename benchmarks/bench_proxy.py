@@ -27,11 +27,14 @@ all on loopback.
 
 - ``--workers N [N ...]`` (part ``workers``): the throughput run's clients against ``loomctx
   serve --workers N`` over one PostgreSQL store and one Redis bus (started here), for each N
-  (``--workers 1`` is one process on the same store), and straight to the fake, interleaved
-  ``--repeats`` times in one run: requests per second and the latency the proxy adds (p50 /
-  p95 over the direct run's), median and spread of the repeats; and the CPU milliseconds per
-  request of every process involved (the workers, PostgreSQL, Redis, the fake, the load
-  generator) and of the machine, so what bounds the rate can be read off.
+  (``--workers 1`` is one process on the same store), and straight to the upstream,
+  interleaved ``--repeats`` times in one run: requests per second and the latency the proxy
+  adds (p50 / p95 over the direct run's), median and spread of the repeats; and the CPU
+  milliseconds per request of every process involved (the workers, PostgreSQL, Redis, the
+  upstream, the load generator) and of the machine, so what bounds the rate can be read off.
+  The upstream (``--upstream``) is ``_upstream.py`` in its own process (``lean``, the default:
+  a real API's CPU is not on this machine, and the test fake's took a tenth of a worker's
+  share of the cores) or the test fake in this one (``fake``).
 - ``fairness``: tenant B's latency (4 clients, fast answers) alone, then while tenant A keeps
   twice its share (``--tenant-requests``) of slow requests (0.5 s upstream) in flight, its
   excess refused with 429 and retried; same process, same run, ``--repeats`` times.
@@ -316,19 +319,22 @@ def _spread(values: list[float]) -> dict[str, float]:
             "max": round(max(values), 2)}
 
 
-def workers(counts: list[int], clients: int, per_client: int, repeats: int) -> dict[str, Any]:
-    """``serve --workers N`` over PostgreSQL + Redis for each N, beside the fake alone."""
+def workers(counts: list[int], clients: int, per_client: int, repeats: int,
+            upstream: str = "lean") -> dict[str, Any]:
+    """``serve --workers N`` over PostgreSQL + Redis for each N, beside the upstream alone
+    (``upstream``: ``lean``, ``_upstream.py`` in its own process; ``fake``, the test fake in
+    this one)."""
     from loomctx.servers import PostgresServer, RedisServer
 
     runs: dict[str, list[dict[str, float]]] = {}
-    with PostgresServer() as pg, RedisServer() as bus, \
-            WindowedFakeServer(window=10**9, default="ok") as up:
-        up.requests = _Forgetful()
+    with PostgresServer() as pg, RedisServer() as bus, _upstream(upstream) as up:
         store = pg.create_database()  # type: ignore[attr-defined]
         for r in range(repeats):
             for n in [0, *counts]:
                 name = f"workers_{n}" if n else "direct"
                 servers = {"postgresql": pg._proc.pid, "redis": bus._proc.pid}  # type: ignore[attr-defined]
+                if isinstance(up, _Child):
+                    servers["upstream"] = up.proc.pid
                 if n:
                     with Proxy(up.url + "/v1", "--store", store, "--bus",
                                bus.url, "--workers", str(n)) as proxy:  # type: ignore[attr-defined]
@@ -360,7 +366,8 @@ def workers(counts: list[int], clients: int, per_client: int, repeats: int) -> d
                 print(r, name, {k: round(v, 1) for k, v in row.items()}, flush=True)
     direct = runs["direct"]
     out: dict[str, Any] = {"clients": clients, "requests_per_client": per_client,
-                           "repeats": repeats, "store": "PostgreSQL (loomctx.servers)",
+                           "repeats": repeats, "upstream": UPSTREAMS[upstream],
+                           "store": "PostgreSQL (loomctx.servers)",
                            "bus": "Redis (loomctx.servers)", "embedder": EMBEDDER,
                            "cpu_ms_per_request": "CPU ms per request, median of the repeats: "
                            "serve (every worker), postgresql and redis (every process of "
@@ -435,13 +442,28 @@ def fairness(share: int, repeats: int) -> dict[str, Any]:
 
 
 def _cpus(servers: dict[str, int], proxy: Proxy | None) -> dict[str, float]:
-    """CPU seconds so far of each process tree in ``servers``, of the proxy's, of this process
-    (the fake upstream) and of every core (``machine``)."""
+    """CPU seconds so far of each process tree in ``servers``, of the proxy's, of the upstream
+    (this process, unless ``servers`` names its own) and of every core (``machine``)."""
     out = {name: _tree_cpu(pid) for name, pid in servers.items()}
     out["serve"] = proxy.tree_cpu() if proxy is not None else 0.0
-    out["upstream"] = time.process_time()
+    out.setdefault("upstream", time.process_time())
     out["machine"] = _busy()
     return out
+
+
+UPSTREAMS = {
+    "lean": "_upstream.py in its own process: one fixed reply, the body read but not parsed",
+    "fake": "WindowedFakeServer in the benchmark's process: each prompt parsed and counted"}
+"""What stands in for the model API in part ``workers`` (``--upstream``)."""
+
+
+def _upstream(kind: str) -> Any:
+    """The stand-in upstream ``kind`` (:data:`UPSTREAMS`), as a context manager."""
+    if kind == "lean":
+        return _Child([str(Path(__file__).parent / "_upstream.py")], "/health")
+    fake = WindowedFakeServer(window=10**9, default="ok")
+    fake.requests = _Forgetful()
+    return fake
 
 
 class _Forgetful(list):  # type: ignore[type-arg]
@@ -516,6 +538,8 @@ def main() -> int:
     ap.add_argument("--workers", type=int, nargs="+", default=None, metavar="N",
                     help="part workers: serve --workers N over PostgreSQL + Redis, for each N "
                          "(default 1 2 4; giving it runs the part)")
+    ap.add_argument("--upstream", choices=sorted(UPSTREAMS), default="lean",
+                    help="workers: what stands in for the model API (default lean)")
     ap.add_argument("--repeats", type=int, default=3,
                     help="workers / fairness: interleaved repeats (median and spread)")
     ap.add_argument("--tenant-requests", type=int, default=8,
@@ -541,7 +565,8 @@ def main() -> int:
     if "replay" in parts:
         result["replay"] = replay(50, 8192)
     if "workers" in parts:
-        result["workers"] = workers(args.workers or [1, 2, 4], 16, per_client, args.repeats)
+        result["workers"] = workers(args.workers or [1, 2, 4], 16, per_client, args.repeats,
+                                     args.upstream)
     if "fairness" in parts:
         result["fairness"] = fairness(args.tenant_requests, args.repeats)
     result["load_avg_after"] = os.getloadavg()
