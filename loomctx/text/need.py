@@ -16,7 +16,8 @@ research?"), nearest first, up to :data:`MAX_WORDS`; a sentence about the asker'
 putting together notes for the team") goes, and so does a clause before what asks made only of
 small talk and asking words ("Hmm, when …", "Quick one — what …"). Where Chinese and English
 meet at a full-width comma or colon, a clause made only of asking words (:data:`ASKING`:
-"我有个 question：") goes too, and a pointer at the past ("I wanted to follow up on our previous
+"我有个 question：", "我忘了") goes too, one after what it asks about ("…，能告诉我吗") makes
+that ask, and a pointer at the past ("I wanted to follow up on our previous
 conversation about …") leaves its topic. A question word asks at a sentence's start or after a
 verb of knowing ("I forget where …"), not inside any clause ("a library for when I have
 kids"). A message where nothing asks is its own need. A message of small talk only has no
@@ -63,9 +64,9 @@ something stuff bit little lot much many kind kinda sort sorta everyone guys fri
 assistant bot ai dear sir madam there answer answers reply explain explanation short detail
 day week weekend today time last one another earlier back later soon night morning afternoon
 evening
-details sure double
+details sure double confused confusing
 你好 您好 嗨 谢谢 谢 感谢 多谢 好的 好 嗯 哈哈 早上好 晚上好 下午好 辛苦 麻烦 请 一下 那个 对了 顺便
-问 问题 一个 再 还有 怎么样 不错 太好了 棒 打扰 抱歉 不好意思
+问 问题 一个 再 还有 怎么样 不错 太好了 棒 打扰 抱歉 不好意思 有点 有些 懵 糊涂
 """.split())  # noqa: SIM905 (a word list reads best as text)
 """Words of small talk: a sentence with no content word outside these carries no need."""
 _CHATTER_TERMS = frozenset(t for word in CHATTER for t in tokenize(word))  # stemmed as searched
@@ -73,7 +74,7 @@ ASKING = frozenset("""
 ask asking tell remind show check double confirm look find search recall remember forget forgot
 know question wonder curious refresh memory
 问 查 找 搜 确认 提醒 告诉 回忆 记得 忘 想 帮 帮忙 个 下 了 知道 了解
-之前 以前 上次 聊 聊过 说过 过 说 讨论 一句 句
+之前 以前 上次 聊 聊过 说过 过 说 讨论 一句 句 忘记 记不清 想不起 想不起来
 """.split())  # noqa: SIM905
 """Words of asking: a clause of these and small talk alone ("能 remind 我一下吗", "我有个
 question") frames what another clause asks and names nothing itself."""
@@ -105,11 +106,12 @@ _FRAMES_EN = (
     r"please",
 )
 _FRAMES_ZH = (
-    r"(?:请|麻烦|能不能|可以|你能|能否|帮忙)?(?:你)?(?:帮我|给我)?\s*"
+    r"(?:请|麻烦|能不能|可以|你能|能否|能|帮忙)?(?:你)?(?:帮我|给我)?\s*"
     r"(?:查一下|查查|查|看一下|看看|找一下|找找|确认一下|回忆一下|说一下|讲一下|告诉我|提醒我"
     r"|check一下|check 一下)",
     r"我(?:想|想要|需要|要)(?:知道|了解|确认|问问|问一下|问)",
     r"(?:你还记得|你记得|还记得|记得)",
+    r"我?(?:忘了|忘记了?|不记得了?|记不清了?|想不起来了?)",
     r"(?:请问|问一下|顺便问一下|对了)",
 )
 _FRAME = re.compile(
@@ -378,8 +380,13 @@ def need_of(message: str) -> Need:
         elif kept and _QUESTION.search(sentence) and _HAN.match(sentence.lstrip()) \
                 and re.search(r"[A-Za-z0-9]\W*$", kept[-1][0]):  # "… pickup，怎么样了？"
             kept[-1] = (*kept[-1][:1], True, *kept[-1][2:])
-    if not all(framing):  # "我有个 question：What is …": the frame goes, what follows asks
-        kept = [(k[0], k[1] or (i > 0 and framing[i - 1]), k[2], k[3])
+    if asked and kept and _HAN.search(sentences[-1]):  # a Chinese request frame alone last
+        kept[-1] = (*kept[-1][:1], True, *kept[-1][2:])  # ("…，能告诉我吗") asks what it follows
+    if not all(framing):  # "我有个 question：What is …": the frame goes, what follows asks;
+        # a Chinese one after what it asks about ("…，能 remind 我一下吗") asks that
+        kept = [(k[0], k[1] or (i > 0 and framing[i - 1]) or (
+                    i + 1 < len(kept) and framing[i + 1] and kept[i + 1][1]
+                    and bool(_HAN.search(kept[i + 1][0]))), k[2], k[3])
                 for i, k in enumerate(kept) if not framing[i]]
     if not kept:
         return Need("", False)

@@ -109,11 +109,28 @@ def test_a_follow_up_over_two_turns_takes_its_subject_from_the_turn_before() -> 
     ("能 remind 我一下吗：what did Melanie paint recently", "what did Melanie paint recently"),
     ("我有个 question：What did Melanie paint?", "What did Melanie paint?"),
     ("之前聊过的，what did Melanie paint，你还记得吗", "what did Melanie paint"),
+    ("我忘了 When did Caroline go to the LGBTQ support group，能告诉我吗",
+     "When did Caroline go to the LGBTQ support group"),
+    ("When did Caroline go to the LGBTQ support group，能 remind 我一下吗",
+     "When did Caroline go to the LGBTQ support group"),
+    ("我不记得了 what is the gate code", "what is the gate code"),
+    ("When did Caroline go to the LGBTQ support group? 我有点 confused",
+     "When did Caroline go to the LGBTQ support group?"),
 ])
 def test_a_clause_that_only_frames_goes_where_the_script_switches(message: str, need: str,
                                                                    ) -> None:
     asked = need_of(message)
     assert asked.text == need and asked.asks
+
+
+@pytest.mark.parametrize("message", [
+    "我忘了带伞", "I forgot my umbrella.", "我有点累",
+    "Tim: Yep, I'll let you know! Thanks for being so helpful.",
+])
+def test_forgetting_a_thing_or_a_closing_frame_is_no_question(message: str) -> None:
+    """"I forgot" asks only before a question word; an English promise to let someone know
+    after a statement asks nothing (a Chinese frame last asks what it follows)."""
+    assert not need_of(message).asks
 
 
 def test_a_chinese_question_after_an_english_name_still_asks() -> None:
