@@ -66,7 +66,8 @@ day week weekend today time last one another earlier back later soon night morni
 evening
 details sure double confused confusing
 你好 您好 嗨 谢谢 谢 感谢 多谢 好的 好 嗯 哈哈 早上好 晚上好 下午好 辛苦 麻烦 请 一下 那个 对了 顺便
-问 问题 一个 再 还有 怎么样 不错 太好了 棒 打扰 抱歉 不好意思 有点 有些 懵 糊涂
+问 问题 一个 再 还有 怎么样 不错 太好了 棒 打扰 抱歉 不好意思 有点 有些 懵 糊涂 突然 忙 快点 回复 回
+那边
 """.split())  # noqa: SIM905 (a word list reads best as text)
 """Words of small talk: a sentence with no content word outside these carries no need."""
 _CHATTER_TERMS = frozenset(t for word in CHATTER for t in tokenize(word))  # stemmed as searched
@@ -74,7 +75,7 @@ ASKING = frozenset("""
 ask asking tell remind show check double confirm look find search recall remember forget forgot
 know question wonder curious refresh memory
 问 查 找 搜 确认 提醒 告诉 回忆 记得 忘 想 帮 帮忙 个 下 了 知道 了解
-之前 以前 上次 聊 聊过 说过 过 说 讨论 一句 句 忘记 记不清 想不起 想不起来
+之前 以前 上次 聊 聊过 说过 过 说 讨论 一句 句 忘记 记不清 想不起 想不起来 想到 记录 帮个
 """.split())  # noqa: SIM905
 """Words of asking: a clause of these and small talk alone ("能 remind 我一下吗", "我有个
 question") frames what another clause asks and names nothing itself."""
@@ -109,7 +110,7 @@ _FRAMES_ZH = (
     r"(?:请|麻烦|能不能|可以|你能|能否|能|帮忙)?(?:你)?(?:帮我|给我)?\s*"
     r"(?:查一下|查查|查|看一下|看看|找一下|找找|确认一下|回忆一下|说一下|讲一下|告诉我|提醒我"
     r"|check一下|check 一下)",
-    r"我(?:想|想要|需要|要)(?:知道|了解|确认|问问|问一下|问)",
+    r"我?(?:想|想要|需要|要)(?:知道|了解|确认|问问|问一下|问下|问)",
     r"(?:你还记得|你记得|还记得|记得)",
     r"我?(?:忘了|忘记了?|不记得了?|记不清了?|想不起来了?)",
     r"(?:请问|问一下|顺便问一下|对了)",
@@ -129,7 +130,7 @@ _TAIL_WORDS = ("please", "pls", "thank", "thx", "cheers", "if you", "for me", "b
                "real quick")
 _TAIL_ZH_CHARS = frozenset("谢麻吗吧呢啊呀")
 _SENTENCES = re.compile(  # a full-width comma or colon where the script switches ends a clause
-    r"(?<=[.!?。！？])\s+|(?<=[。！？])|[\n\r]+|(?<=:)\s+(?=[A-Z])|(?<=[，：；])\s*(?=[A-Za-z])"
+    r"(?<=[.!?。！？])\s+|(?<=[。！？])|(?<=[?!])(?=[（(]?[\u4e00-\u9fff])|[\n\r]+|(?<=:)\s+(?=[A-Z])|(?<=[，：；])\s*(?=[A-Za-z])"
     r"|(?<=[A-Za-z0-9?!.])\s*[，：；]\s*(?=[\u4e00-\u9fff])")
 _SENTENCES_ASCII = re.compile(r"(?<=[.!?])\s+|[\n\r]+|(?<=:)\s+(?=[A-Z])")
 """:data:`_SENTENCES` less what needs a full-width mark: the same split of an ASCII text,

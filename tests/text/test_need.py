@@ -116,6 +116,16 @@ def test_a_follow_up_over_two_turns_takes_its_subject_from_the_turn_before() -> 
     ("我不记得了 what is the gate code", "what is the gate code"),
     ("When did Caroline go to the LGBTQ support group? 我有点 confused",
      "When did Caroline go to the LGBTQ support group?"),
+    ("When did Caroline go to the LGBTQ support group?（我记得之前聊过）",
+     "When did Caroline go to the LGBTQ support group?"),
+    ("想问下 when did Caroline go to the LGBTQ support group",
+     "when did Caroline go to the LGBTQ support group"),
+    ("突然想到一个问题 —— When did Caroline go to the LGBTQ support group?",
+     "When did Caroline go to the LGBTQ support group?"),
+    ("When did Caroline go to the LGBTQ support group? 麻烦快点回我，谢谢！",
+     "When did Caroline go to the LGBTQ support group?"),
+    ("When did Caroline go to the LGBTQ support group，你那边有记录吗？",
+     "When did Caroline go to the LGBTQ support group"),
 ])
 def test_a_clause_that_only_frames_goes_where_the_script_switches(message: str, need: str,
                                                                    ) -> None:
