@@ -173,18 +173,15 @@ def build_index(conn: psycopg.Connection, dims: int | None) -> None:
     conn.execute(f"ANALYZE {TABLE}")
 
 
-def rebuild_outgrown(conn: psycopg.Connection, dims: int) -> bool:
+def rebuild_outgrown(conn: psycopg.Connection, dims: int) -> None:
     """Build the vector index again when the table has outgrown it (see
     :mod:`loomctx.stores._pg_vector`), in the caller's transaction, which must hold no lock on
-    the table yet. One writer rebuilds; another that looks meanwhile goes on without waiting
-    (False), and the next to look finds it done."""
+    the table yet. One writer rebuilds; another that looks meanwhile goes on without waiting,
+    and the next to look finds it done."""
     row = conn.execute("SELECT pg_try_advisory_xact_lock(%s)", (_INDEX_LOCK,)).fetchone()
-    if not row or not row[0]:
-        return False
-    if vec.outgrown(conn):
+    if row and row[0] and vec.outgrown(conn):
         conn.execute(_WORK_MEM_SQL)
         vec.build(conn, dims)
-    return True
 
 
 def ensure_vector_index(conn: psycopg.Connection, dims: int) -> None:

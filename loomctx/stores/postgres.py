@@ -24,6 +24,7 @@ operation reconnects). Every PostgreSQL failure reaches the caller as
 from __future__ import annotations
 
 import heapq
+import logging
 import math
 import time
 from collections import defaultdict
@@ -67,6 +68,8 @@ from loomctx.stores._pg_rows import (
 from loomctx.stores._pg_schema import ensure_schema
 from loomctx.stores._text import tokenizer_id
 from loomctx.stores.protocol import Hit, Level, MemoryRecord, Scope
+
+log = logging.getLogger("loomctx.stores")
 
 _PAGE = 1000
 COPY_THRESHOLD = 2000
@@ -177,10 +180,15 @@ class PostgresStore:
             self._outgrown_at = time.monotonic()
             # In a transaction of its own, after the write's: a rebuild takes the table for
             # itself, so one begun inside a write would wait for every other writer while
-            # holding the write's lock, and two processes doing so deadlock.
-            with self._db.tx() as conn:
-                if vec.outgrown(conn):
-                    rebuild_outgrown(conn, self._dims)
+            # holding the write's lock, and two processes doing so deadlock. The records are
+            # stored by now: a failure here is the index's, left to the next look.
+            try:
+                with self._db.tx() as conn:
+                    if vec.outgrown(conn):
+                        rebuild_outgrown(conn, self._dims)
+            except StoreError as exc:
+                log.warning("the vector index was not rebuilt (the next write looks again): "
+                            "%s", exc)
 
     def _insert_new(self, cleaned: list[MemoryRecord], rows: np.ndarray | None) -> bool:
         """Write ``cleaned`` with one INSERT when none of them is stored yet (what a session

@@ -254,6 +254,27 @@ def test_a_write_does_not_wait_for_another_process_rebuilding_the_index(
         assert {r.id for r in store.scan(scope=Scope())} >= {"a0", "a59", "b", "c"}
 
 
+def test_a_failed_rebuild_after_a_write_leaves_the_write_stored(
+        pg_url: str, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    """The look at the index runs after the write committed: when it fails, the records are
+    stored all the same, the put returns, and the failure is logged for the next look."""
+    from loomctx.stores import _pg_vector
+
+    rng = np.random.default_rng(9)
+    with PostgresStore(pg_url) as store:
+        store.put([rec("a")], rng.normal(size=(1, DIM)))
+        monkeypatch.setattr(pg_module, "OUTGROWN_EVERY", 0.0)
+
+        def broken(conn: psycopg.Connection) -> bool:
+            raise psycopg.OperationalError("server closed the connection unexpectedly")
+
+        monkeypatch.setattr(_pg_vector, "outgrown", broken)
+        with caplog.at_level("WARNING", logger="loomctx.stores"):
+            store.put([rec("b")], rng.normal(size=(1, DIM)))
+        assert {r.id for r in store.scan(scope=Scope())} == {"a", "b"}
+        assert "vector index was not rebuilt" in caplog.text
+
+
 def test_the_index_is_looked_at_once_in_a_while_not_after_every_write(
         pg_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """Whether the table outgrew its index is read after a write with vectors at most once
