@@ -394,6 +394,11 @@ def need_of(message: str) -> Need:
     asking = [i for i, k in enumerate(kept) if k[1]]
     if not asking:
         return Need(_joined(k[0] for k in kept), False)
+    if not any(_HAN.search(kept[i][0]) for i in asking):
+        # an English question among Chinese asides ("…?我需要这个信息写报告"): its names are
+        # in its own script, and an aside about the asker names nothing for want of capitals
+        kept = [k if k[1] or not _HAN.search(k[0]) else (*k[:3], _names_aside(k[0]))
+                for k in kept]
     # What asks is the need, with the sentences around it that name something (a name, a
     # number, the conversation's past: "I mentioned an art event two weeks ago. Where was it
     # held?"), and all the others when it leans on them ("What did she research?"), nearest
@@ -603,6 +608,15 @@ def _names(text: str, skip: frozenset[str] = _PRONOUNS) -> bool:
             or (_may_hold(text, _PAST_WORDS) and bool(_PAST.search(text)))
     return bool(_HAN.search(text) or _capitals(text, skip) or _CODE.search(text)
                 or _PAST.search(text))
+
+
+def _names_aside(text: str) -> bool:
+    """Whether a Chinese aside beside an English question names something: unless it speaks of
+    the asker ("我需要这个信息写报告", "这个我真的想不起来了"), as a Chinese sentence does; then
+    only as an English one would, by a capital past its first word, a code, or a pointer at the
+    conversation's past."""
+    return "我" not in text or _capitals(text) or bool(_CODE.search(text)) \
+        or bool(_PAST.search(text))
 
 
 def _capitals(text: str, skip: frozenset[str] = _PRONOUNS) -> bool:

@@ -126,6 +126,8 @@ def test_a_follow_up_over_two_turns_takes_its_subject_from_the_turn_before() -> 
      "When did Caroline go to the LGBTQ support group?"),
     ("When did Caroline go to the LGBTQ support group，你那边有记录吗？",
      "When did Caroline go to the LGBTQ support group"),
+    ("What did Melanie paint recently?我需要这个信息写报告", "What did Melanie paint recently?"),
+    ("What did Melanie paint recently? 这个我真的想不起来了", "What did Melanie paint recently?"),
 ])
 def test_a_clause_that_only_frames_goes_where_the_script_switches(message: str, need: str,
                                                                    ) -> None:
@@ -141,6 +143,17 @@ def test_forgetting_a_thing_or_a_closing_frame_is_no_question(message: str) -> N
     """"I forgot" asks only before a question word; an English promise to let someone know
     after a statement asks nothing (a Chinese frame last asks what it follows)."""
     assert not need_of(message).asks
+
+
+@pytest.mark.parametrize("message, aside", [
+    ("关于上海的仓库。What is the gate code?", "关于上海的仓库"),
+    ("我们上次在上海的仓库见过。What is the gate code?", "我们上次在上海的仓库见过"),
+])
+def test_a_chinese_aside_that_names_a_topic_stays_beside_an_english_question(
+        message: str, aside: str) -> None:
+    """Only an aside about the asker names nothing for want of capitals; a topic, or the
+    conversation's past, stays in the query."""
+    assert need_of(message).text.startswith(aside)
 
 
 def test_a_chinese_question_after_an_english_name_still_asks() -> None:
