@@ -79,7 +79,8 @@ know question wonder curious refresh memory
 """.split())  # noqa: SIM905
 """Words of asking: a clause of these and small talk alone ("能 remind 我一下吗", "我有个
 question") frames what another clause asks and names nothing itself."""
-_ASKING_TERMS = frozenset(t for word in ASKING for t in tokenize(word)) - _CHATTER_TERMS
+_ASKING_ALL = frozenset(t for word in ASKING for t in tokenize(word))
+_ASKING_TERMS = _ASKING_ALL - _CHATTER_TERMS
 
 _FRAMES_EN = (
     r"(?:hi|hey|hello|ok(?:ay)?|so|well|also|and|oh|btw|by the way|anyway|quick question"
@@ -367,7 +368,12 @@ def need_of(message: str) -> Need:
         if asks:  # "Hmm, when …", "Quick one — what …": the lead goes, not what asks
             text = _unled(text)
         content = _content(text)
-        asked = framed and not content
+        # a request frame alone ("Check for me:"), or a lead of small talk and words of
+        # asking that asks and introduces what follows ("quick check 一下："; not "I'll
+        # check those out."): what follows is what it asks
+        asked = not content and (framed or (
+            asks and text.rstrip().endswith((":", "：", "-", "—", "–"))
+            and not _ASKING_ALL.isdisjoint(tokenize(text))))
         if content or (_QUESTION.search(sentence) and (
                 _LEANING.search(text) or _OWN_PAST.search(text) or _own_time(text))) \
                 or _FOLLOW.search(sentence) \

@@ -300,6 +300,21 @@ def test_a_request_frame_alone_makes_what_follows_ask(message: str) -> None:
 
 
 @pytest.mark.parametrize(("message", "asks"), [
+    ("quick check 一下：The Vermont Catamounts team competes in a conference that was formerly "
+     "known as what", True),
+    ("Quick check: The Vermont Catamounts team competes in a conference that was formerly known "
+     "as what", True),
+    ("I'll check those out. I'm really enjoying my new coffee table.", False),
+    ("You are in check. Your move as white.", False),
+])
+def test_a_lead_of_small_talk_and_asking_before_a_colon_makes_what_follows_ask(
+        message: str, asks: bool) -> None:
+    """A question said as a statement after "quick check:" asks; a sentence that only says it
+    will check something, or a check in chess, makes nothing after it ask."""
+    assert need_of(message).asks is asks
+
+
+@pytest.mark.parametrize(("message", "asks"), [
     ("Melanie moved to Lyon in what year", True),  # asked in place
     ("The Argentine record holder has won how many tournaments", True),
     ("hey so um what was the name of that restaurant we talked about", True),
