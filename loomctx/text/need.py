@@ -17,8 +17,9 @@ putting together notes for the team") goes, and so does a clause before what ask
 small talk and asking words ("Hmm, when …", "Quick one — what …"). Where Chinese and English
 meet at a full-width comma or colon, a clause made only of asking words (:data:`ASKING`:
 "我有个 question：", "我忘了") goes too, one after what it asks about ("…，能告诉我吗") makes
-that ask, and a pointer at the past ("I wanted to follow up on our previous
-conversation about …") leaves its topic. A question word asks at a sentence's start or after a
+that ask, and beside an English question a Chinese aside about the asker names nothing; a
+pointer at the past ("I wanted to follow up on our previous conversation about …") leaves its
+topic. A question word asks at a sentence's start or after a
 verb of knowing ("I forget where …"), not inside any clause ("a library for when I have
 kids"). A message where nothing asks is its own need. A message of small talk only has no
 need: :func:`need_text` returns an empty string, and a turn made of it spends no room on
@@ -131,7 +132,9 @@ _TAIL_WORDS = ("please", "pls", "thank", "thx", "cheers", "if you", "for me", "b
                "real quick")
 _TAIL_ZH_CHARS = frozenset("谢麻吗吧呢啊呀")
 _SENTENCES = re.compile(  # a full-width comma or colon where the script switches ends a clause
-    r"(?<=[.!?。！？])\s+|(?<=[。！？])|(?<=[?!])(?=[（(]?[\u4e00-\u9fff])|[\n\r]+|(?<=:)\s+(?=[A-Z])|(?<=[，：；])\s*(?=[A-Za-z])"
+    r"(?<=[.!?。！？])\s+|(?<=[。！？])"
+    r"|(?<=[?!])(?=[（(]?[\u4e00-\u9fff])"  # "…?我需要…", "…?（我记得…）": no space needed
+    r"|[\n\r]+|(?<=:)\s+(?=[A-Z])|(?<=[，：；])\s*(?=[A-Za-z])"
     r"|(?<=[A-Za-z0-9?!.])\s*[，：；]\s*(?=[\u4e00-\u9fff])")
 _SENTENCES_ASCII = re.compile(r"(?<=[.!?])\s+|[\n\r]+|(?<=:)\s+(?=[A-Z])")
 """:data:`_SENTENCES` less what needs a full-width mark: the same split of an ASCII text,
