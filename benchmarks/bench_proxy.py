@@ -371,7 +371,7 @@ def workers(counts: list[int], clients: int, per_client: int, repeats: int,
                            "bus": "Redis (loomctx.servers)", "embedder": EMBEDDER,
                            "cpu_ms_per_request": "CPU ms per request, median of the repeats: "
                            "serve (every worker), postgresql and redis (every process of "
-                           "each), upstream (the fake, this process), load_generator, "
+                           "each), upstream (the stand-in, --upstream), load_generator, "
                            "machine (every core busy), other_processes (machine less those); "
                            "worker_balance: the least busy worker's CPU over the busiest's",
                            "direct": {k: _spread([x[k] for x in direct]) for k in direct[0]}}

@@ -175,20 +175,26 @@ class PostgresStore:
                     with conn.cursor() as cur:
                         cur.executemany(f"INSERT INTO {TABLE} ({INSERT_COLUMNS}) "
                                         f"VALUES ({marks})", values)
-        if self._dims is not None and rows is not None and \
-                time.monotonic() - self._outgrown_at >= OUTGROWN_EVERY:
-            self._outgrown_at = time.monotonic()
-            # In a transaction of its own, after the write's: a rebuild takes the table for
-            # itself, so one begun inside a write would wait for every other writer while
-            # holding the write's lock, and two processes doing so deadlock. The records are
-            # stored by now: a failure here is the index's, left to the next look.
-            try:
-                with self._db.tx() as conn:
-                    if vec.outgrown(conn):
-                        rebuild_outgrown(conn, self._dims)
-            except StoreError as exc:
-                log.warning("the vector index was not rebuilt (the next write looks again): "
-                            "%s", exc)
+        if rows is not None and time.monotonic() - self._outgrown_at >= OUTGROWN_EVERY:
+            self._rebuild_if_outgrown()
+
+    def _rebuild_if_outgrown(self) -> None:
+        """Build the vector index again when the table has outgrown it, after a write.
+
+        In a transaction of its own, after the write's: a rebuild takes the table for itself,
+        so one begun inside a write would wait for every other writer while holding the
+        write's lock, and two processes doing so deadlock. The records are stored by now: a
+        failure here is the index's, logged and left to the next look."""
+        if self._dims is None:
+            return
+        self._outgrown_at = time.monotonic()
+        try:
+            with self._db.tx() as conn:
+                if vec.outgrown(conn):
+                    rebuild_outgrown(conn, self._dims)
+        except StoreError as exc:
+            log.warning("the vector index was not rebuilt (the next write looks again): %s",
+                        exc)
 
     def _insert_new(self, cleaned: list[MemoryRecord], rows: np.ndarray | None) -> bool:
         """Write ``cleaned`` with one INSERT when none of them is stored yet (what a session
