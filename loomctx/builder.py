@@ -50,6 +50,7 @@ from loomctx.select.window import (
     TurnWindow,
     history_end,
     take_input,
+    unreferred,
     without_pending,
 )
 from loomctx.sources.gather import gather, is_history
@@ -353,6 +354,8 @@ class ContextBuilder:
             if st.turn:
                 take_input(st, history[0].name, self.window.needs)
                 ctx["history_in_view"] = self._in_view(history[0].name, items, st)
+                if not st.refers:  # nothing out of view to recall of the session's own
+                    ctx["own_past"] = False
         st.gathered.update(await gather(
             rest, {s.name: self._request(st, s, ctx, phase) for s in rest}, timeout))
         for s in self.sources:
@@ -421,6 +424,8 @@ class ContextBuilder:
                         continue
                     seen.add(fp)
                 kept.append(it if own else per_build(it))
+            if st.turn and not st.refers:  # the message refers to nothing said before
+                kept = unreferred(st, name, kept, self.session)
             to_rank[name] = kept
             if st.turn:  # what the prefix needs before the history: pinned and stable parts
                 share = st.allocation.share(name)

@@ -54,6 +54,9 @@ class BuildState:
     """The question as written (``question`` is the part of it that carries its need)."""
     asks: bool = False
     """Whether the message asks (:class:`~loomctx.text.need.Need`), not only states."""
+    refers: bool = True
+    """Turn builds: whether the message may refer to the session's own past
+    (:func:`~loomctx.text.need.refers_back`); one that does not gets none of it."""
     asked_with: str | None = None
     """The id of the user's message before the input when the question took words from it (a
     follow-up over two turns): part of what is asked, not evidence for it."""

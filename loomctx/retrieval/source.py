@@ -249,9 +249,11 @@ class UnifiedRetrievalSource(BaseSource):
     async def collect(self, request: SourceRequest) -> Sequence[ContextItem]:
         if not request.query.strip():
             return []
-        if request.context.get("history_in_view") and self.scope == "session" \
-                and not self.knowledge:
-            return []  # the turn shows the whole session: its recall would find only that
+        if (request.context.get("history_in_view") or request.context.get("own_past") is False) \
+                and self.scope == "session" and not self.knowledge:
+            # the turn shows the whole session (its recall would find only that), or its
+            # message refers to nothing said before
+            return []
         query = request.query
         expanded = self.rewriter.rewrite(query, self.memory.recent_texts(self.rewriter.last_n)) \
             if self._follow_up(query) else query

@@ -25,7 +25,14 @@ from loomctx.items import ContextItem, Tier
 from loomctx.retrieval.source import STANDING_KEY
 from loomctx.select.packer import Unit
 from loomctx.select.rank import per_build, window_items
-from loomctx.text.need import BARE, Need, is_bare_question, need_of, with_before
+from loomctx.text.need import (
+    BARE,
+    Need,
+    is_bare_question,
+    need_of,
+    refers_back,
+    with_before,
+)
 from loomctx.tokens.protocol import TokenCounter
 
 STABLE_KINDS = frozenset({"system", "tool", "skill", "input"})
@@ -91,7 +98,24 @@ def take_input(st: BuildState, history: str,
     if need.text != alone.text:
         st.asked_with = said[1].id
     st.question, st.asks, st.message = need.text, need.asks, said[0].content if said else ""
+    st.refers = refers_back(need)
     st.candidates[history] = items
+
+
+def unreferred(st: BuildState, name: str, items: list[ContextItem], session: str | None,
+               ) -> list[ContextItem]:
+    """``items`` of source ``name`` without this ``session``'s own memories, for a turn whose
+    message refers to nothing said before (``st.refers``, :func:`~loomctx.text.need.
+    refers_back`): what the user asked to keep still competes, and knowledge and other
+    sessions' memory still count. Those left out are reported as ``unreferred``."""
+    kept = []
+    for it in items:
+        if session is not None and it.metadata.get("session") == session \
+                and not it.metadata.get(STANDING_KEY):
+            st.reasons[f"{name}\0{it.id}"] = "unreferred"
+        else:
+            kept.append(it)
+    return kept
 
 
 def _need(it: ContextItem, needs: dict[str, tuple[str, Need]] | None) -> Need:
@@ -506,4 +530,4 @@ class TurnWindow:
 
 
 __all__ = ["INPUT_SOURCE", "NOTE", "STABLE_KINDS", "TurnWindow", "history_end",
-           "take_input", "without_pending"]
+           "take_input", "unreferred", "without_pending"]

@@ -194,6 +194,10 @@ _TALK_WORDS = ("conversation", "chat", "discussion", "session", "talk")
 _PAST_WORDS = (*_TALK_WORDS, "game", "time", "told", "mentioned", "said", "shared", "gave",
                "provided", "recommended", "suggested", "listed", "sent", "wrote")
 """Every match of :data:`_PAST` in an ASCII text holds one of these."""
+_AGAIN = re.compile(  # a statement that points back at what was done or said before
+    r"\b(?:same|usual|again|as before|like before|last time|as (?:discussed|agreed|planned)"
+    r"|we (?:decided|agreed|picked|chose|settled|discussed))\b|照旧|老样子|一样|还是那",
+    re.IGNORECASE)
 _CODE = re.compile(r"[A-Za-z]-?\d|\d-?[A-Za-z]")  # SHP-40233, A1001, 27th
 _HAN = re.compile(r"[\u4e00-\u9fff]")
 _PRONOUNS = frozenset({"I", "I'm", "I've", "I'd", "I'll", "OK", "Ok"})
@@ -462,6 +466,24 @@ def is_bare_question(message: str) -> bool:
     return said <= SHORT
 
 
+def refers_back(need: Need) -> bool:
+    """Whether what a message needs (:func:`need_of`) may be something said before. Only a
+    short statement about numbers of its own refers to nothing out of view: a digit, one to
+    :data:`SHORT` content words besides numbers ("About 2010." is a topic), no name, title,
+    code, Chinese text or pointer at the conversation's past, and nothing that points back
+    ("same", "usual", "again", "last time"). "Compute (716.5 * 40) / 5 for me" and "My sister
+    lands at 9:40." refer to nothing; "Reorder the toner" and "Melanie." may."""
+    text = need.text
+    if need.asks or not text:
+        return need.asks
+    if not _DIGITS.search(text) or _AGAIN.search(text):
+        return True
+    words = [w for w in _content(text) if not _DIGITS.search(w)]
+    if not 0 < len(words) <= SHORT:
+        return True
+    return any(_names(sentence) for sentence in _sentences(text))
+
+
 def points_back(need: Need) -> bool:
     """Whether a caller's query (``build(question)``) means something only with the user's
     turn before it: it leans on it ("what did she research?"), or it points back at a thing or
@@ -645,4 +667,5 @@ def _joined(parts: Iterable[str]) -> str:
 
 
 __all__ = ["ASKING", "BARE", "CHATTER", "LEADS", "LEANS", "MAX_WORDS", "PERSON_WORDS", "SHORT",
-           "Need", "is_bare_question", "need_of", "need_text", "points_back", "with_before"]
+           "Need", "is_bare_question", "need_of", "need_text", "points_back", "refers_back",
+           "with_before"]

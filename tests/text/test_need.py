@@ -5,7 +5,14 @@ from __future__ import annotations
 
 import pytest
 
-from loomctx.text.need import MAX_WORDS, need_of, need_text, points_back, with_before
+from loomctx.text.need import (
+    MAX_WORDS,
+    need_of,
+    need_text,
+    points_back,
+    refers_back,
+    with_before,
+)
 
 
 @pytest.mark.parametrize("message, need", [
@@ -72,6 +79,23 @@ def test_what_asks_with_one_word_leans_on_the_sentence_before_it() -> None:
 def test_a_statement_is_its_own_need_and_does_not_ask() -> None:
     need = need_of("Send it to the address I gave you")
     assert need.text == "Send it to the address I gave you" and not need.asks
+
+
+@pytest.mark.parametrize("message", [
+    "Send it to the address I gave you", "Use my usual order", "Book the same hotel again",
+    "Ship it like last time", "Reorder the toner for the Lyon office",
+    "Pull the scan log for SHP-22004 please.", "照旧，送到仓库", "What is 85 kg in lb?",
+    "go with what we decided", "Rewrite this shorter: the draft is due next week.",
+    "About 2010."])
+def test_a_statement_that_names_or_points_back_refers_to_the_past(message: str) -> None:
+    assert refers_back(need_of(message))
+
+
+@pytest.mark.parametrize("message", [
+    "Compute (716.5 * 40) / 5 for me", "My sister lands at 9:40.", "convert 4103 l to gallons",
+    "Thanks, that was helpful!", ""])
+def test_a_statement_that_names_nothing_refers_to_nothing(message: str) -> None:
+    assert not refers_back(need_of(message))
 
 
 def test_a_question_in_a_pasted_log_is_the_need() -> None:
