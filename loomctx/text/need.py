@@ -68,7 +68,7 @@ evening
 details sure double confused confusing
 你好 您好 嗨 谢谢 谢 感谢 多谢 好的 好 嗯 哈哈 早上好 晚上好 下午好 辛苦 麻烦 请 一下 那个 对了 顺便
 问 问题 一个 再 还有 怎么样 不错 太好了 棒 打扰 抱歉 不好意思 有点 有些 懵 糊涂 突然 忙 快点 回复 回
-那边
+那边 话说 话说回来 急 有个 事 事儿 事情 东西 快速 最后 刚刚 哈喽 有空 不急 解答
 """.split())  # noqa: SIM905 (a word list reads best as text)
 """Words of small talk: a sentence with no content word outside these carries no need."""
 _CHATTER_TERMS = frozenset(t for word in CHATTER for t in tokenize(word))  # stemmed as searched
@@ -77,6 +77,7 @@ ask asking tell remind show check double confirm look find search recall remembe
 know question wonder curious refresh memory
 问 查 找 搜 确认 提醒 告诉 回忆 记得 忘 想 帮 帮忙 个 下 了 知道 了解
 之前 以前 上次 聊 聊过 说过 过 说 讨论 一句 句 忘记 记不清 想不起 想不起来 想到 记录 帮个
+请问 请教 朋友 同事 同学 老板 领导 家人
 """.split())  # noqa: SIM905
 """Words of asking: a clause of these and small talk alone ("能 remind 我一下吗", "我有个
 question") frames what another clause asks and names nothing itself."""
@@ -125,17 +126,20 @@ _TAIL = re.compile(
     r"|have it|still have it|find it|don't mind)(?: (?:find|recall|remember) it)?|for me"
     r"|by any chance|real quick)\b)+\s*[.!?]*\s*$", re.IGNORECASE)
 _TAIL_ZH = re.compile(
-    r"(?:[，,]?\s*(?:谢谢|谢了|多谢|麻烦了|好吗|可以吗|行吗|吧|呢|啊|呀)\s*)+[。！？!?]*\s*$")
+    r"(?:[，,]?\s*(?:谢谢|谢了|多谢|麻烦了|好吗|可以吗|行吗|吧|呢|啊|呀)\s*)+[。！？!?]*\s*$"
+    r"|(?<=[A-Za-z0-9])\s+吗\s*[？?]?\s*$")  # a question particle after English: "… group 吗？"
 # A pattern anchored at the end is tried from every position of the text: each tail is cut
 # only from a text that may hold one of its words, which every match needs (:func:`_may_hold`).
 _TAIL_WORDS = ("please", "pls", "thank", "thx", "cheers", "if you", "for me", "by any chance",
                "real quick")
 _TAIL_ZH_CHARS = frozenset("谢麻吗吧呢啊呀")
 _SENTENCES = re.compile(  # a full-width comma or colon where the script switches ends a clause
-    r"(?<=[.!?。！？])\s+|(?<=[。！？])"
+    r"(?<=[.!?。！？…～])\s+|(?<=[。！？])"
     r"|(?<=[?!])(?=[（(]?[\u4e00-\u9fff])"  # "…?我需要…", "…?（我记得…）": no space needed
     r"|[\n\r]+|(?<=:)\s+(?=[A-Z])|(?<=[，：；])\s*(?=[A-Za-z])"
-    r"|(?<=[A-Za-z0-9?!.])\s*[，：；]\s*(?=[\u4e00-\u9fff])")
+    r"|(?<=[A-Za-z0-9?!.])\s*[，：；]\s*(?=[\u4e00-\u9fff])"
+    r"|(?<=[\u4e00-\u9fff])\s+(?=(?i:what|when|where|who|whom|whose|which|why|how|did|does|do|is"
+    r"|are|was|were|has|have|had|can|could|would|will|should)\b)")  # "我朋友问我 when did …"
 _SENTENCES_ASCII = re.compile(r"(?<=[.!?])\s+|[\n\r]+|(?<=:)\s+(?=[A-Z])")
 """:data:`_SENTENCES` less what needs a full-width mark: the same split of an ASCII text,
 in less than half the time."""
@@ -410,7 +414,8 @@ def need_of(message: str) -> Need:
     if not any(_HAN.search(kept[i][0]) for i in asking):
         # an English question among Chinese asides ("…?我需要这个信息写报告"): its names are
         # in its own script, and an aside about the asker names nothing for want of capitals
-        kept = [k if k[1] or not _HAN.search(k[0]) else (*k[:3], _names_aside(k[0]))
+        named = any(_capitals(kept[i][0]) or _CODE.search(kept[i][0]) for i in asking)
+        kept = [k if k[1] or not _HAN.search(k[0]) else (*k[:3], _names_aside(k[0], named))
                 for k in kept]
     # What asks is the need, with the sentences around it that name something (a name, a
     # number, the conversation's past: "I mentioned an art event two weeks ago. Where was it
@@ -622,10 +627,11 @@ def _abbreviated(sentence: str) -> bool:
 
 def _goes_on(sentence: str, part: str) -> bool:
     """Whether ``part`` continues ``sentence`` rather than starting a new one: after an
-    abbreviation, inside a quotation, or when it starts in lower case or with a digit."""
+    abbreviation, inside a quotation, or when it starts in lower case or with a digit (not
+    after a full-width mark, nor a question word after Chinese: "我朋友问我 when did …")."""
     return (_abbreviated(sentence) or sentence.count('"') % 2 == 1
             or (bool(re.match(r"\s*[a-z0-9]", part)) and not sentence.rstrip().endswith(
-                ("，", "：", "；"))))
+                ("，", "：", "；")) and not _HAN.match(sentence[-1:])))
 
 
 def _names(text: str, skip: frozenset[str] = _PRONOUNS) -> bool:
@@ -641,13 +647,14 @@ def _names(text: str, skip: frozenset[str] = _PRONOUNS) -> bool:
                 or _PAST.search(text))
 
 
-def _names_aside(text: str) -> bool:
+def _names_aside(text: str, beside_names: bool = False) -> bool:
     """Whether a Chinese aside beside an English question names something: unless it speaks of
-    the asker ("我需要这个信息写报告", "这个我真的想不起来了"), as a Chinese sentence does; then
-    only as an English one would, by a capital past its first word, a code, or a pointer at the
-    conversation's past."""
-    return "我" not in text or _capitals(text) or bool(_CODE.search(text)) \
-        or bool(_PAST.search(text))
+    the asker ("我需要这个信息写报告", "这个我真的想不起来了") or the question names its own
+    subject (``beside_names``: a capital past its first word, a code; "这个挺重要的：When did
+    Caroline …"), as a Chinese sentence does; then only as an English one would, by a capital
+    past its first word, a code, or a pointer at the conversation's past."""
+    return (not beside_names and "我" not in text) or _capitals(text) \
+        or bool(_CODE.search(text)) or bool(_PAST.search(text))
 
 
 def _capitals(text: str, skip: frozenset[str] = _PRONOUNS) -> bool:
