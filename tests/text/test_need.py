@@ -152,6 +152,15 @@ def test_a_follow_up_over_two_turns_takes_its_subject_from_the_turn_before() -> 
      "When did Caroline go to the LGBTQ support group"),
     ("What did Melanie paint recently?我需要这个信息写报告", "What did Melanie paint recently?"),
     ("What did Melanie paint recently? 这个我真的想不起来了", "What did Melanie paint recently?"),
+    ("我朋友问我 when did Caroline go to the LGBTQ support group",
+     "when did Caroline go to the LGBTQ support group"),
+    ("Btw 我想 double check 一下 what did Melanie paint", "what did Melanie paint"),
+    ("能帮我 recall 一下 what did Melanie paint 吗？", "what did Melanie paint"),
+    ("Sorry 打扰了，请问 what did Melanie paint", "what did Melanie paint"),
+    ("有个问题想请教：What did Melanie paint", "What did Melanie paint"),
+    ("这个挺重要的：What did Melanie paint?", "What did Melanie paint?"),
+    ("What did Melanie paint? 急！", "What did Melanie paint?"),
+    ("嗯… What did Melanie paint?", "What did Melanie paint?"),
 ])
 def test_a_clause_that_only_frames_goes_where_the_script_switches(message: str, need: str,
                                                                    ) -> None:
@@ -172,11 +181,13 @@ def test_forgetting_a_thing_or_a_closing_frame_is_no_question(message: str) -> N
 @pytest.mark.parametrize("message, aside", [
     ("关于上海的仓库。What is the gate code?", "关于上海的仓库"),
     ("我们上次在上海的仓库见过。What is the gate code?", "我们上次在上海的仓库见过"),
+    ("上海的仓库。What did we store there?", "上海的仓库"),
 ])
 def test_a_chinese_aside_that_names_a_topic_stays_beside_an_english_question(
         message: str, aside: str) -> None:
-    """Only an aside about the asker names nothing for want of capitals; a topic, or the
-    conversation's past, stays in the query."""
+    """Only an aside about the asker, or one beside a question that names its own subject,
+    names nothing for want of capitals; a topic, or the conversation's past, stays in the
+    query."""
     assert need_of(message).text.startswith(aside)
 
 
