@@ -136,7 +136,7 @@ _TAIL_ZH_CHARS = frozenset("谢麻吗吧呢啊呀")
 _SENTENCES = re.compile(  # a full-width comma or colon where the script switches ends a clause
     r"(?<=[.!?。！？…～])\s+|(?<=[。！？])"
     r"|(?<=[?!])(?=[（(]?[\u4e00-\u9fff])"  # "…?我需要…", "…?（我记得…）": no space needed
-    r"|[\n\r]+|(?<=:)\s+(?=[A-Z])|(?<=[，：；])\s*(?=[A-Za-z])"
+    r"|[\n\r]+|(?<=:)\s+(?=[A-Z])|(?<=[，：；])\s*(?=[A-Za-z0-9])"
     r"|(?<=[A-Za-z0-9?!.])\s*[，：；]\s*(?=[\u4e00-\u9fff])"
     r"|(?<=[\u4e00-\u9fff])\s+(?=(?i:what|when|where|who|whom|whose|which|why|how|did|does|do|is"
     r"|are|was|were|has|have|had|can|could|would|will|should)\b)")  # "我朋友问我 when did …"

@@ -161,6 +161,8 @@ def test_a_follow_up_over_two_turns_takes_its_subject_from_the_turn_before() -> 
     ("这个挺重要的：What did Melanie paint?", "What did Melanie paint?"),
     ("What did Melanie paint? 急！", "What did Melanie paint?"),
     ("嗯… What did Melanie paint?", "What did Melanie paint?"),
+    ("跟你确认个事儿：2014 S/S is the debut album of a boy group formed by who",
+     "2014 S/S is the debut album of a boy group formed by who"),
 ])
 def test_a_clause_that_only_frames_goes_where_the_script_switches(message: str, need: str,
                                                                    ) -> None:
