@@ -77,7 +77,7 @@ ask asking tell remind show check double confirm look find search recall remembe
 know question wonder curious refresh memory
 问 查 找 搜 确认 提醒 告诉 回忆 记得 忘 想 帮 帮忙 个 下 了 知道 了解
 之前 以前 上次 聊 聊过 说过 过 说 讨论 一句 句 忘记 记不清 想不起 想不起来 想到 记录 帮个
-请问 请教 朋友 同事 同学 老板 领导 家人
+请问 请教 朋友 同事 同学 老板 领导 家人 印象
 """.split())  # noqa: SIM905
 """Words of asking: a clause of these and small talk alone ("能 remind 我一下吗", "我有个
 question") frames what another clause asks and names nothing itself."""

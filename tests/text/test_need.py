@@ -161,6 +161,7 @@ def test_a_follow_up_over_two_turns_takes_its_subject_from_the_turn_before() -> 
     ("这个挺重要的：What did Melanie paint?", "What did Melanie paint?"),
     ("What did Melanie paint? 急！", "What did Melanie paint?"),
     ("嗯… What did Melanie paint?", "What did Melanie paint?"),
+    ("What did Melanie paint? 有印象吗", "What did Melanie paint?"),
     ("跟你确认个事儿：2014 S/S is the debut album of a boy group formed by who",
      "2014 S/S is the debut album of a boy group formed by who"),
 ])
