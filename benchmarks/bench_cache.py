@@ -17,8 +17,10 @@ self-contained task every turn; 160 messages, 28k tokens).
 Systems: ``loomctx`` (a ``Session`` fed message by message) and ``naive`` (system prompt, tools and
 the last messages that fit, tool groups whole, exact ChatCounter counts). After each replay, the
 same run answers recall questions at the same budget: LoCoMo questions whose evidence is all in
-the replayed turns, and facts planted in the agent's early turns; a gold message counts when its
-id is included and its whole text is in the request (``loomctx.eval.metric.score_build``).
+the replayed turns, and facts planted in the agent's early turns, each as a question build and
+then, one after another, as the user's next turn (while the replay's tools are at work); a gold
+message counts when its id is included and its whole text is in the request
+(``loomctx.eval.metric.score_build``).
 Each build's wall time is kept; a run reports the median and quartiles of its warm builds (all
 but the first).
 
@@ -49,7 +51,7 @@ QUICK_TURNS = 12
 REPLAYS = {"tool": "tool agent", "locomo": "LoCoMo conv 1", "scan": "scan logs",
            "long": "long outputs", "mixed": "mixed", "nopast": "no past"}
 """``--replays`` keys and the replays' names."""
-OPTIONS = ("low_water", "volatile_share", "summary_share", "recall_share")
+OPTIONS = ("low_water", "volatile_share", "tool_share", "summary_share", "recall_share")
 """``BuildOptions`` fields ``--option`` may set."""
 TARGETS = {4000: 0.75, 16000: 0.90}
 """Mean reuse each replay should reach at these budgets (issue 40), besides naive's."""
@@ -82,6 +84,14 @@ class LoomctxRun:
 
     def ask(self, question: str, budget: int) -> tuple[dict[str, Any], set[str], int]:
         result = self.session.build_sync(question, max_tokens=budget)
+        return result.payload, {r.id for r in result.report.items if r.included}, result.tokens
+
+    def ask_turn(self, question: str, budget: int) -> tuple[dict[str, Any], set[str], int]:
+        """``question`` as the user's next message, built as a turn (then answered, so the
+        next one follows an exchange)."""
+        self.session.add_message_sync("user", question)
+        result = self.session.build_sync(max_tokens=budget)
+        self.session.add_message_sync("assistant", "Noted.")
         return result.payload, {r.id for r in result.report.items if r.included}, result.tokens
 
 
@@ -126,6 +136,8 @@ class NaiveRun:
     def ask(self, question: str, budget: int) -> tuple[dict[str, Any], set[str], int]:
         return self._fit(budget, [{"role": "user", "content": question}])
 
+    ask_turn = ask  # the last messages that fit, the question last, either way
+
 
 def replay_one(replay: Replay, system: Any, budget: int, counter: Any) -> dict[str, Any]:
     """Feed ``replay`` to ``system``, building before each model step; measure and ask."""
@@ -152,20 +164,23 @@ def replay_one(replay: Replay, system: Any, budget: int, counter: Any) -> dict[s
             last_user = str(msg["content"])
     reuse = summarize(series)
     texts = {m["id"]: str(m["content"]) for m in replay.messages}
-    recalls = []
-    for q in replay.questions:
-        payload, ids, _ = system.ask(q.text, budget)
-        gold = [(g, texts[g]) for g in q.gold]
-        # The budget is held on the request's own gpt-4o count below, not on cl100k here.
-        recalls.append(score_build(context_text(payload), ids, gold, sys.maxsize).recall)
+    recalls: dict[str, list[float]] = {"ask": [], "ask_turn": []}
+    for kind, found in recalls.items():  # questions first: the turns add to the session
+        for q in replay.questions:
+            payload, ids, _ = getattr(system, kind)(q.text, budget)
+            gold = [(g, texts[g]) for g in q.gold]
+            # The budget is held on the request's own gpt-4o count, not on cl100k here.
+            found.append(score_build(context_text(payload), ids, gold, sys.maxsize).recall)
     return {
         "replay": replay.name, "budget": budget, "system": system.name,
         "builds": len(series), "mean_reuse": round(reuse["mean"], 4),
         "min_reuse": round(reuse["min"], 4), "weighted_reuse": round(reuse["weighted"], 4),
         "mean_tokens": round(statistics.fmean(tokens), 1), "max_tokens": max(tokens),
         "over_budget": sum(t > budget for t in tokens),
-        "recall": round(statistics.fmean(recalls), 4) if recalls else None,
-        "questions": len(recalls),
+        "recall": round(statistics.fmean(recalls["ask"]), 4) if replay.questions else None,
+        "turn_recall": round(statistics.fmean(recalls["ask_turn"]), 4)
+        if replay.questions else None,
+        "questions": len(replay.questions),
         "build_ms": _spread(times[1:] or times),
         "per_build": [[r.reused, r.total] for r in series],
         "seconds": round(time.perf_counter() - start, 1),
@@ -210,10 +225,11 @@ def _embedder(kind: str) -> Any:
 
 def _table(runs: list[dict[str, Any]]) -> str:
     lines = ["| replay | budget | system | builds | mean reuse | min reuse | mean tokens | "
-             "recall (questions) | warm build ms, median (p25-p75) |",
+             "recall, question / turn (questions) | warm build ms, median (p25-p75) |",
              "|---|---:|---|---:|---:|---:|---:|---:|---:|"]
     for r in runs:
-        recall = "n/a" if r["recall"] is None else f"{r['recall']:.2f} ({r['questions']})"
+        recall = "n/a" if r["recall"] is None else \
+            f"{r['recall']:.2f} / {r['turn_recall']:.2f} ({r['questions']})"
         ms = r["build_ms"]
         lines.append(f"| {r['replay']} | {r['budget']:,} | {r['system']} | {r['builds']} | "
                      f"{r['mean_reuse']:.2f} | {r['min_reuse']:.2f} | {r['mean_tokens']:,.0f} | "

@@ -65,6 +65,12 @@ class BuildOptions:
     volatile_share: float = 0.05
     """Turn builds: most of the budget that per-turn content (retrieved evidence, state) may
     take; it changes every turn, so it is never cached."""
+    tool_share: float = 0.03
+    """Turn builds: most of the budget the session's own past may take as evidence while tools
+    are at work (at most ``volatile_share``). The evidence sits at each request's end and is
+    sent again on every tool step; the agent's working state is in its window and its tools.
+    Chosen on the cache replays' development seeds: of the shares tried, the lowest at which no
+    planted fact asked as a turn was lost (``docs/architecture.md``)."""
     recall_share: float = 0.8
     """Turn builds: most of the budget a question's new evidence may take from the history
     window (scaled by the share of retrieval's best matches out of view) once most of the
@@ -102,7 +108,8 @@ class BuildOptions:
                 or self.tail_full_at < 0:
             raise ConfigError(f"tail_full_at must be an int >= 0 (tokens; 0: off), got "
                               f"{self.tail_full_at!r}")
-        for name in ("low_water", "volatile_share", "summary_share", "recall_share"):
+        for name in ("low_water", "volatile_share", "tool_share", "summary_share",
+                     "recall_share"):
             v = getattr(self, name)
             if not 0.0 <= v < 1.0:
                 raise ConfigError(f"{name} must be in [0, 1), got {v!r}")

@@ -67,6 +67,8 @@ class WindowSettings(Protocol):
     @property
     def volatile_share(self) -> float: ...
     @property
+    def tool_share(self) -> float: ...
+    @property
     def summary_share(self) -> float: ...
     @property
     def recall_share(self) -> float: ...
@@ -472,14 +474,17 @@ class TurnWindow:
         best candidates beyond the session's own messages times ``left``, or the shares such
         sources declare themselves when those are larger (an explicit choice of the caller),
         stretched to hold the single best unit when it is at most three times that. While
-        tools are at work, the need counts only what is out of view beyond the session's own
-        messages: evidence at a request's end is re-sent on every tool step, and the agent's
-        working state is in its window and its tools."""
+        tools are at work, the share is ``tool_share`` and the need counts only what is out of
+        view beyond the session's own messages: evidence at a request's end is re-sent on every
+        tool step, and the agent's working state is in its window and its tools."""
         pool = pool_sources(candidates, st.window_start)
         own = sum(v for k, v in (declared or {}).items() if k in pool)
-        cap = int(max(self.options.volatile_share, min(own, 1.0)) * st.available)
+        working = self._tools_at_work(st)
+        share = min(self.options.tool_share, self.options.volatile_share) if working \
+            else self.options.volatile_share
+        cap = int(max(share, min(own, 1.0)) * st.available)
         if st.asks:
-            need = st.recall_beyond if self._tools_at_work(st) else st.recall_need
+            need = st.recall_beyond if working else st.recall_need
             # a window that yielded did so by need already: what is left is the evidence's
             room = max(0, left) if st.recall_reserve else int(need * max(0, left))
             cap = max(cap, st.recall_reserve, room)

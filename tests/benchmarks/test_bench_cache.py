@@ -169,9 +169,11 @@ def test_quick_run_end_to_end(tmp_path: Path) -> None:
         ms = run["build_ms"]
         assert 0 <= ms["p25"] <= ms["median"] <= ms["p75"] <= ms["max"]
         if replay in ("long outputs", "no past"):  # no fact stated in 12 turns / none at all
-            assert run["recall"] is None and run["questions"] == 0
+            assert run["recall"] is None and run["turn_recall"] is None
+            assert run["questions"] == 0
         else:
             assert run["recall"] is not None and 0.0 <= run["recall"] <= 1.0
+            assert run["turn_recall"] is not None and 0.0 <= run["turn_recall"] <= 1.0
     for name in names:
         builds = {r["builds"] for k, r in runs.items() if k[0] == name}
         assert len(builds) == 1  # every system builds before the same model steps
@@ -207,13 +209,18 @@ def test_loomctx_run_builds_turns_and_asks_questions(
 
     bench = importlib.import_module("bench_cache")
     monkeypatch.setattr(loomctx, "Session", Recording)
-    replay = replays.tool_agent(3)
+    replay = replays.tool_agent(6)  # the first turn whose fact is asked afterwards
     run = bench.replay_one(replay, bench.LoomctxRun(replay, HashingEmbedder()), 4000,
                            counter_for_model("gpt-4o").counter)
-    assert len([c for c in calls if c[0] == "add"]) == len(replay.messages)
+    asked = [q.text for q in replay.questions]
+    # the replay, then each question as a question build, then each as the next user turn
+    # (answered, so the next follows an exchange)
+    assert [c for c in calls if c[0] == "add"] == [("add", m["role"]) for m in replay.messages] \
+        + [("add", role) for _ in asked for role in ("user", "assistant")]
     builds = [q for kind, q in calls if kind == "build"]
     assert builds[: run["builds"]] == [None] * run["builds"]  # turn builds
-    assert builds[run["builds"]:] == [q.text for q in replay.questions]
+    assert builds[run["builds"]:] == [*asked, *[None] * len(asked)]
+    assert run["questions"] == len(asked) > 0 and 0.0 <= run["turn_recall"] <= 1.0
 
 
 @pytest.mark.parametrize("bad", ["foo=1", "recall_share=x", "recall_share"])

@@ -11,11 +11,12 @@ from loomctx import BuildOptions, HashingEmbedder, Session
 
 @pytest.fixture
 def depot_past() -> Callable[[int], Session]:
-    """A factory: a gpt-4o session whose first ``notes`` exchanges are Hamburg depot notes."""
+    """A factory: a gpt-4o session whose first ``notes`` exchanges are Hamburg depot notes
+    (``options``: more ``BuildOptions``)."""
 
-    def make(notes: int) -> Session:
+    def make(notes: int, **options: float) -> Session:
         s = Session(embedder=HashingEmbedder(dim=512), clock=lambda: 1_700_000_000.0,
-                    model="gpt-4o", options=BuildOptions(model="gpt-4o"))
+                    model="gpt-4o", options=BuildOptions(model="gpt-4o", **options))
         for i in range(notes):
             s.add_message_sync("user", f"Hamburg depot note {i}: pickups of pallet batch {i} "
                                        f"moved to dock {i % 7} on Tuesday, contact Jana at "

@@ -1,4 +1,4 @@
-"""While tools are at work, the session's own past keeps to the volatile share of a turn.
+"""While tools are at work, the session's own past keeps to ``tool_share`` of a turn.
 
 Evidence that changes from step to step sits at the end of each request, so on a tool-using
 agent all of it is re-sent on every model step; what is out of view of the session's own
@@ -10,13 +10,16 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 
-from loomctx import BuildOptions, Session
+import pytest
+
+from loomctx import BuildOptions, ConfigError, Session
 
 BUDGET = 4000
 
 
-def _session(depot_past: Callable[[int], Session], with_tools: bool) -> Session:
-    s = depot_past(80)  # the distant past: what was said about the Hamburg depot
+def _session(depot_past: Callable[..., Session], with_tools: bool, **options: float,
+             ) -> Session:
+    s = depot_past(80, **options)  # the distant past: what was said about the Hamburg depot
     for i in range(12):  # the recent window: the agent at work (or only talking)
         s.add_message_sync("user", f"Check parcel P-{1000 + i} in Lyon.")
         if with_tools:
@@ -40,9 +43,24 @@ def _evidence_tokens(s: Session) -> int:
 
 
 def test_the_own_past_keeps_to_the_volatile_share_while_tools_are_at_work(
-        depot_past: Callable[[int], Session]) -> None:
+        depot_past: Callable[..., Session]) -> None:
     working = _evidence_tokens(_session(depot_past, True))
     talking = _evidence_tokens(_session(depot_past, False))
-    share = BuildOptions().volatile_share * BUDGET
+    share = BuildOptions().tool_share * BUDGET
     assert 0 < working <= 1.5 * share  # stretched at most to the single best unit
-    assert talking > 2 * share  # the same question in a conversation without tools
+    assert talking > 2 * BuildOptions().volatile_share * BUDGET  # the same, without tools
+
+
+def test_tool_share_sets_the_own_past_room_while_tools_are_at_work(
+        depot_past: Callable[..., Session]) -> None:
+    wider = _evidence_tokens(_session(depot_past, True,
+                                      tool_share=BuildOptions().volatile_share))
+    assert wider > 1.5 * BuildOptions().tool_share * BUDGET
+
+
+@pytest.mark.parametrize("name", ["low_water", "volatile_share", "tool_share", "summary_share",
+                                  "recall_share"])
+@pytest.mark.parametrize("value", [-0.01, 1.0, 1.5])
+def test_a_share_outside_zero_to_one_is_refused_by_name(name: str, value: float) -> None:
+    with pytest.raises(ConfigError, match=name):
+        BuildOptions(**{name: value})
