@@ -41,8 +41,9 @@ REASONS = {
     "window": "in the append-only history window of a turn build",
     "recalled": "in the context inside a recall note: evidence an earlier turn recalled, kept "
                 "in place in the history window",
-    "unreferred": "the session's own memory, for a turn whose message neither asks, names "
-                  "anything nor points back at what was said before",
+    "unreferred": "the session's own memory, for a turn whose message refers to nothing said "
+                  "before (a short statement about numbers of its own: text/need.py "
+                  "refers_back)",
     "compacted": "older than the history window's compaction point; summarized and stored",
     "interrupted_call": "synthetic result for a tool call interrupted before it returned",
     "pending_tool_calls": "the agent is still waiting for these tool calls' results",
