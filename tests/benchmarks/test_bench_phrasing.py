@@ -14,6 +14,8 @@ import pytest
 
 from loomctx.eval.phrasing import PHRASINGS
 
+BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
+
 
 @pytest.fixture(scope="module")
 def bench(bench_path: Path) -> ModuleType:
@@ -164,3 +166,20 @@ def test_bad_templates_are_one_line_errors(bench: ModuleType, tmp_path: Path,
         assert exc.value.code == 2
         err = capsys.readouterr().err.strip()
         assert words in err and "\n" not in err, err
+
+
+@pytest.mark.parametrize("path", sorted(BENCH.glob("templates_*.json")), ids=lambda p: p.name)
+def test_each_committed_template_set_is_taken(bench: ModuleType, path: Path,
+                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """The sets benchmarks/README.md runs with ``--templates`` load, and what they say holds
+    the question (lower-cased first or without its mark)."""
+    from loomctx.eval import phrasing
+
+    monkeypatch.setattr(phrasing, "_TABLES", dict(phrasing._TABLES))
+    own = bench._templates(str(path))
+    assert own
+    for name, templates in own.items():
+        for i in range(4 * len(templates)):
+            said = phrasing.phrase("When did Caroline go to the support group?", name,
+                                   key=f"q{i}", split="dev")
+            assert "Caroline go to the support group" in said.message
