@@ -189,6 +189,9 @@ def replay_one(replay: Replay, system: Any, budget: int, counter: Any) -> dict[s
 
 def _options(ap: argparse.ArgumentParser, given: list[str]) -> dict[str, float]:
     """``--option NAME=VALUE`` pairs as BuildOptions keywords."""
+    from loomctx import BuildOptions
+    from loomctx.errors import ConfigError
+
     out: dict[str, float] = {}
     for text in given:
         name, _, value = text.partition("=")
@@ -198,6 +201,10 @@ def _options(ap: argparse.ArgumentParser, given: list[str]) -> dict[str, float]:
             ap.error(f"--option {text!r}: the value must be a number, e.g. recall_share=0")
         if name not in OPTIONS:
             ap.error(f"--option {text!r}: use one of {', '.join(OPTIONS)}")
+        try:  # the options' own check (a share in [0, 1)), as a usage error
+            BuildOptions(**{name: out[name]})
+        except ConfigError as exc:
+            ap.error(f"--option {text!r}: {exc}")
     return out
 
 

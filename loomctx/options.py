@@ -111,8 +111,8 @@ class BuildOptions:
         for name in ("low_water", "volatile_share", "tool_share", "summary_share",
                      "recall_share"):
             v = getattr(self, name)
-            if not 0.0 <= v < 1.0:
-                raise ConfigError(f"{name} must be in [0, 1), got {v!r}")
+            if isinstance(v, bool) or not isinstance(v, int | float) or not 0.0 <= v < 1.0:
+                raise ConfigError(f"{name} must be a number in [0, 1), got {v!r}")
 
 
 __all__ = ["BuildOptions"]

@@ -223,7 +223,7 @@ def test_loomctx_run_builds_turns_and_asks_questions(
     assert run["questions"] == len(asked) > 0 and 0.0 <= run["turn_recall"] <= 1.0
 
 
-@pytest.mark.parametrize("bad", ["foo=1", "recall_share=x", "recall_share"])
+@pytest.mark.parametrize("bad", ["foo=1", "recall_share=x", "recall_share", "tool_share=1.5"])
 def test_a_bad_option_or_replay_is_a_usage_error(
     bad: str, bench_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -60,7 +60,7 @@ def test_tool_share_sets_the_own_past_room_while_tools_are_at_work(
 
 @pytest.mark.parametrize("name", ["low_water", "volatile_share", "tool_share", "summary_share",
                                   "recall_share"])
-@pytest.mark.parametrize("value", [-0.01, 1.0, 1.5])
-def test_a_share_outside_zero_to_one_is_refused_by_name(name: str, value: float) -> None:
+@pytest.mark.parametrize("value", [-0.01, 1.0, 1.5, "0.1", None, False, float("nan")])
+def test_a_share_outside_zero_to_one_is_refused_by_name(name: str, value: object) -> None:
     with pytest.raises(ConfigError, match=name):
         BuildOptions(**{name: value})
