@@ -411,12 +411,13 @@ def need_of(message: str) -> Need:
     asking = [i for i, k in enumerate(kept) if k[1]]
     if not asking:
         return Need(_joined(k[0] for k in kept), False)
-    if not any(_HAN.search(kept[i][0]) for i in asking):
+    asides = [i for i, k in enumerate(kept) if not k[1] and _HAN.search(k[0])]
+    if asides and not any(_HAN.search(kept[i][0]) for i in asking):
         # an English question among Chinese asides ("…?我需要这个信息写报告"): its names are
         # in its own script, and an aside about the asker names nothing for want of capitals
         named = any(_capitals(kept[i][0]) or _CODE.search(kept[i][0]) for i in asking)
-        kept = [k if k[1] or not _HAN.search(k[0]) else (*k[:3], _names_aside(k[0], named))
-                for k in kept]
+        for i in asides:
+            kept[i] = (*kept[i][:3], _names_aside(kept[i][0], named))
     # What asks is the need, with the sentences around it that name something (a name, a
     # number, the conversation's past: "I mentioned an art event two weeks ago. Where was it
     # held?"), and all the others when it leans on them ("What did she research?"), nearest
