@@ -148,9 +148,12 @@ _PASSED = frozenset({502, 503, 504, 529})
 
 
 def _error_status(status: int, content: bytes, url: str) -> int:
-    """The status an upstream error goes back with; a body that is not a JSON object (an HTML
-    page, text, JSON nested too deep) is no provider's error: a 502 saying what came."""
-    if not isinstance(read_upstream(content), dict):
+    """The status an upstream error goes back with. A body that is not a JSON object (an HTML
+    page, text, JSON nested too deep) is no provider's error, and a 5xx whose object holds no
+    ``error`` object gives SDKs nothing to read: each is a 502 of the proxy's own saying what
+    came. A 4xx object passes as it is (the upstream's own refusal, its status meaningful)."""
+    body = read_upstream(content)
+    if not isinstance(body, dict) or (status >= 500 and not isinstance(body.get("error"), dict)):
         shown = content[:120].decode("utf-8", "replace")
         raise ServiceError(502, f"the upstream {url!r} answered HTTP {status} with a body that "
                                 f"is not a JSON error: {shown!r}")

@@ -172,12 +172,24 @@ def test_an_odd_stream_chunk_does_not_cut_the_stream(
     assert record["reply_stored"] is False and record["note"]
 
 
-@pytest.mark.parametrize("body", ["[" * 5000 + "]" * 5000, "<html>bad gateway</html>"])
+@pytest.mark.parametrize(("status", "body"), [
+    (400, "[" * 5000 + "]" * 5000), (400, "<html>bad gateway</html>"),
+    (500, '{"content": "hi"}'), (503, '{"choices": [{"message": "hi"}]}'),
+    (500, '{"error": "a string, not an object"}')])
 def test_an_upstream_error_that_is_not_a_json_error_is_a_502(
-        upstream: WindowedFakeServer, proxy: RunningServer, body: str) -> None:
-    upstream.add(Raw(status=400, body=body))
+        upstream: WindowedFakeServer, proxy: RunningServer, status: int, body: str) -> None:
+    """Whatever the upstream's 5xx body, the client's 5xx is in the provider's error shape."""
+    for path in (CHAT, MESSAGES):
+        upstream.add(Raw(status=status, body=body))
+        resp = _post(proxy, path, HI)
+        assert resp.status_code == 502 and "not a JSON error" in _error(resp, path)
+
+
+def test_an_upstream_4xx_object_passes_as_it_is(
+        upstream: WindowedFakeServer, proxy: RunningServer) -> None:
+    upstream.add(Raw(status=404, body='{"detail": "no such model"}'))
     resp = _post(proxy, CHAT, HI)
-    assert resp.status_code == 502 and "not a JSON error" in _error(resp)
+    assert resp.status_code == 404 and resp.json() == {"detail": "no such model"}
 
 
 def test_upstream_errors_pass_through_and_a_500_becomes_a_502(
