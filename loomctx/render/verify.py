@@ -68,12 +68,20 @@ def _after_cut(renderer: Renderer, lay: Layout, included: list[ContextItem],
     return [it for it in included if id(it) not in gone]
 
 
+_PREFIX = frozenset({"role", "tools"})
+"""Sections of the stable prefix: an item there goes only when nothing volatile is left, since
+dropping it changes the start of every request after it (the whole prompt cache)."""
+
+
 def weakest(included: Sequence[ContextItem]) -> list[ContextItem] | None:
     """The unit to drop first: lowest score among non-history items and the oldest history
-    unit (the history tail stays contiguous); a tool group goes whole."""
+    unit (the history tail stays contiguous), volatile items before the stable prefix's; a
+    tool group goes whole."""
     movable = [it for it in included if not it.pinned]
     if not movable:
         return None
+    volatile = [it for it in movable if it.section not in _PREFIX]
+    movable = volatile or movable
     history = sorted((it for it in movable if it.kind == "message"), key=lambda i: i.seq)
     pool = [it for it in movable if it.kind != "message"]
     if history:

@@ -1,11 +1,13 @@
-"""The verify stage's count of tokens that repeat the previous request (the prompt-cache part)."""
+"""The verify stage: the count of tokens that repeat the previous request (the prompt-cache
+part) and the order in which an over-full render gives items up."""
 
 from __future__ import annotations
 
 import pytest
 
+from loomctx.items import ContextItem, Tier
 from loomctx.render.chat import AnthropicRenderer, OpenAIRenderer
-from loomctx.render.verify import reused_prefix
+from loomctx.render.verify import reused_prefix, weakest
 from loomctx.tokens.chat import ChatCounter
 from loomctx.tokens.registry import counter_for_model
 
@@ -54,3 +56,22 @@ def test_anthropic_counts_the_system_blocks_too() -> None:
     assert reused_prefix(renderer, prev, cur, total) == expected
     other = {"system": [{"type": "text", "text": "be verbose"}], "messages": _msgs(4)}
     assert reused_prefix(renderer, other, cur, total) == 0
+
+
+def _item(id_: str, kind: str, score: float, **kw) -> ContextItem:
+    return ContextItem(id=id_, source=kind, content=id_, kind=kind, scores={"composite": score},
+                       **kw)
+
+
+def test_over_budget_drops_volatile_items_before_the_stable_prefix() -> None:
+    """A tool or skill scored lower than a passage still outlasts it: dropping it would change
+    the start of every later request (the found falsifying example of
+    ``test_stable_prefix_survives_a_new_query_and_new_evidence``)."""
+    tool, skill = _item("tool:f", "tool", 0.1), _item("skill", "skill", 0.2)
+    passage = _item("doc", "evidence", 0.9)
+    old, new = (_item(f"h{i}", "message", 0.0, seq=i) for i in range(2))
+    assert weakest([tool, skill, passage, old, new]) == [old]
+    assert weakest([tool, skill, passage, new]) == [new]
+    assert weakest([tool, skill, passage]) == [passage]
+    assert weakest([tool, skill]) == [tool]
+    assert weakest([_item("sys", "system", 0.0, tier=Tier.P0)]) is None
