@@ -47,6 +47,7 @@ from loomctx.select.tail import about_the_past, tail_share_scale
 from loomctx.select.window import (
     NOTE,
     STABLE_KINDS,
+    TOOL_CLIP,
     TurnWindow,
     history_end,
     take_input,
@@ -367,8 +368,9 @@ class ContextBuilder:
         """Whether this turn's window will show the whole history, uncut: it has never started
         later than the first message, the history fits the window's room at the latest turn
         built at this budget (half the budget before any was) and no message is near the size
-        the window clips to. Recall of the session's own messages then finds only what is in
-        view, and its source may skip it (``context["history_in_view"]``)."""
+        the window clips it to (a tool's output: half that, :data:`~loomctx.select.window.
+        TOOL_CLIP`). Recall of the session's own messages then finds only what is in view, and
+        its source may skip it (``context["history_in_view"]``)."""
         if any(key[0] == source and at > 0
                for key, (_, at) in self.window.starts(history_end(items))):
             return False
@@ -380,7 +382,7 @@ class ContextBuilder:
         for it in items[n:]:
             c = self._measure(it)
             size += c
-            biggest = max(biggest, c)
+            biggest = max(biggest, c * TOOL_CLIP if it.role == "tool" else c)
         if items:
             self._history_size[source] = (len(items), items[-1], size, biggest)
         return size <= self.window.nominal.get(total, total // 2) and \

@@ -18,23 +18,31 @@ MARKER = "\n…[truncated: {shown} of {total} tokens shown; full text id={id}]"
 
 
 def truncate_item(
-    item: ContextItem, target: int, counter: TokenCounter, cost: Callable[[ContextItem], int]
+    item: ContextItem, target: int, counter: TokenCounter, cost: Callable[[ContextItem], int],
+    *, tail: float = 0.0,
 ) -> ContextItem | None:
     """A copy of ``item`` whose rendered cost is <= ``target``, or None if nothing useful fits.
 
-    Only text content is cut; an item whose message has no string content is not cut.
+    Only text content is cut; an item whose message has no string content is not cut. The
+    copy keeps the head of the text, and with ``tail`` (0..1) that share of what it keeps from
+    the end instead, whole lines (a log's latest lines, a listing's totals), the marker between.
     """
     if item.message is not None and not isinstance(item.message.get("content"), str):
         return None
     total = counter.count(item.content)
     base = cost(replace(item, content="", message=_with_content(item, ""), tokens=None))
-    marker_cost = counter.count(MARKER.format(shown=total, total=total, id=item.id)) + 1
+    marker_cost = counter.count(MARKER.format(shown=total, total=total, id=item.id)) + (
+        2 if tail > 0 else 1)
     keep = target - base - marker_cost
     for _ in range(4):
         if keep <= 0:
             return None
-        head = counter.truncate(item.content, keep)
-        text = head + MARKER.format(shown=counter.count(head), total=total, id=item.id)
+        end = _last_lines(item.content, int(keep * tail), counter) if tail > 0 else ""
+        head = counter.truncate(item.content[:len(item.content.rstrip("\n")) - len(end)]
+                                if end else item.content, keep - counter.count(end))
+        shown = counter.count(head) + counter.count(end)
+        text = head + MARKER.format(shown=shown, total=total, id=item.id) + (
+            "\n" + end if end else "")
         cut = replace(item, content=text, message=_with_content(item, text),
                       metadata={**item.metadata, "truncated_from": total}, tokens=None)
         c = cost(cut)
@@ -43,6 +51,20 @@ def truncate_item(
             return cut
         keep -= c - target
     return None
+
+
+def _last_lines(text: str, budget: int, counter: TokenCounter) -> str:
+    """The most whole lines from the end of ``text`` that count at most ``budget`` tokens
+    (none when its last line alone is longer: the head then keeps that room)."""
+    lines = text.rstrip("\n").split("\n")
+    kept = 0
+    used = 0
+    for line in reversed(lines[1:]):  # the first line is the head's
+        used += counter.count(line) + 1
+        if used > budget:
+            break
+        kept += 1
+    return "\n".join(lines[len(lines) - kept:]) if kept else ""
 
 
 def _with_content(item: ContextItem, text: str) -> dict | None:

@@ -51,6 +51,12 @@ this many of the latest ``RECENT`` user turns were wide: the conversation has tu
 is out of view, and the recent window no longer holds what is asked. WIDE, RECENT and
 YIELD_AFTER were chosen on LoCoMo's development conversations and the development cache
 replays (benchmarks/README.md, recall inside the agent loop)."""
+TOOL_CLIP = 2
+"""A tool's output is shown cut past the clip size divided by this (an eighth of the window's
+room, where any other message is cut past a quarter), its head and its last lines (a log's
+latest entries): the tool can be called again and the whole output stays in the store, while
+an output the window shows whole fills it for every later request and brings the next
+compaction nearer (benchmarks/HISTORY.md: the cache replays with long tool outputs)."""
 MAX_NOTES = 4096
 """Recall notes kept per history source (the oldest go first; compaction drops them sooner)."""
 INPUT_SOURCE = "user_input"
@@ -369,14 +375,18 @@ class TurnWindow:
         return list(run.out)
 
     def _clip(self, it: ContextItem, clip: int, cut: list[ContextItem]) -> ContextItem:
-        """``it``, or its cut copy when it is a message larger than ``clip`` (the original is
-        added to ``cut``)."""
+        """``it``, or its cut copy when it is a message larger than ``clip`` (a tool's output:
+        :data:`TOOL_CLIP`; the original is added to ``cut``)."""
+        tool = it.role == "tool"
+        if tool:
+            clip = max(self.options.min_fragment, clip // TOOL_CLIP)
         if it.message is None or NOTE in it.metadata or self.measure(it) <= clip:
             return it
         key = (id(it.message), clip)
         hit = self._clips.get(key)
         if hit is None or hit[0] is not it.message:
-            copy = truncate_item(per_build(it), clip, self.counter, self.render_cost)
+            copy = truncate_item(per_build(it), clip, self.counter, self.render_cost,
+                                 tail=0.5 if tool else 0.0)
             if len(self._clips) > 10_000:
                 self._clips.clear()
             hit = self._clips[key] = (it.message, copy)

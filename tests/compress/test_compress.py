@@ -44,6 +44,42 @@ def test_truncated_item_fits_its_target_and_keeps_a_prefix(target: int, start: i
     assert f"of {COUNTER.count(text)} tokens shown" in cut.content
 
 
+@settings(max_examples=60, deadline=None, derandomize=True)
+@given(target=st.integers(0, 3000), start=st.integers(0, 5000),
+       tail=st.sampled_from([0.25, 0.5, 0.9]))
+def test_a_cut_with_a_tail_keeps_the_head_and_the_last_whole_lines(
+        target: int, start: int, tail: float) -> None:
+    """A tool's output cut in the window shows its head and its latest lines, never more than
+    the target, and nothing twice."""
+    text = LOG[start:]
+    it = ContextItem(id="log", source="L1_recent", content=text, kind="message", role="tool",
+                     message={"role": "tool", "tool_call_id": "c1", "content": text})
+    cut = truncate_item(it, target, COUNTER, cost, tail=tail)
+    if cut is None:
+        assert target < 40 or not text
+        return
+    assert cut.tokens == cost(cut) <= target
+    head, rest = cut.content.split("\n…[truncated: ")
+    marker, _, end = rest.partition("]")
+    assert text.startswith(head) and marker.endswith("full text id=log")
+    shown = int(marker.split(" of ")[0])
+    if end:  # whole lines from the end, after the head
+        end = end.removeprefix("\n")
+        assert text.endswith(end) and text.startswith(head) and len(head) + len(end) < len(text)
+        assert text[len(text) - len(end) - 1] == "\n"  # starts at a line
+        assert COUNTER.count(end) <= tail * target
+    assert shown == COUNTER.count(head) + COUNTER.count(end)
+
+
+def test_a_tail_is_only_whole_lines() -> None:
+    """A last line longer than the tail's share leaves the room to the head."""
+    text = "start\n" + "x " * 3000
+    it = ContextItem(id="t", source="h", content=text, kind="message", role="tool",
+                     message={"role": "tool", "tool_call_id": "c1", "content": text})
+    cut = truncate_item(it, 200, COUNTER, cost, tail=0.5)
+    assert cut is not None and cut.content.endswith("id=t]") and cut.tokens <= 200
+
+
 def test_truncate_item_refuses_list_content() -> None:
     msg = {"role": "user", "content": [{"type": "text", "text": LOG}]}
     it = ContextItem(id="u", source="h", content=LOG, kind="message", role="user", message=msg)
