@@ -195,10 +195,8 @@ def test_build_for_the_question_just_added_shows_it_once(model):
         assert _texts(q.payload).count(question) <= 1
 
 
-def test_a_turn_that_shows_the_whole_session_skips_recall_of_it(monkeypatch):
-    """Recall of the session's own messages finds only what the window shows when the whole
-    history is in view: the turn skips it (the proxy's short conversations), and runs it again
-    once the history outgrows half the budget."""
+def _recalls(monkeypatch) -> list[str]:
+    """A list that gets "recall" each time recall of the session's own memory runs."""
     from loomctx.retrieval.source import UnifiedRetrievalSource
 
     searched: list[str] = []
@@ -209,6 +207,14 @@ def test_a_turn_that_shows_the_whole_session_skips_recall_of_it(monkeypatch):
         return real(self, matches)
 
     monkeypatch.setattr(UnifiedRetrievalSource, "_adjacent", spy)
+    return searched
+
+
+def test_a_turn_that_shows_the_whole_session_skips_recall_of_it(monkeypatch):
+    """Recall of the session's own messages finds only what the window shows when the whole
+    history is in view: the turn skips it (the proxy's short conversations), and runs it again
+    once the history outgrows half the budget."""
+    searched = _recalls(monkeypatch)
     s = Session(embedder=HashingEmbedder(dim=256), clock=lambda: 1_700_000_000.0)
     for i, fact in enumerate(FACTS):  # ~500 tokens
         s.add_message_sync("user", fact, id=f"f{i}")
@@ -227,16 +233,7 @@ def test_a_tool_output_the_window_cuts_leaves_recall_on(monkeypatch, role: str, 
     """A tool's output of a ninth of the budget is cut in the window (``TOOL_CLIP``): the
     history is not all in view, so recall of it runs; a user's message as long is shown whole
     and recall is skipped."""
-    from loomctx.retrieval.source import UnifiedRetrievalSource
-
-    searched: list[str] = []
-    real = UnifiedRetrievalSource._adjacent
-
-    def spy(self, matches):
-        searched.append("recall")
-        return real(self, matches)
-
-    monkeypatch.setattr(UnifiedRetrievalSource, "_adjacent", spy)
+    searched = _recalls(monkeypatch)
     s = Session(embedder=HashingEmbedder(dim=256), clock=lambda: 1_700_000_000.0)
     s.add_message_sync("user", "Pull the scan log of SHP-40233.")
     s.add_message_sync("assistant", None, tool_calls=[{
@@ -269,16 +266,7 @@ def test_a_question_build_that_points_back_takes_the_topic_of_the_turn_before():
 def test_a_history_over_half_the_budget_that_the_window_still_shows_skips_recall(monkeypatch):
     """Once a turn at a budget has measured the window's room, a history that fits it is in
     view whole, however much of the budget it takes: recall of it is skipped too."""
-    from loomctx.retrieval.source import UnifiedRetrievalSource
-
-    searched: list[str] = []
-    real = UnifiedRetrievalSource._adjacent
-
-    def spy(self, matches):
-        searched.append("recall")
-        return real(self, matches)
-
-    monkeypatch.setattr(UnifiedRetrievalSource, "_adjacent", spy)
+    searched = _recalls(monkeypatch)
     s = Session(embedder=HashingEmbedder(dim=256), clock=lambda: 1_700_000_000.0)
     s.add_message_sync("user", "What did we decide about the Hamburg pickups?")
     s.build_sync(max_tokens=4000)  # the window's room at this budget is now known
