@@ -206,7 +206,7 @@ _TALK = ("conversation", "chat", "discussion", "session", "talk")
 _TALK_WORDS = _words(*_TALK)
 """Every match of :data:`_POINTER` holds one of these."""
 _PAST_WORDS = _words(*_TALK, "game", "time", "told", "mentioned", "said", "shared", "gave",
-               "provided", "recommended", "suggested", "listed", "sent", "wrote")
+                     "provided", "recommended", "suggested", "listed", "sent", "wrote")
 """Every match of :data:`_PAST` in an ASCII text holds one of these."""
 _AGAIN = re.compile(  # a statement that points back at what was done or said before
     r"\b(?:same|usual|again|as before|like before|last time|as (?:discussed|agreed|planned)"
@@ -612,9 +612,9 @@ def _only_names(words: list[str], named: list[int]) -> bool:
 
 
 def _may_hold(text: str, parts: re.Pattern[str]) -> bool:
-    """Whether ``text`` may hold one of ``parts`` (lower case) as a case-blind pattern reads
-    it: an ASCII text is lowered exactly; any other may (the patterns fold more than ASCII
-    case: "ſ" matches "s")."""
+    """Whether ``text`` may hold one of the words ``parts`` finds (:func:`_words`) as a
+    case-blind pattern reads it: an ASCII text is lowered exactly; any other may (the patterns
+    fold more than ASCII case: "ſ" matches "s")."""
     return not text.isascii() or parts.search(text.lower()) is not None
 
 
