@@ -38,9 +38,10 @@ def truncate_item(
         if keep <= 0:
             return None
         end = _last_lines(item.content, int(keep * tail), counter) if tail > 0 else ""
+        end_tokens = counter.count(end) if end else 0
         head = counter.truncate(item.content[:len(item.content.rstrip("\n")) - len(end)]
-                                if end else item.content, keep - counter.count(end))
-        shown = counter.count(head) + counter.count(end)
+                                if end else item.content, keep - end_tokens)
+        shown = counter.count(head) + end_tokens
         text = head + MARKER.format(shown=shown, total=total, id=item.id) + (
             "\n" + end if end else "")
         cut = replace(item, content=text, message=_with_content(item, text),

@@ -6,7 +6,7 @@ import asyncio
 from collections.abc import Callable
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from loomctx.compress.history import Compactor, unit_start
@@ -47,6 +47,7 @@ def test_truncated_item_fits_its_target_and_keeps_a_prefix(target: int, start: i
 @settings(max_examples=60, deadline=None, derandomize=True)
 @given(target=st.integers(0, 3000), start=st.integers(0, 5000),
        tail=st.sampled_from([0.25, 0.5, 0.9]))
+@example(target=3000, start=5000, tail=0.5)  # the whole text fits: head and tail must not meet
 def test_a_cut_with_a_tail_keeps_the_head_and_the_last_whole_lines(
         target: int, start: int, tail: float) -> None:
     """A tool's output cut in the window shows its head and its latest lines, never more than
@@ -65,7 +66,7 @@ def test_a_cut_with_a_tail_keeps_the_head_and_the_last_whole_lines(
     shown = int(marker.split(" of ")[0])
     if end:  # whole lines from the end, after the head
         end = end.removeprefix("\n")
-        assert text.endswith(end) and text.startswith(head) and len(head) + len(end) < len(text)
+        assert text.endswith(end) and len(head) + len(end) <= len(text.rstrip("\n"))
         assert text[len(text) - len(end) - 1] == "\n"  # starts at a line
         assert COUNTER.count(end) <= tail * target
     assert shown == COUNTER.count(head) + COUNTER.count(end)
