@@ -112,6 +112,8 @@ class AgentMemorySource(BaseSource):
         """The records for ``query``, best first, with their fused score."""
         return self._pool.rank(query, limit or self.limit)
 
+    eager = True  # waits on threads only
+
     async def collect(self, request: SourceRequest) -> Sequence[ContextItem]:
         if not request.query.strip() or self._pool.fresh_and_empty():
             return []

@@ -79,6 +79,8 @@ class SharedL2Source(BaseSource):
         live.sort(key=lambda r: (-r.importance, -r.timestamp, r.id))
         return [(r, None) for r in live[:self.limit]]
 
+    eager = True  # waits on threads only
+
     async def collect(self, request: SourceRequest) -> Sequence[ContextItem]:
         if self._pool.fresh_and_empty():
             return []

@@ -120,6 +120,8 @@ class L2ImportantSource(BaseSource):
         self.name = name
         self.memory = memory
 
+    eager = True  # waits on threads only
+
     async def collect(self, request: SourceRequest) -> Sequence[ContextItem]:
         ids = self.memory.l2_ids
         if not ids:
@@ -245,6 +247,8 @@ class UnifiedRetrievalSource(BaseSource):
         of the question's. None (the default): every question is expanded. A limit (2) helps
         long chats but hurts where the latest text is the question's own material (HotpotQA's
         pools end with its passages), so it is opt-in (``benchmarks/HISTORY.md``)."""
+
+    eager = True  # waits on threads only
 
     async def collect(self, request: SourceRequest) -> Sequence[ContextItem]:
         if not request.query.strip():

@@ -38,6 +38,8 @@ class AgentOutputSource(BaseSource):
     def add(self, output: AgentOutput) -> None:
         self.outputs.append(output)
 
+    eager = True  # answers from memory
+
     async def collect(self, request: SourceRequest) -> Sequence[ContextItem]:
         out = []
         for i, o in enumerate(self.outputs):

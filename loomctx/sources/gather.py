@@ -5,10 +5,13 @@ build goes on without it. A source that answered while part of it failed recorde
 request (:meth:`~loomctx.sources.protocol.SourceRequest.failed`): each build has its own requests,
 so the report of one build names only that build's failures.
 
-Every build gathers every source, most of which answer at once: the timeout is a timer on the
-task already collecting (``asyncio.timeout``, Python 3.11+) rather than ``asyncio.wait_for``'s
-task of its own per source, and one source alone is collected in the build's own task, not in a
-task of ``asyncio.gather``. Half the tasks of a proxied turn's build were these.
+Every build gathers every source, most of which answer at once from memory. A source that says
+it needs no task of its own (``eager``, :func:`~loomctx.sources.protocol.starts_eager`) runs in
+the build's own task up to its first wait, as an eager task would (Python 3.12's
+``eager_start``, here on 3.10 too); only what is then still waiting gets a task and a timer. The
+timer is one on the task already collecting (``asyncio.timeout``, Python 3.11+) rather than
+``asyncio.wait_for``'s task of its own, and one source left alone is awaited in the build's own
+task, not in a task of ``asyncio.gather``.
 """
 
 from __future__ import annotations
@@ -16,15 +19,15 @@ from __future__ import annotations
 import asyncio
 import sys
 import time
-from collections.abc import Awaitable, Mapping, Sequence
+from collections.abc import Awaitable, Coroutine, Generator, Mapping, Sequence
 from dataclasses import replace
-from typing import TypeVar
+from typing import Any, TypeVar, cast
 
 from loomctx._jsonl import clean_text
 from loomctx.buildstate import Gathered
 from loomctx.items import ContextItem
 from loomctx.sources.history import HistorySource
-from loomctx.sources.protocol import ContextSource, SourceRequest, is_history
+from loomctx.sources.protocol import ContextSource, SourceRequest, is_history, starts_eager
 
 _T = TypeVar("_T")
 
@@ -43,34 +46,88 @@ async def gather(sources: Sequence[ContextSource], requests: Mapping[str, Source
                  timeout: float) -> dict[str, Gathered]:
     """Each source's items (or its error) and elapsed time, by source name."""
 
-    async def one(src: ContextSource) -> Gathered:
+    def kept(src: ContextSource, items: Sequence[ContextItem], t: float) -> Gathered:
+        failures = requests[src.name].failures  # parts that failed in this build
+        partial = ("partial: " + "; ".join(f"{k} failed: {v}" for k, v in failures.items())
+                   if failures else None)
+        if not is_history(src):
+            out = _clean(items)
+        elif isinstance(src, HistorySource) and isinstance(items, list):
+            # Its view is a new list whenever the history changes, never changed once handed
+            # out, and no build writes into it: shared, not copied (the garbage collector would
+            # walk a fresh copy of a 100k history twice per build).
+            out = items
+        else:  # history is checked on add
+            out = list(items)
+        return Gathered(out, partial, (time.perf_counter() - t) * 1000)
+
+    def failed(exc: Exception, t: float) -> Gathered:
+        why = (f"timed out after {timeout}s" if isinstance(exc, asyncio.TimeoutError)
+               else f"{type(exc).__name__}: {exc}")
+        return Gathered(None, why, (time.perf_counter() - t) * 1000)
+
+    async def rest(src: ContextSource, call: Awaitable[Sequence[ContextItem]],
+                   t: float) -> Gathered:
+        try:
+            return kept(src, await _within(call, timeout), t)
+        except Exception as exc:  # a source must never fail the build: report it
+            return failed(exc, t)
+
+    done: dict[str, Gathered] = {}
+    waiting: list[tuple[ContextSource, Awaitable[Sequence[ContextItem]], float]] = []
+    for src in sources:
         t = time.perf_counter()
         try:
-            request = requests[src.name]
-            items = await _within(src.collect(request), timeout)
-            failures = request.failures  # parts that failed in this build
-            partial = ("partial: " + "; ".join(f"{k} failed: {v}" for k, v in failures.items())
-                       if failures else None)
-            if not is_history(src):
-                kept = _clean(items)
-            elif isinstance(src, HistorySource) and isinstance(items, list):
-                # Its view is a new list whenever the history changes, never changed once
-                # handed out, and no build writes into it: shared, not copied (the garbage
-                # collector would walk a fresh copy of a 100k history twice per build).
-                kept = items
-            else:  # history is checked on add
-                kept = list(items)
-            return Gathered(kept, partial, (time.perf_counter() - t) * 1000)
-        except asyncio.TimeoutError:
-            return Gathered(None, f"timed out after {timeout}s", (time.perf_counter() - t) * 1000)
+            call = src.collect(requests[src.name])
+            if not (starts_eager(src) and isinstance(call, Coroutine)):
+                waiting.append((src, call, t))
+                continue
+            step = call.send(None)  # its first step, in this task
+        except StopIteration as stop:  # it answered without waiting
+            try:
+                done[src.name] = kept(src, stop.value, t)
+            except Exception as exc:
+                done[src.name] = failed(exc, t)
+            continue
         except Exception as exc:  # a source must never fail the build: report it
-            return Gathered(None, f"{type(exc).__name__}: {exc}",
-                            (time.perf_counter() - t) * 1000)
+            done[src.name] = failed(exc, t)
+            continue
+        waiting.append((src, _Resumed(call, step), t))
+    if len(waiting) == 1:
+        done[waiting[0][0].name] = await rest(*waiting[0])
+    elif waiting:
+        results = await asyncio.gather(*(rest(*w) for w in waiting))
+        done.update((w[0].name, r) for w, r in zip(waiting, results, strict=True))
+    return {s.name: done[s.name] for s in sources}
 
-    if len(sources) == 1:
-        return {sources[0].name: await one(sources[0])}
-    results = await asyncio.gather(*(one(s) for s in sources))
-    return {s.name: r for s, r in zip(sources, results, strict=True)}
+
+class _Resumed(Awaitable[_T]):
+    """An eager source's ``collect``, started in the build's task and now waiting on ``step``:
+    awaited, it goes on from there (as ``await`` would have), in whatever task awaits it."""
+
+    __slots__ = ("_call", "_step")
+
+    def __init__(self, call: Coroutine[Any, Any, _T], step: Any) -> None:
+        self._call, self._step = call, step
+
+    def __await__(self) -> Generator[Any, Any, _T]:
+        call, step = self._call, self._step
+        while True:
+            try:
+                sent = yield step
+            except GeneratorExit:
+                call.close()
+                raise
+            except BaseException as exc:  # a cancellation: handed to the source, as await does
+                try:
+                    step = call.throw(exc)
+                except StopIteration as stop:
+                    return cast(_T, stop.value)
+            else:
+                try:
+                    step = call.send(sent)
+                except StopIteration as stop:
+                    return cast(_T, stop.value)
 
 
 def _clean(items: Sequence[ContextItem]) -> list[ContextItem]:

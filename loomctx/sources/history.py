@@ -154,6 +154,8 @@ class HistorySource(BaseSource):
     def __len__(self) -> int:
         return len(self._items)
 
+    eager = True  # answers from memory
+
     async def collect(self, request: SourceRequest) -> Sequence[ContextItem]:
         """The history with interrupted calls answered and the pending group marked.
 

@@ -121,6 +121,8 @@ class KnowledgeSource(BaseSource):
     def __len__(self) -> int:
         return len(self._chunks)
 
+    eager = True  # answers from memory
+
     async def collect(self, request: SourceRequest) -> Sequence[ContextItem]:
         self._ensure_index(request.counter)
         if not request.query.strip() or not self._chunks:

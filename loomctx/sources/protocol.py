@@ -67,6 +67,13 @@ class ContextSource(Protocol):
       scores and measures copies of them, unless the source says ``fresh`` (True: every call
       returns items made for that call alone, which nothing else holds): then the items
       themselves.
+    - ``eager`` (default False) says that ``collect`` uses nothing bound to the task it runs
+      in (``asyncio.timeout``, ``asyncio.current_task``, setting a context variable): what it
+      waits on is threads (``asyncio.to_thread``) or tasks of its own. The builder then runs
+      it in the build's own task up to its first wait, instead of starting a task for it: most
+      sources answer from memory, and a task, its timer and a turn of the event loop per
+      source were a tenth of a warm build. Only the class that defines ``collect`` can say so
+      (a subclass that overrides it is not eager unless it says so too).
     - It may be slow or fail: the builder runs it under a timeout and reports the failure. A
       source that answers while a part of it failed records the part with
       ``request.failed(part, error)`` (:meth:`SourceRequest.failed`) and the report names it.
@@ -101,6 +108,9 @@ class BaseSource:
     fresh: bool = False
     """True when every ``collect`` returns new items that nothing else holds: the builder
     scores them in place instead of copying each (see :class:`ContextSource`)."""
+    eager: bool = False
+    """True when ``collect`` needs no task of its own (see :class:`ContextSource`); read from
+    the class that defines ``collect`` (:func:`starts_eager`)."""
 
 
 def is_history(source: ContextSource) -> bool:
@@ -113,6 +123,16 @@ def makes_fresh(source: ContextSource) -> bool:
     """Whether the source's items are made for each build alone (``fresh``); False for a
     source that does not say."""
     return getattr(source, "fresh", False) is True
+
+
+def starts_eager(source: ContextSource) -> bool:
+    """Whether the builder may run ``source.collect`` in the build's own task until it first
+    waits (``eager``): declared by the class that defines ``collect``, so an override of an
+    eager source's ``collect`` is not eager unless it says so too."""
+    for cls in type(source).__mro__:
+        if "collect" in vars(cls):
+            return vars(cls).get("eager", False) is True
+    return False
 
 
 def declared_share(source: ContextSource) -> float | None:
@@ -144,4 +164,4 @@ def check_source(source: object) -> ContextSource:
 
 
 __all__ = ["BaseSource", "ContextSource", "SourceRequest", "check_source", "declared_share",
-           "is_history", "makes_fresh"]
+           "is_history", "makes_fresh", "starts_eager"]

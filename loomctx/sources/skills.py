@@ -44,6 +44,8 @@ class SkillSource(BaseSource):
         pattern = rf"(?<![\w-])/?{re.escape(skill.name)}(?![\w-])"
         return re.search(pattern, query, flags=re.IGNORECASE) is not None
 
+    eager = True  # answers from memory
+
     async def collect(self, request: SourceRequest) -> Sequence[ContextItem]:
         out = []
         for i, s in enumerate(self.skills):

@@ -16,6 +16,8 @@ class SystemPromptSource(BaseSource):
     text: str
     name: str = "system_prompt"
 
+    eager = True  # answers from memory
+
     async def collect(self, request: SourceRequest) -> Sequence[ContextItem]:
         if not self.text.strip():
             return []
@@ -28,6 +30,8 @@ class UserInputSource(BaseSource):
     """The current user input (the task): pinned, rendered last."""
 
     name: str = "user_input"
+
+    eager = True  # answers from memory
 
     async def collect(self, request: SourceRequest) -> Sequence[ContextItem]:
         text = request.query if request.message is None else request.message

@@ -144,6 +144,8 @@ class ToolSource(BaseSource):
             for i, t in enumerate(self.tools)
         ]
 
+    eager = True  # answers from memory
+
     async def collect(self, request: SourceRequest) -> Sequence[ContextItem]:
         return self._items
 

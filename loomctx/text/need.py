@@ -298,16 +298,20 @@ def _content(sentence: str) -> list[str]:
     return [w for w in tokenize(sentence, drop_stopwords=True) if w not in _CHATTER_TERMS]
 
 
+_FRAMES_ASK = re.compile(
+    r"tell|remind|show|give|let|find|look|check|figure|recall|remember|pull|dig|confirm"
+    r"|refresh|know|wonder|curious|question|idea|查|看|找|确认|回忆|说|讲|告诉|提醒|知道|了解|问|记得",
+    re.IGNORECASE)
+"""A request frame that asks holds one of these (a frame cut from "Thanks so much!" does not)."""
+
+
 def _unframed(sentence: str) -> tuple[str, bool]:
     """The sentence without its request frame and closing courtesy; whether a frame was cut."""
     s = sentence.strip()
     cut = _FRAME.sub("", s, count=1)
     if not cut.isascii():  # every Chinese frame holds a Han character
         cut = _FRAME_ZH.sub("", cut, count=1)
-    framed = cut != s and bool(re.search(
-        r"tell|remind|show|give|let|find|look|check|figure|recall|remember|pull|dig|confirm"
-        r"|refresh|know|wonder|curious|question|idea|查|看|找|确认|回忆|说|讲|告诉|提醒|知道|了解|问|记得",
-        s[:len(s) - len(cut)], re.IGNORECASE))
+    framed = cut != s and bool(_FRAMES_ASK.search(s[:len(s) - len(cut)]))
     if _may_hold(cut, _TAIL_WORDS):
         cut = _TAIL.sub("", cut)
     if not _TAIL_ZH_CHARS.isdisjoint(cut):
@@ -633,12 +637,15 @@ def _abbreviated(sentence: str) -> bool:
     return bool(_ABBREVIATION.search(sentence, max(0, len(sentence) - 8)))
 
 
+_LOWER_START = re.compile(r"\s*[a-z0-9]")
+
+
 def _goes_on(sentence: str, part: str) -> bool:
     """Whether ``part`` continues ``sentence`` rather than starting a new one: after an
     abbreviation, inside a quotation, or when it starts in lower case or with a digit (not
     after a full-width mark, nor a question word after Chinese: "我朋友问我 when did …")."""
     return (_abbreviated(sentence) or sentence.count('"') % 2 == 1
-            or (bool(re.match(r"\s*[a-z0-9]", part)) and not sentence.rstrip().endswith(
+            or (_LOWER_START.match(part) is not None and not sentence.rstrip().endswith(
                 ("，", "：", "；")) and not _HAN.match(sentence[-1:])))
 
 

@@ -1,5 +1,6 @@
-"""Gather: each source under its timeout, in one task per source (none for a source alone),
-a slow or failing source named and never failing the build or cancelling its caller."""
+"""Gather: each source under its timeout, in one task per source (none for a source alone, and
+none for an eager source until it waits), a slow or failing source named and never failing the
+build or cancelling its caller."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import asyncio
 
 from loomctx.items import ContextItem
 from loomctx.sources.gather import gather
-from loomctx.sources.protocol import SourceRequest
+from loomctx.sources.protocol import SourceRequest, starts_eager
 from loomctx.tokens.registry import counter_for_model
 
 
@@ -83,3 +84,79 @@ def test_slow_and_failing_sources_are_named_beside_those_that_answered() -> None
     assert out["slow"].error == "timed out after 0.05s"  # type: ignore[attr-defined]
     assert out["down"].error == "RuntimeError: backend down"  # type: ignore[attr-defined]
     assert not left_cancelled
+
+
+class _Eager(_Source):
+    """A :class:`_Source` that says it needs no task of its own."""
+
+    eager = True
+
+    async def collect(self, request: SourceRequest) -> list[ContextItem]:
+        self.finished = False
+        try:
+            return await super().collect(request)
+        finally:
+            self.finished = True
+
+
+class _Overridden(_Eager):
+    """An eager source's ``collect`` overridden without saying eager again."""
+
+    async def collect(self, request: SourceRequest) -> list[ContextItem]:
+        return await super().collect(request)
+
+
+def test_eager_is_read_from_the_class_that_defines_collect() -> None:
+    assert starts_eager(_Eager("a"))
+    assert not starts_eager(_Source("a"))
+    assert not starts_eager(_Overridden("a"))  # its collect may use what a task holds
+
+
+def test_eager_sources_that_answer_at_once_take_no_task() -> None:
+    caller: list[asyncio.Task[object] | None] = []
+    sources = [_Eager(n) for n in "abc"]
+
+    async def go() -> dict[str, object]:
+        caller.append(asyncio.current_task())
+        return dict(await gather(sources, {s.name: _request() for s in sources}, 1.0))
+
+    out = asyncio.run(go())
+    assert all(s.task is caller[0] and s.alive == 1 for s in sources)
+    assert all(out[s.name].items for s in sources)  # type: ignore[attr-defined]
+
+
+def test_an_overridden_eager_collect_runs_in_a_task_of_its_own() -> None:
+    sources = [_Overridden("a"), _Overridden("b")]
+    _run(sources)
+    assert len({s.task for s in sources}) == 2
+
+
+def test_eager_sources_that_wait_are_resumed_slow_ones_time_out_failures_are_named() -> None:
+    sources = [_Eager("quick", delay=0.001), _Eager("slow", delay=1.0),
+               _Eager("early", error=RuntimeError("no index")),
+               _Eager("late", delay=0.001, error=RuntimeError("backend down")), _Source("plain")]
+    out, left_cancelled = _run(sources)
+    assert out["quick"].items and out["quick"].error is None  # type: ignore[attr-defined]
+    assert out["plain"].items and out["plain"].error is None  # type: ignore[attr-defined]
+    assert out["slow"].items is None  # type: ignore[attr-defined]
+    assert out["slow"].error == "timed out after 0.05s"  # type: ignore[attr-defined]
+    assert out["early"].error == "RuntimeError: no index"  # type: ignore[attr-defined]
+    assert out["late"].error == "RuntimeError: backend down"  # type: ignore[attr-defined]
+    assert sources[1].finished  # the timeout reached the source itself: its finally ran
+    assert not left_cancelled
+
+
+def test_a_cancelled_build_cancels_an_eager_source_waiting_in_it() -> None:
+    src = _Eager("slow", delay=10.0)
+
+    async def go() -> bool:
+        build = asyncio.ensure_future(gather([src], {"slow": _request()}, 60.0))
+        await asyncio.sleep(0.01)
+        build.cancel()
+        try:
+            await build
+        except asyncio.CancelledError:
+            return src.finished
+        return False
+
+    assert asyncio.run(go())
