@@ -7,11 +7,11 @@ so the report of one build names only that build's failures.
 
 Every build gathers every source, most of which answer at once from memory. A source that says
 it needs no task of its own (``eager``, :func:`~loomctx.sources.protocol.starts_eager`) runs in
-the build's own task up to its first wait, as an eager task would (Python 3.12's
-``eager_start``, here on 3.10 too); only what is then still waiting gets a task and a timer. The
-timer is one on the task already collecting (``asyncio.timeout``, Python 3.11+) rather than
-``asyncio.wait_for``'s task of its own, and one source left alone is awaited in the build's own
-task, not in a task of ``asyncio.gather``.
+the build's own task up to its first wait, as a task of ``asyncio.eager_task_factory`` (Python
+3.12+) would, on every Python the library supports; only what then still waits gets a task and a
+timer. The timer is one on the task already collecting (``asyncio.timeout``, Python 3.11+) rather
+than ``asyncio.wait_for``'s task of its own, and one source left alone is awaited in the build's
+own task, not in a task of ``asyncio.gather``.
 """
 
 from __future__ import annotations
