@@ -41,6 +41,8 @@ class _Components(BaseSource):
     def __init__(self) -> None:
         self.items: list[ContextItem] = []
 
+    eager = True  # answers from memory
+
     async def collect(self, request: SourceRequest) -> Sequence[ContextItem]:
         return list(self.items)
 

@@ -114,6 +114,8 @@ class TaskSource(BaseSource):
         self.session = session
         self.max_shown = max_shown
 
+    eager = True  # answers from memory
+
     async def collect(self, request: SourceRequest) -> Sequence[ContextItem]:
         pending = self.board.of(self.session, TaskStatus.PENDING)
         if not pending:

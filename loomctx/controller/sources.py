@@ -40,6 +40,8 @@ class SessionSource(BaseSource):
         """The items of the last collect by id, whole (an aggregate that is remembered as L3
         stores what went in, not a cut copy)."""
 
+    eager = True  # waits on threads only
+
     async def collect(self, request: SourceRequest) -> Sequence[ContextItem]:
         items = await self._retrieval.collect(request)
         sid = self.session.id

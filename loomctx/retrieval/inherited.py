@@ -90,6 +90,8 @@ class InheritedSource(BaseSource):
                                               p.history.items[-self.recent:] if self.recent)]))
         return [p.records[i] for i in ids if i in p.records]
 
+    eager = True  # waits on threads only
+
     async def collect(self, request: SourceRequest) -> Sequence[ContextItem]:
         if request.query.strip() and self.limit:
             # The embedding and the store search run off the event loop; the parent's

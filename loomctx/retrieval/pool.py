@@ -128,6 +128,8 @@ class SharedPoolSource(BaseSource):
         live = sorted(self._records.records(), key=lambda r: (-r.importance, -r.timestamp, r.id))
         return [(r, None) for r in live[:self.limit]]
 
+    eager = True  # waits on threads only
+
     async def collect(self, request: SourceRequest) -> Sequence[ContextItem]:
         if self._records.fresh_and_empty():
             return []

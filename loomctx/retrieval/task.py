@@ -68,6 +68,8 @@ class TaskContextSource(BaseSource):
     def items(self) -> Sequence[ContextItem]:
         return self._items
 
+    eager = True  # answers from memory
+
     async def collect(self, request: SourceRequest) -> Sequence[ContextItem]:
         if self.max_tokens is None:
             return list(self._items)

@@ -61,6 +61,8 @@ class RequestTools(BaseSource):
         """The definitions in the OpenAI shape, as normalized."""
         return [it.metadata["schema"] for it in self._items]
 
+    eager = True  # answers from memory
+
     async def collect(self, request: SourceRequest) -> Sequence[ContextItem]:
         return self._items
 

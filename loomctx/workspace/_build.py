@@ -44,6 +44,8 @@ class ItemsSource(BaseSource):
     name: str
     share: float = 1.0
 
+    eager = True  # answers from memory
+
     async def collect(self, request: SourceRequest) -> Sequence[ContextItem]:
         return [replace(it, metadata=dict(it.metadata), scores={}) for it in self.items]
 

@@ -37,6 +37,8 @@ class RoleSource(BaseSource):
         if self.share is not None and not 0 < self.share <= 1:
             raise ConfigError(f"share must be in (0, 1] or None, got {self.share!r}")
 
+    eager = True  # answers from memory
+
     async def collect(self, request: SourceRequest) -> Sequence[ContextItem]:
         out: list[ContextItem] = []
         for it in self.describe():

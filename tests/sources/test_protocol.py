@@ -20,6 +20,7 @@ from loomctx.sources.protocol import (
     check_source,
     declared_share,
     is_history,
+    starts_eager,
 )
 from loomctx.sources.static import SystemPromptSource
 
@@ -111,6 +112,18 @@ def test_base_source_gives_the_contract_its_defaults() -> None:
     assert (notes.history, notes.share) == (False, None)
     assert isinstance(notes, ContextSource)
     assert is_history(HistorySource()) and isinstance(HistorySource(), ContextSource)
+
+
+def test_a_sessions_own_sources_are_eager_and_one_added_is_not(
+        make_session: Callable[..., Session]) -> None:
+    """A task per source was a tenth of a warm build: every source a session makes answers in
+    the build's own task until it waits; one a user adds gets its task, unless it says eager."""
+    s = make_session()
+    s.add_source(_Minimal())  # type: ignore[arg-type]
+    eager = {src.name: starts_eager(src) for src in s.builder.sources}
+    assert eager.pop("notes") is False
+    assert len(eager) >= 5 and all(eager.values()), eager
+    assert BaseSource.eager is False
 
 
 @pytest.mark.parametrize(("attrs", "message"), [
