@@ -8,7 +8,7 @@ import asyncio
 
 from loomctx.items import ContextItem
 from loomctx.sources.gather import gather
-from loomctx.sources.protocol import SourceRequest, starts_eager
+from loomctx.sources.protocol import BaseSource, SourceRequest, starts_eager
 from loomctx.tokens.registry import counter_for_model
 
 
@@ -160,3 +160,38 @@ def test_a_cancelled_build_cancels_an_eager_source_waiting_in_it() -> None:
         return False
 
     assert asyncio.run(go())
+
+
+def test_a_cancellation_thrown_in_reaches_an_eager_source_whose_wait_just_ended() -> None:
+    """The cancel lands after the awaited future got its result, before the source ran again:
+    the source is resumed with the cancellation (as ``await`` would), not with the result."""
+    seen: list[str] = []
+
+    class Waits(BaseSource):
+        name, eager = "waits", True
+
+        def __init__(self, fut: asyncio.Future[None]) -> None:
+            self.fut = fut
+
+        async def collect(self, request: SourceRequest) -> list[ContextItem]:
+            try:
+                await self.fut
+            except asyncio.CancelledError:
+                seen.append("cancelled")
+                raise
+            seen.append("resumed")
+            return []
+
+    async def go() -> bool:
+        fut = asyncio.get_running_loop().create_future()
+        build = asyncio.ensure_future(gather([Waits(fut)], {"waits": _request()}, 60.0))
+        await asyncio.sleep(0)  # the source waits on fut
+        fut.set_result(None)  # its wake-up is scheduled ...
+        build.cancel()  # ... and the cancel lands before it
+        try:
+            await build
+        except asyncio.CancelledError:
+            return True
+        return False
+
+    assert asyncio.run(go()) and seen == ["cancelled"]
