@@ -56,16 +56,19 @@ def truncate_item(
 
 def _last_lines(text: str, budget: int, counter: TokenCounter) -> str:
     """The most whole lines from the end of ``text`` that count at most ``budget`` tokens
-    (none when its last line alone is longer: the head then keeps that room)."""
-    lines = text.rstrip("\n").split("\n")
-    kept = 0
+    (none when its last line alone is longer: the head then keeps that room). Read from the
+    end, line by line: a huge output is not split whole for its last few lines."""
+    body = text.rstrip("\n")
+    first = body.find("\n")  # the first line is the head's
+    start = len(body)
     used = 0
-    for line in reversed(lines[1:]):  # the first line is the head's
-        used += counter.count(line) + 1
+    while start > first >= 0:
+        cut = body.rfind("\n", first, start)
+        used += counter.count(body[cut + 1:start]) + 1
         if used > budget:
             break
-        kept += 1
-    return "\n".join(lines[len(lines) - kept:]) if kept else ""
+        start = cut
+    return body[start + 1:] if start < len(body) else ""
 
 
 def _with_content(item: ContextItem, text: str) -> dict | None:
