@@ -8,7 +8,8 @@ question mark is no guide either: a request has none, and chatter can ask ("How 
 
 :func:`need_text` keeps, sentence by sentence, what names something: a sentence whose every
 content word is small talk (:data:`CHATTER`) goes, request frames at a sentence's start ("tell
-me", "can you remind me", "I need to know", "请帮我查一下") and courtesies at its end ("if you
+me", "can you remind me", "I need to know", "请帮我查一下", and any lead of words of asking right
+before a question word or a colon: "Jog my memory on when …") and courtesies at its end ("if you
 can", "thanks") are cut. The sentences that ask (a request frame, an interrogative word, a
 question mark) are the need, with the sentences around them that name something (a name, a
 number, the conversation's past) and all of them when what asks leans on them ("What did she
@@ -48,6 +49,9 @@ was said before it ("how did they feel about it?"); a longer question carries it
 LEADS = 3
 """The most clauses of small talk cut before what asks ("So, um, well, what …"): each is read
 against the rest of the sentence, so a sentence of many commas costs a bounded number of reads."""
+LEAD_WORDS = 6
+"""The most words a request frame of any wording may have before the question word it
+introduces ("Search our history for when …": :func:`_wh_framed`)."""
 PERSON_WORDS = 8
 """What asks about a person it does not name ("what indoor activities have they pursued with
 his girlfriend?") leans on what was said before it up to this many content words; a longer
@@ -305,6 +309,67 @@ _FRAMES_ASK = re.compile(
 """A request frame that asks holds one of these (a frame cut from "Thanks so much!" does not)."""
 
 
+_WH_LEAD = re.compile(
+    r"(?:[^\W\d_][\w'’-]*\s+){0," + str(LEAD_WORDS - 1) + r"}?[^\W\d_][\w'’-]*"
+    r"(?:\s*[:：]\s*|\s+(?=(?:what|when|where|who|whom|whose|which|why|how|whether)\b))",
+    re.IGNORECASE)
+_LEAD_SPLIT = re.compile(r"[\s'’-]+")
+_FRAME_ASKING = ASKING | frozenset("""
+jog reminder refresher recap verify pull dig fetch retrieve lookup clarify
+""".split())  # noqa: SIM905 (a word list reads best as text)
+"""Words that ask in a request frame of any wording (:func:`_wh_framed`)."""
+_FRAME_WORDS = _FRAME_ASKING | frozenset(["need", "quickly", "briefly", "history", "records"])
+"""Words a request frame of any wording is made of, besides small talk and words that only
+join."""
+_FRAME_ALONE = frozenset("""
+tell remind check confirm verify recall remember recap clarify find search refresh
+""".split())  # noqa: SIM905
+"""The words that are a request frame alone ("Confirm when …"; not "Look how cute it is")."""
+_PARTICLES = {"look": {"up", "into", "through", "over", "for"}, "show": {"me", "us"}}
+"""Words that ask only with one of these after them ("Look into when …", "Show me where …"; not
+"Look at how my car looks", "Show how their actions affect …")."""
+_NOT_FRAME_START = frozenset("""
+i i'm i've i'll i'd you you're you'd you'll we we're the a an my our your his her their
+""".split())  # noqa: SIM905
+"""A lead that starts with a subject or a determiner says something ("I know what you mean",
+"The Wonder Who?"); it frames nothing, but "I need …" and "I forgot …" do."""
+_NOT_IN_FRAME = frozenset("""
+it it's its they they're he she neither both either everyone everybody someone somebody nobody
+people this that that's these those there
+""".split())  # noqa: SIM905
+"""Someone or something a lead speaks of ("It reminds me why …", "neither of them really know
+what …"): such a lead tells, it does not ask."""
+
+
+def _wh_framed(text: str) -> str | None:
+    """What ``text`` asks after a request frame of any wording, or None. The frame is a lead of
+    at most :data:`LEAD_WORDS` words right before a question word or a colon, made only of
+    :data:`_FRAME_WORDS`, small talk and words that only join, and asking with one of them
+    ("Jog my memory on when …", "Search our history for where …", "Double-check: according to
+    Gina, what …"). A lead that names anything (a capital past its first word), holds a
+    question word, says something (a subject: "It reminds me why …") or exclaims ("Look how
+    dark it was!") stays."""
+    lead = _WH_LEAD.match(text)  # anchored and at most LEAD_WORDS words: no scan of the text
+    if lead is None or lead.end() == len(text) or text.rstrip().endswith("!"):
+        return None
+    said = lead.group(0).rstrip(" :：")
+    if _capitals(said):
+        return None
+    spaced = said.lower().split()
+    if spaced[0] in _NOT_FRAME_START and spaced[1:2] not in (["need"], ["forgot"]):
+        return None
+    words = [w for w in _LEAD_SPLIT.split(said.lower()) if w]
+    if len(words) == 1 and words[0] not in _FRAME_ALONE:
+        return None
+    if not (_NOT_IN_FRAME.isdisjoint(spaced) and _WH_WORDS.isdisjoint(words)
+            and all(w in _FRAME_WORDS or w in CHATTER or not tokenize(w, drop_stopwords=True)
+                    for w in words)):
+        return None
+    asks = any(w in _FRAME_ASKING and (w not in _PARTICLES or (
+        i + 1 < len(words) and words[i + 1] in _PARTICLES[w])) for i, w in enumerate(words))
+    return text[lead.end():] if asks else None
+
+
 def _unframed(sentence: str) -> tuple[str, bool]:
     """The sentence without its request frame and closing courtesy; whether a frame was cut."""
     s = sentence.strip()
@@ -312,6 +377,9 @@ def _unframed(sentence: str) -> tuple[str, bool]:
     if not cut.isascii():  # every Chinese frame holds a Han character
         cut = _FRAME_ZH.sub("", cut, count=1)
     framed = cut != s and bool(_FRAMES_ASK.search(s[:len(s) - len(cut)]))
+    asked = _wh_framed(cut)
+    if asked is not None:
+        cut, framed = asked, True
     if _may_hold(cut, _TAIL_WORDS):
         cut = _TAIL.sub("", cut)
     if not _TAIL_ZH_CHARS.isdisjoint(cut):
@@ -332,6 +400,8 @@ def _unled(text: str, follows: Callable[[str], object] | None = None) -> str:
     "Wow, what a photo!" keeps its words. ``follows``: what the rest must be instead of asking
     (a pointer at the past: "Quick one — I wanted to follow up on our chat about …")."""
     for _ in range(LEADS):
+        if follows is None and (asked := _wh_framed(text)) is not None:
+            return asked  # "I forgot, remind me when …": the frame after the small talk
         end = _CLAUSE_END.search(text)
         if end is None or end.start() == 0:
             return text

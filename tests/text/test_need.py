@@ -404,6 +404,36 @@ def test_a_lead_clause_of_small_talk_goes_from_what_asks(message: str, need: str
     assert need_of(message)[:2] == (need, True)
 
 
+@pytest.mark.parametrize(("message", "need"), [
+    # a request frame worded any way, right before what it asks
+    ("Jog my memory on when did Caroline go to the support group.",
+     "when did Caroline go to the support group."),
+    ("Search our history for where Melanie camped.", "where Melanie camped."),
+    ("Need a reminder of when Jon lost his job.", "when Jon lost his job."),
+    ("Quickly confirm whether Gina opened her store.", "whether Gina opened her store."),
+    ("Double-check: according to Gina, what makes Jon a mentor.",
+     "according to Gina, what makes Jon a mentor."),
+    ("I forgot, remind me when the pickup is.", "when the pickup is."),
+    ("Refresh me on how many kids Melanie has.", "how many kids Melanie has."),
+])
+def test_a_request_frame_of_any_wording_goes_from_what_it_asks(message: str, need: str) -> None:
+    assert need_of(message)[:2] == (need, True)
+
+
+@pytest.mark.parametrize("message", [
+    "It reminds me why I love being a mom.",  # a subject first: it tells
+    "They remind me why I'm so passionate about it.",
+    "I know what you mean.",
+    "Look how cute it is.",  # one word that asks nothing alone
+    "Look how dark it was!",  # an exclamation
+    "For the camping trip when did we leave?",  # the lead names something
+    "Should We Tell Him: a song by The Everly Brothers.",  # a title
+    "The Wonder Who? was a name of The Four Seasons.",
+])
+def test_a_lead_that_says_or_names_something_is_no_frame(message: str) -> None:
+    assert need_of(message).text == message
+
+
 def test_small_talk_before_a_pointer_at_the_past_goes_with_the_pointer() -> None:
     message = ("Quick one — I wanted to follow up on our previous conversation about the fusion "
                "breakthrough. Who led it?")
