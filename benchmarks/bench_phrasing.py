@@ -242,7 +242,7 @@ def _ints(text: str, flag: str) -> list[int]:
     return values
 
 
-def _templates(path: str) -> dict[str, list[str]]:
+def _templates(path: str) -> dict[str, list[Any]]:
     """``--templates``: the caller's own templates, set in place of the set's."""
     from loomctx.errors import ConfigError
     from loomctx.eval.phrasing import set_templates
@@ -331,7 +331,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--templates", default=None, metavar="PATH",
                     help="a JSON object of phrasing -> list of templates said instead of the "
                          "set's own, in both halves (e.g. templates_lead.json; each fills {q}, "
-                         "{bare} or {low})")
+                         "{bare} or {low}; request: leads, follow_up: [first, second] turns "
+                         "filling {subject} and {rest}; templates_requests.json)")
     ap.add_argument("--by-template", action="store_true",
                     help="also print recall per template, every family and budget pooled")
     ap.add_argument("--quick", action="store_true",

@@ -19,6 +19,7 @@ import random
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import cast
 
 from loomctx.errors import ConfigError
 from loomctx.eval import phrasing_templates as t
@@ -102,28 +103,57 @@ FILLED = ("chatter", "embedded", "no_mark", "zh", "code_switched")
 """The phrasings whose templates fill ``{q}``, ``{bare}`` and ``{low}`` (:func:`set_templates`)."""
 
 
-def set_templates(phrasing: str, templates: Sequence[str]) -> None:
+def set_templates(phrasing: str, templates: Sequence[object]) -> None:
     """Say ``phrasing`` with ``templates`` instead of the set's own, in both halves: a
-    caller's own wordings, measured as the set's are. Each template fills ``{q}`` (the
-    question), ``{bare}`` (without its question mark) or ``{low}`` (that, its first letter in
-    lower case); only the :data:`FILLED` phrasings are made that way."""
-    if phrasing not in FILLED:
+    caller's own wordings, measured as the set's are. A :data:`FILLED` phrasing's template
+    fills ``{q}`` (the question), ``{bare}`` (without its question mark) or ``{low}`` (that,
+    its first letter in lower case); a ``request`` template is a lead ("Jog my memory on"),
+    said before the question turned into a clause; a ``follow_up`` template is a pair of turns,
+    the first filling ``{subject}`` and the second ``{rest}``."""
+    if phrasing not in (*FILLED, "request", "follow_up"):
         raise ConfigError(f"phrasing {phrasing!r} takes no templates of a caller's: use one "
-                          f"of {', '.join(FILLED)}")
+                          f"of {', '.join((*FILLED, 'request', 'follow_up'))}")
     if isinstance(templates, str) or not templates:
-        raise ConfigError(f"the templates of {phrasing!r} must be a non-empty list of strings")
-    for template in templates:
-        if not isinstance(template, str):
-            raise ConfigError(f"template {template!r} of {phrasing!r} is not a string")
-        try:
-            filled = template.format(q="\0", bare="\0", low="\0")
-        except (KeyError, IndexError, ValueError) as exc:
-            raise ConfigError(f"template {template!r} of {phrasing!r} does not format ({exc}): "
-                              "use only {q}, {bare} and {low}, and {{ }} for braces") from exc
-        if "\0" not in filled:
-            raise ConfigError(f"template {template!r} of {phrasing!r} holds none of {{q}}, "
-                              "{bare} and {low}: it would not ask the question")
-    _TABLES[phrasing] = tuple(tpl for tpl in templates for _ in TEMPLATE_SPLITS)
+        raise ConfigError(f"the templates of {phrasing!r} must be a non-empty list")
+    table = tuple(_checked(phrasing, template) for template in templates)
+    _TABLES[phrasing] = tuple(tpl for tpl in table for _ in TEMPLATE_SPLITS)
+
+
+def _checked(phrasing: str, template: object) -> object:
+    """``template`` as :func:`set_templates` keeps it, or a :class:`ConfigError` saying why
+    it cannot phrase a question."""
+    if phrasing == "follow_up":
+        if not (isinstance(template, (list, tuple)) and len(template) == 2
+                and all(isinstance(turn, str) for turn in template)):
+            raise ConfigError(f"template {template!r} of 'follow_up' is not a pair of strings "
+                              "(the turn naming {subject}, then the one with {rest})")
+        first, second = template
+        _fills(phrasing, first, "subject")
+        _fills(phrasing, second, "rest")
+        return (first, second)
+    if not isinstance(template, str):
+        raise ConfigError(f"template {template!r} of {phrasing!r} is not a string")
+    if phrasing == "request":
+        if not template.strip() or "{" in template or "}" in template:
+            raise ConfigError(f"template {template!r} of 'request' must be a lead of words "
+                              "(\"Jog my memory on\"): the question follows it as a clause")
+        return template.strip()
+    _fills(phrasing, template, "q", "bare", "low")
+    return template
+
+
+def _fills(phrasing: str, template: str, *names: str) -> None:
+    marks = {name: "\0" for name in names}
+    try:
+        filled = template.format(**marks)
+    except (KeyError, IndexError, ValueError) as exc:
+        allowed = ", ".join("{" + name + "}" for name in names)
+        raise ConfigError(f"template {template!r} of {phrasing!r} does not format ({exc}): "
+                          f"use only {allowed}, and {{{{ }}}} for braces") from exc
+    if "\0" not in filled:
+        raise ConfigError(f"template {template!r} of {phrasing!r} holds none of "
+                          f"{', '.join('{' + name + '}' for name in names)}: it would not ask "
+                          "the question")
 
 
 def phrase(question: str, phrasing: str, *, key: str, split: str = "dev", seed: int = 0,
@@ -149,7 +179,7 @@ def phrase(question: str, phrasing: str, *, key: str, split: str = "dev", seed: 
     if phrasing == "request":
         return Phrased(phrasing, name, _request(str(chosen[pick]), q))
     if phrasing == "follow_up":
-        first, second = t.FOLLOW_UPS[index]
+        first, second = cast("tuple[str, str]", _TABLES[phrasing][index])
         subject, rest = _follow_up(q)
         return Phrased(phrasing, name, second.format(rest=rest), (first.format(subject=subject),),
                        subject)

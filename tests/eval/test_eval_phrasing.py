@@ -176,9 +176,25 @@ def test_a_callers_templates_replace_a_phrasings_in_both_halves(
                     "Quick one — Where did Caroline move from?"}
 
 
+def test_a_callers_request_leads_and_follow_up_turns_are_said(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(phrasing_module, "_TABLES", dict(phrasing_module._TABLES))
+    set_templates("request", ["Jog my memory on"])
+    set_templates("follow_up", [["Hey, about {subject}.", "so {rest}"]])
+    assert phrase("Where did Caroline move from?", "request", key="1").message == (
+        "Jog my memory on where did Caroline move from.")
+    said = phrase("Where did Caroline move from?", "follow_up", key="1")
+    assert (said.context, said.message) == (("Hey, about Caroline.",),
+                                            "so where did they move from?")
+
+
 @pytest.mark.parametrize(("name", "given", "words"), [
-    ("request", ["{q}"], "takes no templates"),
-    ("follow_up", ["{q}"], "takes no templates"),
+    ("dataset", ["{q}"], "takes no templates"),
+    ("request", ["Tell me {q}"], "must be a lead"),
+    ("request", [" "], "must be a lead"),
+    ("follow_up", ["{subject}"], "not a pair"),
+    ("follow_up", [["About {subject}.", "{q}"]], "does not format"),
+    ("follow_up", [["About it.", "{rest}"]], "holds none of"),
     ("chatter", [], "non-empty list"),
     ("chatter", "Hmm, {q}", "non-empty list"),
     ("chatter", [3], "is not a string"),
