@@ -240,6 +240,15 @@ _ASKS = re.compile(  # what asks anywhere without a question word
     r"[?？]|[,;:，：]\s*" + _AUX
     + r"|什么|哪|谁|几|多少|吗|呢|怎么|为什么|为何|是否|有没有|是不是|告诉|提醒|想知道|查|问|记得",
     re.IGNORECASE)
+_DIRECT = re.compile(
+    r"(?:what|when|where|who|whom|which|why|how)(?:\s+(?:many|much|long|often|far|old))?"
+    r"(?:\s+(?!(?:i|you|we|they|he|she|it|to|not|can|could|will|would|should|may|might|must)\b)"
+    r"[\w'’-]+)?\s+(?:did|does|do)\s+(?!not\b)\w", re.IGNORECASE)
+"""A question asked as such: a question word, at most a noun, then "did", "does" or "do" ("when
+did Caroline go …", "how many children does she have", "what pet does she have"); not a
+clause ("what I did", "what connections can do", "customers who do not want", "how to do it").
+Other verbs before their subject are left out: "which is a …", "who has the …" are as often a
+clause as a question."""
 _ASKS_WH = re.compile(  # what asks with a question word (or "if", "whether")
     r"^\W*(?:(?:and|so|but|ok|okay|also|then|now|hey|hi|um|uh|oh|well|yeah|right|anyway"
     r"|btw|wait|hmm|actually|sorry|listen)\W+){0,3}(?:according to [^,]{1,40},\s*)?"
@@ -259,8 +268,10 @@ _ASKS_WH = re.compile(  # what asks with a question word (or "if", "whether")
     r"|\b(?:what|when|where|who|which|how|whether)\s+to\s+\w"  # "what to tell the customer"
     r"|\b(?:is|are|was|were|has|have|had|won|in|on|at|for|from|by|under|since|until|during|of"
     r"|with)\s+(?:what|which|whose|how many|how much)\s+(?!(?:is|are|was|were|i|you|we|he|she"
-    r"|they|it|the|a|an|my|your|our|his|her|their|its|this|that|these|those)\b)\w",
+    r"|they|it|the|a|an|my|your|our|his|her|their|its|this|that|these|those)\b)\w"
     # asked in place: "she moved to Lyon in what year" (not "here is what my app exported")
+    r"|\b" + _DIRECT.pattern,  # a question asked as such inside a sentence ("I'm blanking on
+    # when did …")
     re.IGNORECASE)
 _ASKS_ASCII = re.compile(r"[?]|[,;:]\s*" + _AUX, re.IGNORECASE)
 """:data:`_ASKS` less what needs a character outside ASCII: the same search of an ASCII text."""
@@ -315,17 +326,19 @@ _WH_LEAD = re.compile(
     re.IGNORECASE)
 _LEAD_SPLIT = re.compile(r"[\s'’-]+")
 _FRAME_ASKING = ASKING | frozenset("""
-jog reminder refresher recap verify pull dig fetch retrieve lookup clarify
+jog reminder refresher recap verify pull dig fetch retrieve lookup clarify figure
 """.split())  # noqa: SIM905 (a word list reads best as text)
 """Words that ask in a request frame of any wording (:func:`_wh_framed`)."""
-_FRAME_WORDS = _FRAME_ASKING | frozenset(["need", "quickly", "briefly", "history", "records"])
+_FRAME_WORDS = _FRAME_ASKING | frozenset(["need", "want", "wanna", "try", "quickly", "briefly",
+                                          "history", "records"])
 """Words a request frame of any wording is made of, besides small talk and words that only
 join."""
 _FRAME_ALONE = frozenset("""
 tell remind check confirm verify recall remember recap clarify find search refresh
 """.split())  # noqa: SIM905
 """The words that are a request frame alone ("Confirm when …"; not "Look how cute it is")."""
-_PARTICLES = {"look": {"up", "into", "through", "over", "for"}, "show": {"me", "us"}}
+_PARTICLES = {"look": {"up", "into", "through", "over", "for"}, "show": {"me", "us"},
+              "figure": {"out"}}
 """Words that ask only with one of these after them ("Look into when …", "Show me where …"; not
 "Look at how my car looks", "Show how their actions affect …")."""
 _NOT_FRAME_START = frozenset("""
@@ -333,6 +346,13 @@ i i'm i've i'll i'd you you're you'd you'll we we're the a an my our your his he
 """.split())  # noqa: SIM905
 """A lead that starts with a subject or a determiner says something ("I know what you mean",
 "The Wonder Who?"); it frames nothing, but "I need …" and "I forgot …" do."""
+_NOT_DIRECT_START = frozenset("""
+about on in at for from to with of by regarding re concerning as after before during since around
+between over under through within across among into against toward towards beyond until upon
+throughout per via you you're you'd you'll the a an my our your his her their
+""".split())  # noqa: SIM905
+"""A lead before a question asked as such that starts with one of these is a topic or a thing
+("For the camping trip when did we leave?", "You told me when did …"), not a frame."""
 _NOT_IN_FRAME = frozenset("""
 it it's its they they're he she neither both either everyone everybody someone somebody nobody
 people this that that's these those there
@@ -356,18 +376,24 @@ def _wh_framed(text: str) -> str | None:
     if _capitals(said):
         return None
     spaced = said.lower().split()
+    words = [w for w in _LEAD_SPLIT.split(said.lower()) if w]
+    if not (_NOT_IN_FRAME.isdisjoint(spaced) and _WH_WORDS.isdisjoint(words)):
+        return None
+    rest = text[lead.end():]
+    if _DIRECT.match(rest):  # a question asked as such: what leads to it only frames it,
+        # however it is worded ("Hunt down when did …", "I'm blanking on when did …"), unless
+        # it is a topic, a number or a thing said ("For the camping trip when did …")
+        return None if spaced[0] in _NOT_DIRECT_START or _DIGITS.search(said) else rest
     if spaced[0] in _NOT_FRAME_START and spaced[1:2] not in (["need"], ["forgot"]):
         return None
-    words = [w for w in _LEAD_SPLIT.split(said.lower()) if w]
     if len(words) == 1 and words[0] not in _FRAME_ALONE:
         return None
-    if not (_NOT_IN_FRAME.isdisjoint(spaced) and _WH_WORDS.isdisjoint(words)
-            and all(w in _FRAME_WORDS or w in CHATTER or not tokenize(w, drop_stopwords=True)
-                    for w in words)):
+    if not all(w in _FRAME_WORDS or w in CHATTER or not tokenize(w, drop_stopwords=True)
+               for w in words):
         return None
     asks = any(w in _FRAME_ASKING and (w not in _PARTICLES or (
         i + 1 < len(words) and words[i + 1] in _PARTICLES[w])) for i, w in enumerate(words))
-    return text[lead.end():] if asks else None
+    return rest if asks else None
 
 
 def _unframed(sentence: str) -> tuple[str, bool]:

@@ -415,6 +415,11 @@ def test_a_lead_clause_of_small_talk_goes_from_what_asks(message: str, need: str
      "according to Gina, what makes Jon a mentor."),
     ("I forgot, remind me when the pickup is.", "when the pickup is."),
     ("Refresh me on how many kids Melanie has.", "how many kids Melanie has."),
+    # before a question asked as such, any lead frames it: it need not be a word of asking
+    ("Hunt down when did Caroline go to the support group.",
+     "when did Caroline go to the support group."),
+    ("I'm blanking on how long did Melanie paint.", "how long did Melanie paint."),
+    ("Help me figure out what pet does Caroline have.", "what pet does Caroline have."),
 ])
 def test_a_request_frame_of_any_wording_goes_from_what_it_asks(message: str, need: str) -> None:
     assert need_of(message)[:2] == (need, True)
@@ -429,9 +434,24 @@ def test_a_request_frame_of_any_wording_goes_from_what_it_asks(message: str, nee
     "For the camping trip when did we leave?",  # the lead names something
     "Should We Tell Him: a song by The Everly Brothers.",  # a title
     "The Wonder Who? was a name of The Four Seasons.",
+    "You told me when did the store open.",  # before a question asked as such, a thing said
 ])
 def test_a_lead_that_says_or_names_something_is_no_frame(message: str) -> None:
     assert need_of(message).text == message
+
+
+@pytest.mark.parametrize(("message", "asks"), [
+    ("Hunt down when did Caroline go to the support group.", True),  # asked as such
+    ("Guess what I did this week.", False),  # a clause, not a question
+    ("Loving what you do and bringing joy to others.", False),
+    ("Offer a guest checkout for customers who do not want an account.", False),
+    ("Here is how we did it.", False),
+    ("That is what was decided.", False),
+    ("My friend who is a fan of Harry Potter came along.", False),
+])
+def test_a_question_asked_as_such_asks_anywhere_and_a_clause_does_not(message: str,
+                                                                     asks: bool) -> None:
+    assert need_of(message).asks is asks
 
 
 def test_small_talk_before_a_pointer_at_the_past_goes_with_the_pointer() -> None:
