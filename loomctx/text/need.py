@@ -326,7 +326,7 @@ _WH_LEAD = re.compile(
     re.IGNORECASE)
 _LEAD_SPLIT = re.compile(r"[\s'’-]+")
 _FRAME_ASKING = ASKING | frozenset("""
-jog reminder refresher recap verify pull dig fetch retrieve lookup clarify figure
+jog reminder refresher recap verify pull dig fetch retrieve lookup clarify figure hunt track
 """.split())  # noqa: SIM905 (a word list reads best as text)
 """Words that ask in a request frame of any wording (:func:`_wh_framed`)."""
 _FRAME_WORDS = _FRAME_ASKING | frozenset(["need", "want", "wanna", "try", "quickly", "briefly",
@@ -338,7 +338,7 @@ tell remind check confirm verify recall remember recap clarify find search refre
 """.split())  # noqa: SIM905
 """The words that are a request frame alone ("Confirm when …"; not "Look how cute it is")."""
 _PARTICLES = {"look": {"up", "into", "through", "over", "for"}, "show": {"me", "us"},
-              "figure": {"out"}}
+              "figure": {"out"}, "hunt": {"down"}, "track": {"down"}}
 """Words that ask only with one of these after them ("Look into when …", "Show me where …"; not
 "Look at how my car looks", "Show how their actions affect …")."""
 _NOT_FRAME_START = frozenset("""
