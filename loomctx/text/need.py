@@ -242,11 +242,13 @@ _ASKS = re.compile(  # what asks anywhere without a question word
     re.IGNORECASE)
 _DIRECT = re.compile(
     r"(?:what|when|where|who|whom|which|why|how)(?:\s+(?:many|much|long|often|far|old))?"
-    r"(?:\s+(?!(?:i|you|we|they|he|she|it|to|not|can|could|will|would|should|may|might|must)\b)"
-    r"[\w'’-]+)?\s+(?:did|does|do)\s+(?!not\b)\w", re.IGNORECASE)
-"""A question asked as such: a question word, at most a noun, then "did", "does" or "do" ("when
-did Caroline go …", "how many children does she have", "what pet does she have"); not a
-clause ("what I did", "what connections can do", "customers who do not want", "how to do it").
+    r"(?:\s+(?!(?:i|you|we|they|he|she|it|to|not|can|could|will|would|should|may|might|must|the"
+    r"|a|an|this|that|these|those|my|your|his|her|our|their|its)\b)[\w'’-]+){0,3}\s+"
+    r"(?:did|does|do)\s+(?!not\b)\w", re.IGNORECASE)
+"""A question asked as such: a question word, at most three words that are no pronoun, article
+or verb, then "did", "does" or "do" ("when did Caroline go …", "how many hours in total did I
+spend …", "what pet does she have"); not a clause ("what I did", "what connections can do",
+"customers who do not want", "how to do it").
 Other verbs before their subject are left out: "which is a …", "who has the …" are as often a
 clause as a question."""
 _ASKS_WH = re.compile(  # what asks with a question word (or "if", "whether")
@@ -327,6 +329,7 @@ _WH_LEAD = re.compile(
 _LEAD_SPLIT = re.compile(r"[\s'’-]+")
 _FRAME_ASKING = ASKING | frozenset("""
 jog reminder refresher recap verify pull dig fetch retrieve lookup clarify figure hunt track
+checking confirming finding searching reminding telling recalling remembering verifying
 """.split())  # noqa: SIM905 (a word list reads best as text)
 """Words that ask in a request frame of any wording (:func:`_wh_framed`)."""
 _FRAME_WORDS = _FRAME_ASKING | frozenset(["need", "want", "wanna", "try", "quickly", "briefly",
