@@ -154,7 +154,9 @@ def test_bad_templates_are_one_line_errors(bench: ModuleType, tmp_path: Path,
 
     monkeypatch.setattr(phrasing, "_TABLES", dict(phrasing._TABLES))
     for text, words in [(None, "No such file"), ("{", "Expecting"), ('["{q}"]', "JSON object"),
-                        ('{"request": ["{q}"]}', "takes no templates"),
+                        ('{"dataset": ["{q}"]}', "takes no templates"),
+                        ('{"request": ["{q}"]}', "must be a lead"),
+                        ('{"follow_up": ["{subject}"]}', "not a pair"),
                         ('{"chatter": ["Hi."]}', "holds none of")]:
         path = tmp_path / "own.json"
         if text is None:
@@ -172,7 +174,8 @@ def test_bad_templates_are_one_line_errors(bench: ModuleType, tmp_path: Path,
 def test_each_committed_template_set_is_taken(bench: ModuleType, path: Path,
                                              monkeypatch: pytest.MonkeyPatch) -> None:
     """The sets benchmarks/README.md runs with ``--templates`` load, and what they say holds
-    the question (lower-cased first or without its mark)."""
+    the question (lower-cased first or without its mark; a follow-up names its subject in the
+    turn before and leans on it)."""
     from loomctx.eval import phrasing
 
     monkeypatch.setattr(phrasing, "_TABLES", dict(phrasing._TABLES))
@@ -182,4 +185,8 @@ def test_each_committed_template_set_is_taken(bench: ModuleType, path: Path,
         for i in range(4 * len(templates)):
             said = phrasing.phrase("When did Caroline go to the support group?", name,
                                    key=f"q{i}", split="dev")
-            assert "Caroline go to the support group" in said.message
+            if name == "follow_up":
+                assert "Caroline" in said.context[0] and "Caroline" not in said.message
+                assert "go to the support group" in said.message
+            else:
+                assert "Caroline go to the support group" in said.message
