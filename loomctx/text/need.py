@@ -248,9 +248,8 @@ _DIRECT = re.compile(
 """A question asked as such: a question word, at most three words that are no pronoun, article
 or verb, then "did", "does" or "do" ("when did Caroline go …", "how many hours in total did I
 spend …", "what pet does she have"); not a clause ("what I did", "what connections can do",
-"customers who do not want", "how to do it").
-Other verbs before their subject are left out: "which is a …", "who has the …" are as often a
-clause as a question."""
+"customers who do not want", "how to do it"). Other verbs before their subject are left out:
+"which is a …", "who has the …" are as often a clause as a question."""
 _ASKS_WH = re.compile(  # what asks with a question word (or "if", "whether")
     r"^\W*(?:(?:and|so|but|ok|okay|also|then|now|hey|hi|um|uh|oh|well|yeah|right|anyway"
     r"|btw|wait|hmm|actually|sorry|listen)\W+){0,3}(?:according to [^,]{1,40},\s*)?"
@@ -369,9 +368,10 @@ def _wh_framed(text: str) -> str | None:
     at most :data:`LEAD_WORDS` words right before a question word or a colon, made only of
     :data:`_FRAME_WORDS`, small talk and words that only join, and asking with one of them
     ("Jog my memory on when …", "Search our history for where …", "Double-check: according to
-    Gina, what …"). A lead that names anything (a capital past its first word), holds a
-    question word, says something (a subject: "It reminds me why …") or exclaims ("Look how
-    dark it was!") stays."""
+    Gina, what …"); before a question asked as such (:data:`_DIRECT`), any plain lead ("Hunt
+    down when did …"). A lead that names anything (a capital past its first word), holds a
+    question word, says something (a subject: "It reminds me why …"), is a topic ("For the
+    camping trip when did …") or exclaims ("Look how dark it was!") stays."""
     lead = _WH_LEAD.match(text)  # anchored and at most LEAD_WORDS words: no scan of the text
     if lead is None or lead.end() == len(text) or text.rstrip().endswith("!"):
         return None
