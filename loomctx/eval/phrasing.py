@@ -143,6 +143,7 @@ def _checked(phrasing: str, template: object) -> object:
 
 
 def _fills(phrasing: str, template: str, *names: str) -> None:
+    """A :class:`ConfigError` unless ``template`` formats with only ``names`` and holds one."""
     marks = {name: "\0" for name in names}
     try:
         filled = template.format(**marks)
