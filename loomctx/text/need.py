@@ -343,18 +343,21 @@ _PARTICLES = {"look": {"up", "into", "through", "over", "for"}, "show": {"me", "
               "figure": {"out"}, "hunt": {"down"}, "track": {"down"}}
 """Words that ask only with one of these after them ("Look into when …", "Show me where …"; not
 "Look at how my car looks", "Show how their actions affect …")."""
-_NOT_FRAME_START = frozenset("""
-i i'm i've i'll i'd you you're you'd you'll we we're the a an my our your his her their
+_YOU_AND_DETERMINERS = frozenset("""
+you you're you'd you'll the a an my our your his her their
 """.split())  # noqa: SIM905
+_NOT_FRAME_START = _YOU_AND_DETERMINERS | frozenset(["i", "i'm", "i've", "i'll", "i'd", "we",
+                                                     "we're"])
 """A lead that starts with a subject or a determiner says something ("I know what you mean",
 "The Wonder Who?"); it frames nothing, but "I need …" and "I forgot …" do."""
-_NOT_DIRECT_START = frozenset("""
+_NOT_DIRECT_START = _YOU_AND_DETERMINERS | frozenset("""
 about on in at for from to with of by regarding re concerning as after before during since around
 between over under through within across among into against toward towards beyond until upon
-throughout per via you you're you'd you'll the a an my our your his her their
+throughout per via
 """.split())  # noqa: SIM905
 """A lead before a question asked as such that starts with one of these is a topic or a thing
-("For the camping trip when did we leave?", "You told me when did …"), not a frame."""
+("For the camping trip when did we leave?", "You told me when did …"), not a frame; the asker
+may lead it ("I'm blanking on when did …")."""
 _NOT_IN_FRAME = frozenset("""
 it it's its they they're he she neither both either everyone everybody someone somebody nobody
 people this that that's these those there
@@ -378,8 +381,9 @@ def _wh_framed(text: str) -> str | None:
     said = lead.group(0).rstrip(" :：")
     if _capitals(said):
         return None
-    spaced = said.lower().split()
-    words = [w for w in _LEAD_SPLIT.split(said.lower()) if w]
+    lowered = said.lower()
+    spaced = lowered.split()
+    words = [w for w in _LEAD_SPLIT.split(lowered) if w]
     if not (_NOT_IN_FRAME.isdisjoint(spaced) and _WH_WORDS.isdisjoint(words)):
         return None
     rest = text[lead.end():]
@@ -406,8 +410,10 @@ def _unframed(sentence: str) -> tuple[str, bool]:
     if not cut.isascii():  # every Chinese frame holds a Han character
         cut = _FRAME_ZH.sub("", cut, count=1)
     framed = cut != s and bool(_FRAMES_ASK.search(s[:len(s) - len(cut)]))
-    asked = _wh_framed(cut)
-    if asked is not None:
+    for _ in range(LEADS):  # a frame after a frame: "Help me remember: do you remember what …"
+        asked = _wh_framed(cut)
+        if asked is None:
+            break
         cut, framed = asked, True
     if _may_hold(cut, _TAIL_WORDS):
         cut = _TAIL.sub("", cut)
@@ -429,8 +435,6 @@ def _unled(text: str, follows: Callable[[str], object] | None = None) -> str:
     "Wow, what a photo!" keeps its words. ``follows``: what the rest must be instead of asking
     (a pointer at the past: "Quick one — I wanted to follow up on our chat about …")."""
     for _ in range(LEADS):
-        if follows is None and (asked := _wh_framed(text)) is not None:
-            return asked  # "I forgot, remind me when …": the frame after the small talk
         end = _CLAUSE_END.search(text)
         if end is None or end.start() == 0:
             return text
@@ -440,6 +444,9 @@ def _unled(text: str, follows: Callable[[str], object] | None = None) -> str:
                 or _LEANING.search(lead) or not (follows or _asks)(rest):
             return text
         text = rest
+        if follows is None and (asked := _wh_framed(text)) is not None:
+            return asked  # "I forgot, remind me when …": the frame after the small talk
+            # (:func:`_unframed` read the text before any clause went)
     return text
 
 

@@ -419,6 +419,9 @@ def test_a_lead_clause_of_small_talk_goes_from_what_asks(message: str, need: str
     ("Hunt down when did Caroline go to the support group.",
      "when did Caroline go to the support group."),
     ("I'm blanking on how long did Melanie paint.", "how long did Melanie paint."),
+    # a frame after a frame
+    ("Help me remember: do you remember what show I used as an example.",
+     "what show I used as an example."),
     ("Help me figure out what pet does Caroline have.", "what pet does Caroline have."),
 ])
 def test_a_request_frame_of_any_wording_goes_from_what_it_asks(message: str, need: str) -> None:
@@ -435,6 +438,7 @@ def test_a_request_frame_of_any_wording_goes_from_what_it_asks(message: str, nee
     "Should We Tell Him: a song by The Everly Brothers.",  # a title
     "The Wonder Who? was a name of The Four Seasons.",
     "You told me when did the store open.",  # before a question asked as such, a thing said
+    "Refresh me on how fun that trip was!",  # an exclamation
 ])
 def test_a_lead_that_says_or_names_something_is_no_frame(message: str) -> None:
     assert need_of(message).text == message
@@ -442,6 +446,7 @@ def test_a_lead_that_says_or_names_something_is_no_frame(message: str) -> None:
 
 @pytest.mark.parametrize(("message", "asks"), [
     ("Hunt down when did Caroline go to the support group.", True),  # asked as such
+    ("Hayden is from Canada, but where does Buck-Tick hail from", True),  # after a clause
     ("Guess what I did this week.", False),  # a clause, not a question
     ("Loving what you do and bringing joy to others.", False),
     ("Offer a guest checkout for customers who do not want an account.", False),

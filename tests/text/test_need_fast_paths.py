@@ -44,7 +44,8 @@ def _agree(text: str) -> None:
     assert need._asks(text) == _plain_asks(text)
     assert need._points(text) == bool(need._POINTING.search(text))
     cut = need._FRAME_ZH.sub("", need._FRAME.sub("", text.strip(), count=1), count=1)
-    cut = need._wh_framed(cut) or cut
+    for _ in range(need.LEADS):
+        cut = need._wh_framed(cut) or cut
     assert need._unframed(text)[0] == need._TAIL_ZH.sub("", need._TAIL.sub("", cut)).strip()
     assert need._abbreviated(text) == bool(need._ABBREVIATION.search(text))
     unled = need._unled(text, need._POINTER.match)
