@@ -33,6 +33,7 @@ from __future__ import annotations
 import bisect
 import re
 from collections.abc import Callable, Iterable
+from itertools import pairwise
 from typing import NamedTuple
 
 from loomctx.text.lexical import tokenize
@@ -49,7 +50,7 @@ was said before it ("how did they feel about it?"); a longer question carries it
 LEADS = 3
 """The most clauses of small talk cut before what asks ("So, um, well, what …"): each is read
 against the rest of the sentence, so a sentence of many commas costs a bounded number of reads."""
-LEAD_WORDS = 6
+LEAD_WORDS = 8
 """The most words a request frame of any wording may have before the question word it
 introduces ("Search our history for when …": :func:`_wh_framed`)."""
 PERSON_WORDS = 8
@@ -327,12 +328,13 @@ _WH_LEAD = re.compile(
     re.IGNORECASE)
 _LEAD_SPLIT = re.compile(r"[\s'’-]+")
 _FRAME_ASKING = ASKING | frozenset("""
-jog reminder refresher recap verify pull dig fetch retrieve lookup clarify figure hunt track
+jog reminder refresher recap verify pull dig fetch retrieve lookup clarify figure work hunt track
 checking confirming finding searching reminding telling recalling remembering verifying
 """.split())  # noqa: SIM905 (a word list reads best as text)
 """Words that ask in a request frame of any wording (:func:`_wh_framed`)."""
-_FRAME_WORDS = _FRAME_ASKING | frozenset(["need", "want", "wanna", "try", "quickly", "briefly",
-                                          "history", "records"])
+_FRAME_WORDS = _FRAME_ASKING | frozenset(["need", "want", "wanna", "try", "trying", "tried",
+                                          "quickly", "briefly", "history", "records", "favour",
+                                          "favor"])
 """Words a request frame of any wording is made of, besides small talk and words that only
 join."""
 _FRAME_ALONE = frozenset("""
@@ -340,7 +342,7 @@ tell remind check confirm verify recall remember recap clarify find search refre
 """.split())  # noqa: SIM905
 """The words that are a request frame alone ("Confirm when …"; not "Look how cute it is")."""
 _PARTICLES = {"look": {"up", "into", "through", "over", "for"}, "show": {"me", "us"},
-              "figure": {"out"}, "hunt": {"down"}, "track": {"down"}}
+              "figure": {"out"}, "work": {"out"}, "hunt": {"down"}, "track": {"down"}}
 """Words that ask only with one of these after them ("Look into when …", "Show me where …"; not
 "Look at how my car looks", "Show how their actions affect …")."""
 _YOU_AND_DETERMINERS = frozenset("""
@@ -349,7 +351,14 @@ you you're you'd you'll the a an my our your his her their
 _NOT_FRAME_START = _YOU_AND_DETERMINERS | frozenset(["i", "i'm", "i've", "i'll", "i'd", "we",
                                                      "we're"])
 """A lead that starts with a subject or a determiner says something ("I know what you mean",
-"The Wonder Who?"); it frames nothing, but "I need …" and "I forgot …" do."""
+"The Wonder Who?"); it frames nothing, but "I need …", "I forgot …" and the asker setting out
+to find out (:func:`_to_find_out`) do."""
+_ASKERS = frozenset(["i", "i'm", "i've", "i'd", "we", "we're"])
+_FIND_OUT = frozenset("""
+know find check confirm verify recall remember figure work look dig hunt track search clarify
+""".split())  # noqa: SIM905
+"""The verbs of finding out that, after "to", make a lead of the asker's a request ("I was
+trying to work out when …", "I have to know where …"; not "I know what you mean")."""
 _NOT_DIRECT_START = _YOU_AND_DETERMINERS | frozenset("""
 about on in at for from to with of by regarding re concerning as after before during since around
 between over under through within across among into against toward towards beyond until upon
@@ -373,8 +382,9 @@ def _wh_framed(text: str) -> str | None:
     ("Jog my memory on when …", "Search our history for where …", "Double-check: according to
     Gina, what …"); before a question asked as such (:data:`_DIRECT`), any plain lead ("Hunt
     down when did …"). A lead that names anything (a capital past its first word), holds a
-    question word, says something (a subject: "It reminds me why …"), is a topic ("For the
-    camping trip when did …") or exclaims ("Look how dark it was!") stays."""
+    question word, says something (a subject: "It reminds me why …"; the asker only when it
+    sets out to find out, "I was trying to work out when …"), is a topic ("For the camping
+    trip when did …") or exclaims ("Look how dark it was!") stays."""
     lead = _WH_LEAD.match(text)  # anchored and at most LEAD_WORDS words: no scan of the text
     if lead is None or lead.end() == len(text) or text.rstrip().endswith("!"):
         return None
@@ -391,7 +401,8 @@ def _wh_framed(text: str) -> str | None:
         # however it is worded ("Hunt down when did …", "I'm blanking on when did …"), unless
         # it is a topic, a number or a thing said ("For the camping trip when did …")
         return None if spaced[0] in _NOT_DIRECT_START or _DIGITS.search(said) else rest
-    if spaced[0] in _NOT_FRAME_START and spaced[1:2] not in (["need"], ["forgot"]):
+    if spaced[0] in _NOT_FRAME_START and spaced[1:2] not in (["need"], ["forgot"]) and not (
+            spaced[0] in _ASKERS and _to_find_out(words)):
         return None
     if len(words) == 1 and words[0] not in _FRAME_ALONE:
         return None
@@ -401,6 +412,12 @@ def _wh_framed(text: str) -> str | None:
     asks = any(w in _FRAME_ASKING and (w not in _PARTICLES or (
         i + 1 < len(words) and words[i + 1] in _PARTICLES[w])) for i, w in enumerate(words))
     return rest if asks else None
+
+
+def _to_find_out(words: list[str]) -> bool:
+    """Whether ``words`` hold "to" before a verb of finding out (:data:`_FIND_OUT`; one that
+    asks only with its particle, "work out", is held to it where the lead's asking is read)."""
+    return any(a == "to" and b in _FIND_OUT for a, b in pairwise(words))
 
 
 def _unframed(sentence: str) -> tuple[str, bool]:

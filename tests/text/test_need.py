@@ -423,6 +423,13 @@ def test_a_lead_clause_of_small_talk_goes_from_what_asks(message: str, need: str
     ("Help me remember: do you remember what show I used as an example.",
      "what show I used as an example."),
     ("Help me figure out what pet does Caroline have.", "what pet does Caroline have."),
+    # up to eight words, a favour asked on the way
+    ("Do me a favour and look up when Jon lost his job.", "when Jon lost his job."),
+    ("Can you work out where Melanie camped.", "where Melanie camped."),
+    # the asker's own lead, when it sets out to find out
+    ("I was trying to work out when Jon lost his job.", "when Jon lost his job."),
+    ("I have to know where Melanie camped.", "where Melanie camped."),
+    ("We were trying to check how many kids Melanie has.", "how many kids Melanie has."),
 ])
 def test_a_request_frame_of_any_wording_goes_from_what_it_asks(message: str, need: str) -> None:
     assert need_of(message)[:2] == (need, True)
@@ -432,6 +439,8 @@ def test_a_request_frame_of_any_wording_goes_from_what_it_asks(message: str, nee
     "It reminds me why I love being a mom.",  # a subject first: it tells
     "They remind me why I'm so passionate about it.",
     "I know what you mean.",
+    "I tried to work what I learned into the book.",  # "work" without "out" finds nothing
+    "I'd like to work on what we discussed.",
     "Look how cute it is.",  # one word that asks nothing alone
     "Look how dark it was!",  # an exclamation
     "For the camping trip when did we leave?",  # the lead names something
