@@ -91,7 +91,7 @@ _ASKING_TERMS = _ASKING_ALL - _CHATTER_TERMS
 
 _FRAMES_EN = (
     r"(?:hi|hey|hello|ok(?:ay)?|so|well|also|and|oh|btw|by the way|anyway|quick question"
-    r"|one more thing|actually|now|next|right|alright|great|thanks)\b[,!.:;-]*",
+    r"|one more thing|actually|now|next|right|alright|great|thanks(?: in advance)?)\b[,!.:;-]*",
     r"(?:can|could|would|will) you (?:please |kindly )?(?:tell|remind|show|give|help|let)"
     r" me(?: know)?(?: (?:about|with|of|on))?",
     r"(?:can|could|would|will) you (?:please |kindly )?(?:find out|look up|check|figure out"
@@ -127,8 +127,9 @@ _FRAME = re.compile(
     r"^\s*(?:(?:" + "|".join(_FRAMES_EN) + r")(?:\b|(?<=:))\s*[,:;]?\s*)+", re.IGNORECASE)
 _FRAME_ZH = re.compile(r"^\s*(?:(?:" + "|".join(_FRAMES_ZH) + r")\s*[,，:：]?\s*)+")
 _TAIL = re.compile(
-    r"(?:[,;]?\s*(?:please|pls|thanks|thank you|thx|cheers|if you (?:can|could|know|remember"
-    r"|have it|still have it|find it|don't mind)(?: (?:find|recall|remember) it)?|for me"
+    r"(?:[,;]?\s*(?:please|pls|(?:thanks|thank you|thx)(?: in advance)?|cheers|if you (?:can"
+    r"|could|know|remember|have it|still have it|find it|don't mind)(?: (?:find|recall"
+    r"|remember) it)?|for me"
     r"|by any chance|real quick)\b)+\s*[.!?]*\s*$", re.IGNORECASE)
 _TAIL_ZH = re.compile(
     r"(?:[，,]?\s*(?:谢谢|谢了|多谢|麻烦了|好吗|可以吗|行吗|吧|呢|啊|呀)\s*)+[。！？!?]*\s*$"
@@ -329,9 +330,21 @@ _WH_LEAD = re.compile(
 _LEAD_SPLIT = re.compile(r"[\s'’-]+")
 _FRAME_ASKING = ASKING | frozenset("""
 jog reminder refresher recap verify pull dig fetch retrieve lookup clarify figure work hunt track
-checking confirming finding searching reminding telling recalling remembering verifying
 """.split())  # noqa: SIM905 (a word list reads best as text)
-"""Words that ask in a request frame of any wording (:func:`_wh_framed`)."""
+"""Words that ask in a request frame of any wording (:func:`_wh_framed`), and their -ing forms
+(:func:`_base`)."""
+
+
+def _base(word: str) -> str:
+    """An -ing form of a word of :data:`_FRAME_ASKING` as that word ("looking", "digging",
+    "figuring"); any other word as it is."""
+    if not word.endswith("ing") or word in _FRAME_ASKING:
+        return word
+    stem = word[:-3]
+    for base in (stem, stem + "e", stem[:-1]):  # look-ing, figur-ing, dig-g-ing
+        if base in _FRAME_ASKING:
+            return base
+    return word
 _FRAME_WORDS = _FRAME_ASKING | frozenset(["need", "want", "wanna", "try", "trying", "tried",
                                           "quickly", "briefly", "history", "records", "favour",
                                           "favor"])
@@ -393,7 +406,7 @@ def _wh_framed(text: str) -> str | None:
         return None
     lowered = said.lower()
     spaced = lowered.split()
-    words = [w for w in _LEAD_SPLIT.split(lowered) if w]
+    words = [_base(w) for w in _LEAD_SPLIT.split(lowered) if w]
     if not (_NOT_IN_FRAME.isdisjoint(spaced) and _WH_WORDS.isdisjoint(words)):
         return None
     rest = text[lead.end():]

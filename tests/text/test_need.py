@@ -24,6 +24,9 @@ from loomctx.text.need import (
     ("Hi again! I am putting together notes for the team. When did Melanie paint a sunrise, "
      "if you can find it. Thanks!", "When did Melanie paint a sunrise"),
     ("I was wondering, where did Caroline move from", "where did Caroline move from"),
+    ("Where did Caroline move from? Thanks in advance.", "Where did Caroline move from?"),
+    ("Thanks in advance, where did Caroline move from?", "where did Caroline move from?"),
+    ("Where did Caroline move from, thank you in advance!", "Where did Caroline move from"),
     ("Would Caroline likely have Dr. Seuss books on her bookshelf?",
      "Would Caroline likely have Dr. Seuss books on her bookshelf?"),
     ("请帮我查一下：Caroline 研究了什么？", "Caroline 研究了什么？"),
@@ -426,6 +429,8 @@ def test_a_lead_clause_of_small_talk_goes_from_what_asks(message: str, need: str
     # up to eight words, a favour asked on the way
     ("Do me a favour and look up when Jon lost his job.", "when Jon lost his job."),
     ("Can you work out where Melanie camped.", "where Melanie camped."),
+    ("Mind looking up when Jon lost his job.", "when Jon lost his job."),  # an -ing form
+    ("Digging for where Melanie camped.", "where Melanie camped."),
     # the asker's own lead, when it sets out to find out
     ("I was trying to work out when Jon lost his job.", "when Jon lost his job."),
     ("I have to know where Melanie camped.", "where Melanie camped."),
