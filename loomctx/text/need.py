@@ -658,15 +658,17 @@ def with_before(need: Need, before: str | Need | None) -> Need:
     if not before or not need.asks:
         return need
     said = before if isinstance(before, Need) else need_of(before)
-    # A turn that only names something ("Now, Oregon.") sets up what follows; a short turn
-    # that asked or said something else ("Expand it with bullet points") only for what points
-    # back at it ("how long did I stay there?").
-    if not (need.leans or need.refers or not said.asks):
-        return need  # a turn that asked sets up only what leans or points back
+    # A turn that only names something ("Now, Oregon.", "And Caroline?") sets up what
+    # follows; a short turn that asked or said something else ("Expand it with bullet
+    # points") only for what points back at it ("how long did I stay there?").
     words = said.text.split()
     named = _naming(words)
-    topic = len(_content(said.text)) <= SHORT and (
-        need.refers or (not said.asks and _only_names(words, named)))
+    short = len(_content(said.text)) <= SHORT
+    names = short and _only_names(words, named) and (not said.asks or (  # "And Caroline?"
+        said.leans and said.text.rstrip().endswith(("?", "？"))))
+    if not (need.leans or need.refers or not said.asks or names):
+        return need  # a turn that asked sets up only what leans or points back
+    topic = short and (need.refers or names)
     if not (need.leans or topic):
         return need
     earlier = _topic(said.text, words, named)

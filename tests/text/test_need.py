@@ -130,6 +130,14 @@ def test_a_follow_up_over_two_turns_takes_its_subject_from_the_turn_before() -> 
     assert not named.leans and with_before(named, "Tell me about Melanie.") == named
 
 
+@pytest.mark.parametrize("before", ["And Melanie?", "Melanie?", "Now, Melanie."])
+def test_a_turn_that_only_names_someone_sets_up_the_question_after_it(before: str) -> None:
+    # the question names something of its own ("LGBTQ"), so it does not lean, but its "she"
+    # is whoever the turn before named, asked with a question mark or not
+    need = with_before(need_of("when did she go to the LGBTQ support group?"), before)
+    assert need.text == "Melanie. when did she go to the LGBTQ support group?"
+
+
 @pytest.mark.parametrize("message, need", [
     ("Sorry 打扰一下，When did Caroline go to the LGBTQ support group?",
      "When did Caroline go to the LGBTQ support group?"),
