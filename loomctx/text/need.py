@@ -651,9 +651,10 @@ def points_back(need: Need) -> bool:
 def with_before(need: Need, before: str | Need | None) -> Need:
     """``need``, preceded by the need of the user's message ``before`` it when it leans on it
     (a follow-up split over two turns: "I have a question about Caroline." / "what did she
-    research?"), and when ``before`` only named something ("Now, Oregon." / "how many days ago
-    did I go rafting in the mountains?"; "You know SaveMart, right?" / "how much cashback did I
-    earn there last Thursday?": a short question sets up only what points back at it).
+    research?"), and when ``before`` only named something ("Now, Oregon.", "And Caroline?" /
+    "how many days ago did I go rafting in the mountains?"; "You know SaveMart, right?" / "how
+    much cashback did I earn there last Thursday?": a short question sets up only what points
+    back at it).
     ``before`` may be given as its :func:`need_of` already."""
     if not before or not need.asks:
         return need
