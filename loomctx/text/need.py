@@ -11,11 +11,13 @@ content word is small talk (:data:`CHATTER`) goes, request frames at a sentence'
 me", "can you remind me", "I need to know", "请帮我查一下", and any lead of words of asking right
 before a question word or a colon: "Jog my memory on when …") and courtesies at its end ("if you
 can", "thanks") are cut. The sentences that ask (a request frame, an interrogative word, a
-question mark) are the need, with the sentences around them that name something (a name, a
-number, the conversation's past) and all of them when what asks leans on them ("What did she
-research?"), nearest first, up to :data:`MAX_WORDS`; a sentence about the asker's day ("I am
-putting together notes for the team") goes, and so does a clause before what asks made only of
-small talk and asking words ("Hmm, when …", "Quick one — what …"). Where Chinese and English
+question mark; beside one with a question mark or word, one that asks only by a verb of
+asking is among those around it) are the need, with the sentences around them that name
+something (a name, a number, the conversation's past) and all of them when what asks leans on
+them ("What did she research?"), nearest first, up to :data:`MAX_WORDS`; a sentence about
+the asker's day ("I am putting together notes for the team") goes, and so does a clause
+before what asks made only of small talk and asking words ("Hmm, when …", "Quick one —
+what …"). Where Chinese and English
 meet at a full-width comma or colon, a clause made only of asking words (:data:`ASKING`:
 "我有个 question：", "我忘了") goes too, one after what it asks about ("…，能告诉我吗") makes
 that ask, and beside an English question a Chinese aside about the asker names nothing; a
@@ -522,6 +524,7 @@ def need_of(message: str) -> Need:
         return Need("", False)
     kept: list[tuple[str, bool, int, bool]] = []
     framing: list[bool] = []  # per kept sentence: it only frames what another one asks
+    marked: list[bool] = []  # per kept sentence: it holds a question mark or word
     asked = False  # the sentence before was a request frame alone ("Check for me:")
     for sentence in sentences:
         text, framed = _unframed(sentence)
@@ -545,6 +548,8 @@ def need_of(message: str) -> Need:
                 if _may_hold(text, _TALK_WORDS) else text
             kept.append((topic or text, asks, len(content), _names(text)))
             framing.append(bool(content) and all(w in _ASKING_TERMS for w in content))
+            marked.append(bool(_QUESTION.search(sentence)) or not _WH_WORDS.isdisjoint(
+                _WORD.findall(sentence.lower())))
         elif kept and _QUESTION.search(sentence) and _HAN.match(sentence.lstrip()) \
                 and re.search(r"[A-Za-z0-9]\W*$", kept[-1][0]):  # "… pickup，怎么样了？"
             kept[-1] = (*kept[-1][:1], True, *kept[-1][2:])
@@ -556,11 +561,16 @@ def need_of(message: str) -> Need:
                     i + 1 < len(kept) and framing[i + 1] and kept[i + 1][1]
                     and bool(_HAN.search(kept[i + 1][0]))), k[2], k[3])
                 for i, k in enumerate(kept) if not framing[i]]
+        marked = [m for m, f in zip(marked, framing, strict=True) if not f]
     if not kept:
         return Need("", False)
     asking = [i for i, k in enumerate(kept) if k[1]]
     if not asking:
         return Need(_joined(k[0] for k in kept), False)
+    if any(marked[i] for i in asking):  # beside a question, a sentence that asks only by a
+        # verb of asking sets it up ("Quick sanity check before I send an email. When did
+        # …?"): it is one of the sentences around the question, kept if it names something
+        asking = [i for i in asking if marked[i]]
     asides = [i for i, k in enumerate(kept) if not k[1] and _HAN.search(k[0])]
     if asides and not any(_HAN.search(kept[i][0]) for i in asking):
         # an English question among Chinese asides ("…?我需要这个信息写报告"): its names are
@@ -666,7 +676,8 @@ def with_before(need: Need, before: str | Need | None) -> Need:
     named = _naming(words)
     short = len(_content(said.text)) <= SHORT
     names = short and _only_names(words, named) and (not said.asks or (  # "And Caroline?"
-        said.leans and said.text.rstrip().endswith(("?", "？"))))
+        said.leans and not said.refers and said.text.rstrip().endswith(("?", "？"))
+        and _WH_WORDS.isdisjoint(_WORD.findall(said.text.lower()))))
     if not (need.leans or need.refers or not said.asks or names):
         return need  # a turn that asked sets up only what leans or points back
     topic = short and (need.refers or names)

@@ -138,6 +138,11 @@ def test_a_turn_that_only_names_someone_sets_up_the_question_after_it(before: st
     assert need.text == "Melanie. when did she go to the LGBTQ support group?"
 
 
+def test_a_question_about_someone_named_sets_up_only_what_leans_on_it() -> None:
+    need = need_of("Quick check on damaged goods claims please, the client is chasing.")
+    assert with_before(need, "Next one: Basel. What do we have on it?") == need
+
+
 @pytest.mark.parametrize("message, need", [
     ("Sorry 打扰一下，When did Caroline go to the LGBTQ support group?",
      "When did Caroline go to the LGBTQ support group?"),
@@ -485,6 +490,24 @@ def test_small_talk_before_a_pointer_at_the_past_goes_with_the_pointer() -> None
     message = ("Quick one — I wanted to follow up on our previous conversation about the fusion "
                "breakthrough. Who led it?")
     assert need_of(message).text == "the fusion breakthrough. Who led it?"
+
+
+@pytest.mark.parametrize(("message", "need"), [
+    ("Quick sanity check before I send an email. When did Andrew start his new job?",
+     "When did Andrew start his new job?"),
+    ("Can't find it anywhere in my own notes. When did Caroline go to the support group?",
+     "When did Caroline go to the support group?"),
+    ("Please check something for me. When did Caroline go?", "When did Caroline go?"),
+    # it stays when it names something, or holds a question word of its own
+    ("Check the SHP-40233 log. Why is it held?", "the SHP-40233 log. Why is it held?"),
+    ("Tell me what we decided about the pickups. Also, when is the next one?",
+     "what we decided about the pickups. when is the next one?"),
+    ("I was wondering what she researched. When did Melanie move?",
+     "what she researched. When did Melanie move?"),
+])
+def test_beside_a_question_a_sentence_that_only_asks_by_a_verb_sets_it_up(message: str,
+                                                                        need: str) -> None:
+    assert need_of(message)[:2] == (need, True)
 
 
 def test_a_lead_clause_goes_only_from_a_sentence_that_asks() -> None:
