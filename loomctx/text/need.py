@@ -264,7 +264,8 @@ _ASKS_WH = re.compile(  # what asks with a question word (or "if", "whether")
     # ("Over how many …", "hey so um what was …", "whats the gate code");
     # one inside a sentence is asked by a verb of knowing:
     r"|\b(?:know|lmk|tell|remind|recall|remember|sure|wonder|wondering|ask|asking|out|check|confirm"
-    r"|idea|hear|forget|forgot|forgotten|unsure|clue)\b(?:\W+\w+){0,2}?\W+(?:what|when|where"
+    r"|idea|hear|forget|forgot|forgotten|forgetting|remembering|recalling|unsure|clue)\b"
+    r"(?:\W+\w+){0,2}?\W+(?:what|when|where"
     r"|who|whom|whose|which|why|how|if|whether)\b"  # "I forget when she went"; "a library
     # for when I have kids" asks nothing
     r"|[,;:–—-]\s*(?:what|when|where|why|how)\s+(?:is|are|was|were|did|do|does|has|have|had"
@@ -332,6 +333,7 @@ _WH_LEAD = re.compile(
 _LEAD_SPLIT = re.compile(r"[\s'’-]+")
 _FRAME_ASKING = ASKING | frozenset("""
 jog reminder refresher recap verify pull dig fetch retrieve lookup clarify figure work hunt track
+fill
 """.split())  # noqa: SIM905 (a word list reads best as text)
 """Words that ask in a request frame of any wording (:func:`_wh_framed`), and their -ing forms
 (:func:`_base`)."""
@@ -357,7 +359,8 @@ tell remind check confirm verify recall remember recap clarify find search refre
 """.split())  # noqa: SIM905
 """The words that are a request frame alone ("Confirm when …"; not "Look how cute it is")."""
 _PARTICLES = {"look": {"up", "into", "through", "over", "for"}, "show": {"me", "us"},
-              "figure": {"out"}, "work": {"out"}, "hunt": {"down"}, "track": {"down"}}
+              "figure": {"out"}, "work": {"out"}, "fill": {"me", "us"}, "hunt": {"down"},
+              "track": {"down"}}
 """Words that ask only with one of these after them ("Look into when …", "Show me where …"; not
 "Look at how my car looks", "Show how their actions affect …")."""
 _YOU_AND_DETERMINERS = frozenset("""

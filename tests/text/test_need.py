@@ -443,6 +443,7 @@ def test_a_lead_clause_of_small_talk_goes_from_what_asks(message: str, need: str
     ("Do me a favour and look up when Jon lost his job.", "when Jon lost his job."),
     ("Can you work out where Melanie camped.", "where Melanie camped."),
     ("Mind looking up when Jon lost his job.", "when Jon lost his job."),  # an -ing form
+    ("Fill me in on where Melanie camped.", "where Melanie camped."),
     ("Digging for where Melanie camped.", "where Melanie camped."),
     # the asker's own lead, when it sets out to find out
     ("I was trying to work out when Jon lost his job.", "when Jon lost his job."),
@@ -459,6 +460,7 @@ def test_a_request_frame_of_any_wording_goes_from_what_it_asks(message: str, nee
     "I know what you mean.",
     "I tried to work what I learned into the book.",  # "work" without "out" finds nothing
     "I'd like to work on what we discussed.",
+    "Fill in when Caroline is away.",  # "fill" asks only as "fill me in"
     "Look how cute it is.",  # one word that asks nothing alone
     "Look how dark it was!",  # an exclamation
     "For the camping trip when did we leave?",  # the lead names something
@@ -472,6 +474,9 @@ def test_a_lead_that_says_or_names_something_is_no_frame(message: str) -> None:
 
 
 @pytest.mark.parametrize(("message", "asks"), [
+    ("I keep forgetting when Caroline went to the support group.", True),  # not knowing
+    ("I keep forgetting my umbrella.", False),
+    ("They fill me with joy when I see them.", False),
     ("Hunt down when did Caroline go to the support group.", True),  # asked as such
     ("Hayden is from Canada, but where does Buck-Tick hail from", True),  # after a clause
     ("Guess what I did this week.", False),  # a clause, not a question
