@@ -328,7 +328,7 @@ _FRAMES_ASK = re.compile(
 
 _WH_LEAD = re.compile(
     r"(?:[^\W\d_][\w'’-]*\s+){0," + str(LEAD_WORDS - 1) + r"}?[^\W\d_][\w'’-]*"
-    r"(?:\s*[:：]\s*|\s+(?=(?:what|when|where|who|whom|whose|which|why|how|whether)\b))",
+    r"(?:\s*[:：]\s*|,?\s+(?=(?:what|when|where|who|whom|whose|which|why|how|whether)\b))",
     re.IGNORECASE)
 _LEAD_SPLIT = re.compile(r"[\s'’-]+")
 _FRAME_ASKING = ASKING | frozenset("""
@@ -406,7 +406,7 @@ def _wh_framed(text: str) -> str | None:
     lead = _WH_LEAD.match(text)  # anchored and at most LEAD_WORDS words: no scan of the text
     if lead is None or lead.end() == len(text) or text.rstrip().endswith("!"):
         return None
-    said = lead.group(0).rstrip(" :：")
+    said = lead.group(0).rstrip(" :：,")
     if _capitals(said):
         return None
     lowered = said.lower()
@@ -415,9 +415,11 @@ def _wh_framed(text: str) -> str | None:
     if not (_NOT_IN_FRAME.isdisjoint(spaced) and _WH_WORDS.isdisjoint(words)):
         return None
     rest = text[lead.end():]
-    if _DIRECT.match(rest):  # a question asked as such: what leads to it only frames it,
-        # however it is worded ("Hunt down when did …", "I'm blanking on when did …"), unless
-        # it is a topic, a number or a thing said ("For the camping trip when did …")
+    if _DIRECT.match(rest) and "," not in lead.group(0):  # a question asked as such: what
+        # leads to it only frames it, however it is worded ("Hunt down when did …", "I'm
+        # blanking on when did …"), unless it is a topic, a number or a thing said ("For the
+        # camping trip when did …"); a clause before a comma is only a frame of asking words
+        # ("Just checking, what …"; not "Other than racing, what sport does …")
         return None if spaced[0] in _NOT_DIRECT_START or _DIGITS.search(said) else rest
     if spaced[0] in _NOT_FRAME_START and spaced[1:2] not in (["need"], ["forgot"]) and not (
             spaced[0] in _ASKERS and _to_find_out(words)):

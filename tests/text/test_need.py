@@ -444,6 +444,8 @@ def test_a_lead_clause_of_small_talk_goes_from_what_asks(message: str, need: str
     ("Can you work out where Melanie camped.", "where Melanie camped."),
     ("Mind looking up when Jon lost his job.", "when Jon lost his job."),  # an -ing form
     ("Fill me in on where Melanie camped.", "where Melanie camped."),
+    ("Just checking, what kind of classes has Audrey joined.",  # a frame before a comma
+     "what kind of classes has Audrey joined."),
     ("Digging for where Melanie camped.", "where Melanie camped."),
     # the asker's own lead, when it sets out to find out
     ("I was trying to work out when Jon lost his job.", "when Jon lost his job."),
@@ -461,6 +463,7 @@ def test_a_request_frame_of_any_wording_goes_from_what_it_asks(message: str, nee
     "I tried to work what I learned into the book.",  # "work" without "out" finds nothing
     "I'd like to work on what we discussed.",
     "Fill in when Caroline is away.",  # "fill" asks only as "fill me in"
+    "Other than racing, what sport does the champion practice?",  # a topic before a comma
     "Look how cute it is.",  # one word that asks nothing alone
     "Look how dark it was!",  # an exclamation
     "For the camping trip when did we leave?",  # the lead names something
