@@ -71,9 +71,12 @@ class EventHub:
 
     async def _forget(self) -> None:
         forget = getattr(self._bus, "forget_group", None)
-        group, self._group = self._group, None
-        if group is not None and group != GROUP and forget is not None:
-            await forget(group)
+        group = self._group
+        try:  # ``reading`` stays true until the group is gone from the bus
+            if group is not None and group != GROUP and forget is not None:
+                await forget(group)
+        finally:
+            self._group = None
 
     async def _opened(self) -> None:
         """A stream opens: the bus is read from now on (a group of this process made)."""

@@ -11,6 +11,7 @@ import uuid
 import redis
 
 from loomctx.bus.redis import RedisEventBus, RedisOptions
+from loomctx.errors import BusError
 from loomctx.events import MessageAdded
 from loomctx.servers import RedisServer
 from loomctx.service.stream import EventHub
@@ -69,3 +70,43 @@ def test_a_shared_bus_is_read_only_while_a_stream_is_open(redis_server: RedisSer
         assert _groups(redis_server.url, bus.stream) == []
 
     asyncio.run(scenario())
+
+
+class _SlowForget:
+    """A bus shared by processes whose group removal waits for ``go`` (or fails)."""
+
+    def __init__(self, fail: bool = False) -> None:
+        self.go = asyncio.Event()
+        self.groups: list[str] = []
+        self.fail = fail
+
+    async def subscribe(self, kinds: object, handler: object, *, group: str) -> None:
+        self.groups.append(group)
+
+    async def forget_group(self, group: str) -> None:
+        await self.go.wait()
+        if self.fail:
+            raise BusError("redis://127.0.0.1:1 unreachable")
+        self.groups.remove(group)
+
+
+def test_the_hub_reads_until_its_group_is_gone_from_the_bus() -> None:
+    async def scenario(fail: bool) -> None:
+        bus, hub = _SlowForget(fail), EventHub()
+        await hub.attach(bus)  # type: ignore[arg-type]
+        frames = hub.stream("t", None)
+        await anext(frames)
+        assert hub.reading and len(bus.groups) == 1
+        await frames.aclose()
+        await asyncio.sleep(0.05)
+        assert hub.reading  # the group is still on the bus: its removal has not ended
+        bus.go.set()
+        for _ in range(100):
+            if not hub.reading:
+                break
+            await asyncio.sleep(0.01)
+        # gone, or left on a bus that is away (said in the log): this process reads no more
+        assert not hub.reading and len(bus.groups) == int(fail)
+
+    asyncio.run(scenario(False))
+    asyncio.run(scenario(True))
