@@ -529,7 +529,7 @@ def need_of(message: str) -> Need:
         return Need("", False)
     kept: list[tuple[str, bool, int, bool]] = []
     framing: list[bool] = []  # per kept sentence: it only frames what another one asks
-    marked: list[bool] = []  # per kept sentence: it holds a question mark or word
+    said: list[str] = []  # per kept sentence: the sentence as written
     asked = False  # the sentence before was a request frame alone ("Check for me:")
     for sentence in sentences:
         text, framed = _unframed(sentence)
@@ -553,8 +553,7 @@ def need_of(message: str) -> Need:
                 if _may_hold(text, _TALK_WORDS) else text
             kept.append((topic or text, asks, len(content), _names(text)))
             framing.append(bool(content) and all(w in _ASKING_TERMS for w in content))
-            marked.append(bool(_QUESTION.search(sentence)) or not _WH_WORDS.isdisjoint(
-                _WORD.findall(sentence.lower())))
+            said.append(sentence)
         elif kept and _QUESTION.search(sentence) and _HAN.match(sentence.lstrip()) \
                 and re.search(r"[A-Za-z0-9]\W*$", kept[-1][0]):  # "… pickup，怎么样了？"
             kept[-1] = (*kept[-1][:1], True, *kept[-1][2:])
@@ -566,16 +565,17 @@ def need_of(message: str) -> Need:
                     i + 1 < len(kept) and framing[i + 1] and kept[i + 1][1]
                     and bool(_HAN.search(kept[i + 1][0]))), k[2], k[3])
                 for i, k in enumerate(kept) if not framing[i]]
-        marked = [m for m, f in zip(marked, framing, strict=True) if not f]
+        said = [s for s, f in zip(said, framing, strict=True) if not f]
     if not kept:
         return Need("", False)
     asking = [i for i, k in enumerate(kept) if k[1]]
     if not asking:
         return Need(_joined(k[0] for k in kept), False)
-    if any(marked[i] for i in asking):  # beside a question, a sentence that asks only by a
+    marked = {i for i in asking if len(asking) > 1 and _marked(said[i])}
+    if marked:  # beside a question, a sentence that asks only by a
         # verb of asking sets it up ("Quick sanity check before I send an email. When did
         # …?"): it is one of the sentences around the question, kept if it names something
-        asking = [i for i in asking if marked[i]]
+        asking = [i for i in asking if i in marked]
     asides = [i for i, k in enumerate(kept) if not k[1] and _HAN.search(k[0])]
     if asides and not any(_HAN.search(kept[i][0]) for i in asking):
         # an English question among Chinese asides ("…?我需要这个信息写报告"): its names are
@@ -615,6 +615,12 @@ def need_of(message: str) -> Need:
 
 BARE = 400
 """The longest message (in characters) :func:`is_bare_question` reads."""
+
+
+def _marked(sentence: str) -> bool:
+    """Whether ``sentence`` holds a question mark or a question word."""
+    return bool(_QUESTION.search(sentence)) or not _WH_WORDS.isdisjoint(
+        _WORD.findall(sentence.lower()))
 
 
 def is_bare_question(message: str) -> bool:
