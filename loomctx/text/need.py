@@ -17,17 +17,16 @@ something (a name, a number, the conversation's past) and all of them when what 
 them ("What did she research?"), nearest first, up to :data:`MAX_WORDS`; a sentence about
 the asker's day ("I am putting together notes for the team") goes, and so does a clause
 before what asks made only of small talk and asking words ("Hmm, when …", "Quick one —
-what …"). Where Chinese and English
-meet at a full-width comma or colon, a clause made only of asking words (:data:`ASKING`:
-"我有个 question：", "我忘了") goes too, one after what it asks about ("…，能告诉我吗") makes
-that ask, and beside an English question a Chinese aside about the asker names nothing; a
-pointer at the past ("I wanted to follow up on our previous conversation about …") leaves its
-topic. A question word asks at a sentence's start or after a
-verb of knowing ("I forget where …"), not inside any clause ("a library for when I have
-kids"). A message where nothing asks is its own need. A message of small talk only has no
-need: :func:`need_text` returns an empty string, and a turn made of it spends no room on
-evidence. The rules are word lists, English and Chinese; everything else passes through
-unchanged (a message in another language is its own need).
+what …"). Where Chinese and English meet at a full-width comma or colon, a clause made only
+of asking words (:data:`ASKING`: "我有个 question：", "我忘了") goes too, one after
+what it asks about ("…，能告诉我吗") makes that ask, and beside an English question a
+Chinese aside about the asker names nothing; a pointer at the past ("I wanted to follow up
+on our previous conversation about …") leaves its topic. A question word asks at a
+sentence's start or after a verb of knowing ("I forget where …"), not inside any clause ("a
+library for when I have kids"). A message where nothing asks is its own need. A message of
+small talk only has no need: :func:`need_text` returns an empty string, and a turn made of it
+spends no room on evidence. The rules are word lists, English and Chinese; everything else
+passes through unchanged (a message in another language is its own need).
 """
 
 from __future__ import annotations
@@ -337,18 +336,6 @@ fill
 """.split())  # noqa: SIM905 (a word list reads best as text)
 """Words that ask in a request frame of any wording (:func:`_wh_framed`), and their -ing forms
 (:func:`_base`)."""
-
-
-def _base(word: str) -> str:
-    """An -ing form of a word of :data:`_FRAME_ASKING` as that word ("looking", "digging",
-    "figuring"); any other word as it is."""
-    if not word.endswith("ing") or word in _FRAME_ASKING:
-        return word
-    stem = word[:-3]
-    for base in (stem, stem + "e", stem[:-1]):  # look-ing, figur-ing, dig-g-ing
-        if base in _FRAME_ASKING:
-            return base
-    return word
 _FRAME_WORDS = _FRAME_ASKING | frozenset(["need", "want", "wanna", "try", "trying", "tried",
                                           "quickly", "briefly", "history", "records", "favour",
                                           "favor"])
@@ -432,6 +419,18 @@ def _wh_framed(text: str) -> str | None:
     asks = any(w in _FRAME_ASKING and (w not in _PARTICLES or (
         i + 1 < len(words) and words[i + 1] in _PARTICLES[w])) for i, w in enumerate(words))
     return rest if asks else None
+
+
+def _base(word: str) -> str:
+    """An -ing form of a word of :data:`_FRAME_ASKING` as that word ("looking", "digging",
+    "figuring"); any other word as it is."""
+    if not word.endswith("ing") or word in _FRAME_ASKING:
+        return word
+    stem = word[:-3]
+    for base in (stem, stem + "e", stem[:-1]):  # look-ing, figur-ing, dig-g-ing
+        if base in _FRAME_ASKING:
+            return base
+    return word
 
 
 def _to_find_out(words: list[str]) -> bool:
@@ -572,9 +571,9 @@ def need_of(message: str) -> Need:
     if not asking:
         return Need(_joined(k[0] for k in kept), False)
     marked = {i for i in asking if len(asking) > 1 and _marked(said[i])}
-    if marked:  # beside a question, a sentence that asks only by a
-        # verb of asking sets it up ("Quick sanity check before I send an email. When did
-        # …?"): it is one of the sentences around the question, kept if it names something
+    if marked:  # beside a question, a sentence that asks only by a verb of asking sets it
+        # up ("Quick sanity check before I send an email. When did …?"): it is one of the
+        # sentences around the question, kept if it names something
         asking = [i for i in asking if i in marked]
     asides = [i for i, k in enumerate(kept) if not k[1] and _HAN.search(k[0])]
     if asides and not any(_HAN.search(kept[i][0]) for i in asking):
