@@ -458,6 +458,9 @@ def _unframed(sentence: str) -> tuple[str, bool]:
     return cut.strip(), framed
 
 
+_MARKERS = frozenset(["i mean", "you know", "i guess"])
+"""Clauses that only mark what follows as said again or said loosely ("I mean, when did she
+…"): a lead of small talk, whatever their words."""
 _CLAUSE_END = re.compile(r"\s*(?:[,;:]|\s[-–—]+|[–—]+)\s*")
 """Where a clause ends inside a sentence: a comma, colon or semicolon, or a dash."""
 
@@ -475,9 +478,10 @@ def _unled(text: str, follows: Callable[[str], object] | None = None) -> str:
         if end is None or end.start() == 0:
             return text
         lead, rest = text[:end.start()], text[end.end():]
-        if not rest or any(w not in _ASKING_TERMS for w in _content(lead)) \
-                or not _WH_WORDS.isdisjoint(_WORD.findall(lead.lower())) \
-                or _LEANING.search(lead) or not (follows or _asks)(rest):
+        if not rest or (lead.strip().lower() not in _MARKERS and (
+                any(w not in _ASKING_TERMS for w in _content(lead))
+                or not _WH_WORDS.isdisjoint(_WORD.findall(lead.lower()))
+                or _LEANING.search(lead))) or not (follows or _asks)(rest):
             return text
         text = rest
         if follows is None and (asked := _wh_framed(text)) is not None:

@@ -518,6 +518,15 @@ def test_beside_a_question_a_sentence_that_only_asks_by_a_verb_sets_it_up(messag
     assert need_of(message)[:2] == (need, True)
 
 
+@pytest.mark.parametrize(("message", "need"), [
+    ("I mean, which year did she adopt Pixie?", "which year did she adopt Pixie?"),
+    ("You know, when did Jon lose his job?", "when did Jon lose his job?"),
+    ("I mean, it was great.", "I mean, it was great."),  # a marker before what asks only
+])
+def test_a_marker_of_saying_it_again_goes_from_what_asks(message: str, need: str) -> None:
+    assert need_of(message).text == need
+
+
 def test_a_lead_clause_goes_only_from_a_sentence_that_asks() -> None:
     # an exclamation keeps its words: only what asks is read without its lead
     assert need_of("Wow, what a photo!").text == "Wow, what a photo!"
