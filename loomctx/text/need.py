@@ -353,12 +353,12 @@ _PARTICLES = {"look": {"up", "into", "through", "over", "for"}, "show": {"me", "
 _YOU_AND_DETERMINERS = frozenset("""
 you you're you'd you'll the a an my our your his her their
 """.split())  # noqa: SIM905
-_NOT_FRAME_START = _YOU_AND_DETERMINERS | frozenset(["i", "i'm", "i've", "i'll", "i'd", "we",
-                                                     "we're"])
+_ASKERS = frozenset(["i", "i'm", "i've", "i'd", "we", "we're"])
+"""The asker as a lead's subject ("I was trying to work out when …")."""
+_NOT_FRAME_START = _YOU_AND_DETERMINERS | _ASKERS | {"i'll"}
 """A lead that starts with a subject or a determiner says something ("I know what you mean",
 "The Wonder Who?"); it frames nothing, but "I need …", "I forgot …" and the asker setting out
 to find out (:func:`_to_find_out`) do."""
-_ASKERS = frozenset(["i", "i'm", "i've", "i'd", "we", "we're"])
 _FIND_OUT = frozenset("""
 know find check confirm verify recall remember figure work look dig hunt track search clarify
 """.split())  # noqa: SIM905
@@ -480,7 +480,7 @@ def _unled(text: str, follows: Callable[[str], object] | None = None) -> str:
         lead, rest = text[:end.start()], text[end.end():]
         if not rest or (lead.strip().lower() not in _MARKERS and (
                 any(w not in _ASKING_TERMS for w in _content(lead))
-                or not _WH_WORDS.isdisjoint(_WORD.findall(lead.lower()))
+                or _holds_wh(lead)
                 or _LEANING.search(lead))) or not (follows or _asks)(rest):
             return text
         text = rest
@@ -574,11 +574,11 @@ def need_of(message: str) -> Need:
     asking = [i for i, k in enumerate(kept) if k[1]]
     if not asking:
         return Need(_joined(k[0] for k in kept), False)
-    marked = {i for i in asking if len(asking) > 1 and _marked(said[i])}
-    if marked:  # beside a question, a sentence that asks only by a verb of asking sets it
-        # up ("Quick sanity check before I send an email. When did …?"): it is one of the
-        # sentences around the question, kept if it names something
-        asking = [i for i in asking if i in marked]
+    if len(asking) > 1 and any(_marked(said[i]) for i in asking):
+        # beside a question, a sentence that asks only by a verb of asking sets it up ("Quick
+        # sanity check before I send an email. When did …?"): it is one of the sentences
+        # around the question, kept if it names something
+        asking = [i for i in asking if _marked(said[i])]
     asides = [i for i, k in enumerate(kept) if not k[1] and _HAN.search(k[0])]
     if asides and not any(_HAN.search(kept[i][0]) for i in asking):
         # an English question among Chinese asides ("…?我需要这个信息写报告"): its names are
@@ -620,10 +620,14 @@ BARE = 400
 """The longest message (in characters) :func:`is_bare_question` reads."""
 
 
+def _holds_wh(text: str) -> bool:
+    """Whether ``text`` holds a question word (:data:`_WH_WORDS`) as a word of its own."""
+    return not _WH_WORDS.isdisjoint(_WORD.findall(text.lower()))
+
+
 def _marked(sentence: str) -> bool:
     """Whether ``sentence`` holds a question mark or a question word."""
-    return bool(_QUESTION.search(sentence)) or not _WH_WORDS.isdisjoint(
-        _WORD.findall(sentence.lower()))
+    return bool(_QUESTION.search(sentence)) or _holds_wh(sentence)
 
 
 def is_bare_question(message: str) -> bool:
@@ -689,9 +693,10 @@ def with_before(need: Need, before: str | Need | None) -> Need:
     words = said.text.split()
     named = _naming(words)
     short = len(_content(said.text)) <= SHORT
-    names = short and _only_names(words, named) and (not said.asks or (  # "And Caroline?"
-        said.leans and not said.refers and said.text.rstrip().endswith(("?", "？"))
-        and _WH_WORDS.isdisjoint(_WORD.findall(said.text.lower()))))
+    # a name asked about and nothing else ("And Caroline?"), no question of its own
+    name_asked = said.leans and not said.refers and not _holds_wh(said.text) \
+        and said.text.rstrip().endswith(("?", "？"))
+    names = short and _only_names(words, named) and (not said.asks or name_asked)
     if not (need.leans or need.refers or not said.asks or names):
         return need  # a turn that asked sets up only what leans or points back
     topic = short and (need.refers or names)

@@ -138,9 +138,14 @@ def test_a_turn_that_only_names_someone_sets_up_the_question_after_it(before: st
     assert need.text == "Melanie. when did she go to the LGBTQ support group?"
 
 
-def test_a_question_about_someone_named_sets_up_only_what_leans_on_it() -> None:
+@pytest.mark.parametrize("before", [
+    "Next one: Basel. What do we have on it?",
+    "Basel, which?",  # a question word: it asks something of its own
+    "And Basel there?",  # it points at a place
+])
+def test_a_question_about_someone_named_sets_up_only_what_leans_on_it(before: str) -> None:
     need = need_of("Quick check on damaged goods claims please, the client is chasing.")
-    assert with_before(need, "Next one: Basel. What do we have on it?") == need
+    assert with_before(need, before) == need
 
 
 @pytest.mark.parametrize("message, need", [
