@@ -150,7 +150,8 @@ def replay_one(replay: Replay, system: Any, budget: int, counter: Any) -> dict[s
     times: list[float] = []
     previous: dict[str, Any] | None = None
     last_role, last_user = "", ""
-    for msg in replay.messages:
+    sent: list[tuple[int, dict[str, Any]]] = []  # (messages added before it, request)
+    for i, msg in enumerate(replay.messages):
         if msg["role"] == "assistant" and last_role not in ("", "assistant"):
             t0 = time.perf_counter()
             payload, size = system.request(budget, last_user)
@@ -158,6 +159,7 @@ def replay_one(replay: Replay, system: Any, budget: int, counter: Any) -> dict[s
             series.append(prefix_reuse(previous, payload, counter))
             tokens.append(size)
             previous = payload
+            sent.append((i, payload))
         system.add(msg)
         last_role = msg["role"]
         if last_role == "user":
@@ -182,9 +184,46 @@ def replay_one(replay: Replay, system: Any, budget: int, counter: Any) -> dict[s
         if replay.questions else None,
         "questions": len(replay.questions),
         "build_ms": _spread(times[1:] or times),
+        "ceiling": round(ceiling(replay, sent, budget, counter), 4)
+        if system.name == "loomctx" else None,
         "per_build": [[r.reused, r.total] for r in series],
         "seconds": round(time.perf_counter() - start, 1),
     }
+
+
+def ceiling(replay: Replay, sent: list[tuple[int, dict[str, Any]]], budget: int,
+            counter: Any) -> float:
+    """The best mean reuse any window of the newest messages reaches on these requests, with
+    each message as loomctx's requests showed it (a tool's output cut) and no summary or
+    evidence (:func:`loomctx.eval.cache.reuse_ceiling`). A request's messages other than system
+    ones (summary, evidence, recall notes) are the replay's messages up to the request, newest
+    last."""
+    from loomctx.eval.cache import canonical, reuse_ceiling
+    from loomctx.tokens.registry import counter_for_model
+
+    chat = counter_for_model(MODEL).chat()
+    msgs = replay.messages
+    room: dict[int, int] = {}
+    reuse: dict[int, int] = {}
+    for end, payload in sent:
+        shown = [m for m in payload["messages"] if m.get("role") != "system"]
+        for k, m in enumerate(shown, start=end - len(shown)):
+            if k < 0 or msgs[k]["role"] != m.get("role") or \
+                    msgs[k].get("tool_call_id") != m.get("tool_call_id"):
+                raise SystemExit(f"{replay.name}: request at message {end} does not end with "
+                                 f"the replay's messages (message {k}); no ceiling")
+            room[k] = min(room.get(k, budget), chat.message(m))
+            reuse[k] = min(reuse.get(k, budget), counter.count(canonical(m)))
+    plain = [{k: v for k, v in m.items() if k not in ("id", "timestamp")} for m in msgs]
+    system = {"role": "system", "content": replay.system_prompt}
+    ends = [end for end, _ in sent]
+    return reuse_ceiling(
+        ends, [max(i for i in range(end) if msgs[i]["role"] == "user") for end in ends],
+        [room.get(i, chat.message(m)) for i, m in enumerate(plain)],
+        [reuse.get(i, counter.count(canonical(m))) for i, m in enumerate(plain)],
+        sum(counter.count(canonical(x)) for x in [*replay.tools, system]),
+        budget - chat.messages([system], replay.tools),
+        [m["role"] != "tool" for m in msgs])
 
 
 def _options(ap: argparse.ArgumentParser, given: list[str]) -> dict[str, float]:

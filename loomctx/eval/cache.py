@@ -20,6 +20,10 @@ The definition, kept simple enough to check by hand:
 
 The tokens are those of the JSON texts, not the provider's exact framing: the per-message
 framing is a few tokens a message, equal in both requests, and does not move the share much.
+
+:func:`reuse_ceiling` is the other side of the measure: the best mean share any window of a
+conversation's newest messages could reach on the same requests, so a replay's reuse can be read
+against what its messages allow, not only against another system's.
 """
 
 from __future__ import annotations
@@ -126,5 +130,64 @@ def summarize(series: Sequence[PrefixReuse]) -> dict[str, float | int]:
     }
 
 
-__all__ = ["SECTIONS", "PrefixReuse", "canonical", "prefix_reuse", "reuse_series", "segments",
-           "summarize"]
+def reuse_ceiling(ends: Sequence[int], inputs: Sequence[int], room_tokens: Sequence[int],
+                  reuse_tokens: Sequence[int], fixed: int, room: int,
+                  starts: Sequence[bool] | None = None) -> float:
+    """The best mean reuse (every request but the first, as :func:`summarize`) that a window of
+    the newest messages can reach on a replay: request ``j`` shows messages ``start_j ..
+    ends[j] - 1`` after a fixed part (tools, system prompt) that every request repeats, and the
+    start only moves forward. While the start stays, a request repeats the previous one up to
+    its last message; when it moves (a compaction), only the fixed part. No summary, no evidence
+    and knowledge of every later message: any window that also sends those reaches less.
+
+    - ``inputs[j]``: the newest message request ``j`` must show (the turn's user message);
+    - ``room_tokens[i]``: what message ``i`` takes of ``room`` (the budget, less the fixed part);
+    - ``reuse_tokens[i]``: its tokens as :func:`prefix_reuse` counts them; ``fixed`` likewise;
+    - ``starts[i]``: whether a window may start at message ``i`` (not inside a tool call's
+      results); every message may by default.
+
+    An exact dynamic programme over (request, start): O(requests × messages). Raises
+    ``ConfigError`` when the inputs disagree or some request's newest messages alone exceed
+    ``room`` (no window holds them)."""
+    n = len(room_tokens)
+    if len(reuse_tokens) != n or (starts is not None and len(starts) != n):
+        raise ConfigError(f"room_tokens, reuse_tokens and starts need one entry per message, "
+                          f"got {n}, {len(reuse_tokens)} and "
+                          f"{n if starts is None else len(starts)}")
+    if len(ends) < 2 or len(inputs) != len(ends):
+        raise ConfigError(f"a ceiling needs two requests or more and one input per request, got "
+                          f"{len(ends)} requests and {len(inputs)} inputs")
+    if any(not 0 <= inputs[j] < ends[j] <= n for j in range(len(ends))) or any(
+            a > b for a, b in zip(ends, ends[1:], strict=False)):
+        raise ConfigError("each request needs 0 <= input < end <= messages, ends never going "
+                          f"back; got ends {list(ends)[:8]}… and inputs {list(inputs)[:8]}…")
+    room_at, reuse_at = [0], [0]
+    for a, b in zip(room_tokens, reuse_tokens, strict=True):
+        room_at.append(room_at[-1] + a)
+        reuse_at.append(reuse_at[-1] + b)
+    none = float("-inf")
+    best: list[float] | None = None  # best summed share so far, by where the window starts
+    for j, (end, last) in enumerate(zip(ends, inputs, strict=True)):
+        now = [none] * n
+        run = none  # the best of the previous request over the starts before this one
+        for s in range(last + 1):
+            before = best[s - 1] if best is not None and s else none
+            run = max(run, before)
+            if (starts is not None and not starts[s]) or room_at[end] - room_at[s] > room:
+                continue
+            if best is None:
+                now[s] = 0.0
+                continue
+            total = fixed + reuse_at[end] - reuse_at[s]
+            kept = best[s] + (fixed + reuse_at[min(ends[j - 1], end)] - reuse_at[s]) / total \
+                if best[s] > none and ends[j - 1] > s else none
+            now[s] = max(kept, run + fixed / total if run > none else none)
+        if max(now, default=none) == none:
+            raise ConfigError(f"request {j}: its newest messages (from {last} to {end - 1}) "
+                              f"take more than the room of {room} tokens; no window holds them")
+        best = now
+    return max(best or [0.0]) / (len(ends) - 1)
+
+
+__all__ = ["SECTIONS", "PrefixReuse", "canonical", "prefix_reuse", "reuse_ceiling",
+           "reuse_series", "segments", "summarize"]

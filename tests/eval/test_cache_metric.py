@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 from collections.abc import Sequence
 from typing import Any
 
@@ -12,6 +13,7 @@ from loomctx.eval.cache import (
     PrefixReuse,
     canonical,
     prefix_reuse,
+    reuse_ceiling,
     reuse_series,
     segments,
     summarize,
@@ -152,3 +154,62 @@ def test_series_and_summary() -> None:
     assert series[2].total == len('{"content":"zzz","role":"user"}')
     with pytest.raises(ConfigError):
         summarize(series[:1])
+
+
+def _schedules(ends: Sequence[int], inputs: Sequence[int], room: int, sizes: Sequence[int],
+               ) -> list[list[int]]:
+    """Every start sequence (never going back) whose windows fit ``room``."""
+    out: list[list[int]] = [[]]
+    for end, last in zip(ends, inputs, strict=True):
+        out = [s + [k] for s in out for k in range(s[-1] if s else 0, last + 1)
+               if sum(sizes[k:end]) <= room]
+    return out
+
+
+def _mean_by_hand(starts: list[int], ends: Sequence[int], sizes: Sequence[int], fixed: int,
+                  ) -> float:
+    shares = []
+    for j in range(1, len(ends)):
+        total = fixed + sum(sizes[starts[j]:ends[j]])
+        kept = fixed + (sum(sizes[starts[j]:ends[j - 1]]) if starts[j] == starts[j - 1] else 0)
+        shares.append(kept / total)
+    return sum(shares) / len(shares)
+
+
+def test_the_ceiling_is_the_best_of_every_window_schedule() -> None:
+    rng = random.Random(7)
+    for _ in range(200):
+        n = rng.randint(3, 9)
+        sizes = [rng.randint(1, 30) for _ in range(n)]
+        ends = sorted(rng.sample(range(1, n + 1), rng.randint(2, min(5, n))))
+        inputs = [rng.randint(max(0, e - 2), e - 1) for e in ends]
+        room = rng.randint(max(sizes), sum(sizes))
+        fixed = rng.randint(0, 20)
+        schedules = _schedules(ends, inputs, room, sizes)
+        if not schedules:
+            with pytest.raises(ConfigError, match="no window holds them"):
+                reuse_ceiling(ends, inputs, sizes, sizes, fixed, room)
+            continue
+        best = max(_mean_by_hand(s, ends, sizes, fixed) for s in schedules)
+        assert reuse_ceiling(ends, inputs, sizes, sizes, fixed, room) == pytest.approx(best)
+
+
+def test_the_ceiling_by_hand_a_window_that_cannot_show_all() -> None:
+    # three requests over messages of 10 tokens and a fixed part of 5; the third cannot show
+    # all four (room 30). Best: leave message 0 out from the first request and never compact
+    ends, inputs, sizes = [2, 3, 4], [1, 2, 3], [10, 10, 10, 10]
+    assert reuse_ceiling(ends, inputs, sizes, sizes, 5, 30) == pytest.approx(
+        (15 / 25 + 25 / 35) / 2)
+    # no window may start at message 1 (a tool's result): start at 0, then compact to message
+    # 3 at the last request (which then repeats only the fixed part)
+    assert reuse_ceiling(ends, inputs, sizes, sizes, 5, 30, [True, False, True, True]) == \
+        pytest.approx((25 / 35 + 5 / 15) / 2)
+
+
+def test_the_ceiling_refuses_inputs_that_disagree() -> None:
+    with pytest.raises(ConfigError, match="one entry per message"):
+        reuse_ceiling([1, 2], [0, 1], [1, 1], [1], 0, 10)
+    with pytest.raises(ConfigError, match="two requests or more"):
+        reuse_ceiling([1], [0], [1], [1], 0, 10)
+    with pytest.raises(ConfigError, match="ends never going back"):
+        reuse_ceiling([2, 1], [0, 0], [1, 1], [1, 1], 0, 10)
