@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping, Sequence
+from itertools import pairwise
 from typing import Any, NamedTuple
 
 from loomctx.errors import ConfigError
@@ -158,7 +159,7 @@ def reuse_ceiling(ends: Sequence[int], inputs: Sequence[int], room_tokens: Seque
         raise ConfigError(f"a ceiling needs two requests or more and one input per request, got "
                           f"{len(ends)} requests and {len(inputs)} inputs")
     if any(not 0 <= inputs[j] < ends[j] <= n for j in range(len(ends))) or any(
-            a > b for a, b in zip(ends, ends[1:], strict=False)):
+            a > b for a, b in pairwise(ends)):
         raise ConfigError("each request needs 0 <= input < end <= messages, ends never going "
                           f"back; got ends {list(ends)[:8]}… and inputs {list(inputs)[:8]}…")
     room_at, reuse_at = [0], [0]

@@ -93,6 +93,11 @@ _ASKING_TERMS = _ASKING_ALL - _CHATTER_TERMS
 _FRAMES_EN = (
     r"(?:hi|hey|hello|ok(?:ay)?|so|well|also|and|oh|btw|by the way|anyway|quick question"
     r"|one more thing|actually|now|next|right|alright|great|thanks(?: in advance)?)\b[,!.:;-]*",
+    r"(?:(?:i|we)(?:'d|’d| would)(?: really| so)? (?:appreciate it|love it|be (?:so |really "
+    r"|very )?(?:grateful|thankful|glad|happy))|it(?:'d|’d| would) be (?:great|nice|awesome"
+    r"|helpful|lovely|super helpful)) if you (?:could|can|would|might)(?: please| kindly)?",
+    # courtesy before the request ("I'd appreciate it if you could tell me …"): a frame only
+    # with the request after it
     r"(?:can|could|would|will) you (?:please |kindly )?(?:tell|remind|show|give|help|let)"
     r" me(?: know)?(?: (?:about|with|of|on))?",
     r"(?:can|could|would|will) you (?:please |kindly )?(?:find out|look up|check|figure out"
@@ -272,9 +277,13 @@ _ASKS_WH = re.compile(  # what asks with a question word (or "if", "whether")
     # ", which is near the station")
     r"|\b(?:what|when|where|who|which|how|whether)\s+to\s+\w"  # "what to tell the customer"
     r"|\b(?:is|are|was|were|has|have|had|won|in|on|at|for|from|by|under|since|until|during|of"
-    r"|with)\s+(?:what|which|whose|how many|how much)\s+(?!(?:is|are|was|were|i|you|we|he|she"
-    r"|they|it|the|a|an|my|your|our|his|her|their|its|this|that|these|those)\b)\w"
-    # asked in place: "she moved to Lyon in what year" (not "here is what my app exported")
+    r"|with|(?:known|called|named|described|served|ranked|listed|billed|regarded)\s+as)\s+"
+    r"(?:what|which|whose|how many|how much)\s+(?!(?:is|are|was|were|i|you|we|he|she|they|it"
+    r"|the|a|an|my|your|our|his|her|their|its|this|that|these|those)\b)\w"
+    # asked in place: "she moved to Lyon in what year", "known as what from 1988" (not "here
+    # is what my app exported", "such as which products they buy")
+    r"|\b(?:by|from|with|to|for|at|in|on)\s+(?:who|whom|what|where|which)"
+    r"(?:\s+(?:pls|please|plz|exactly|again))?\W*$"  # last: "the group was formed by who"
     r"|\b" + _DIRECT.pattern,  # a question asked as such inside a sentence ("I'm blanking on
     # when did …")
     re.IGNORECASE)
@@ -332,13 +341,13 @@ _WH_LEAD = re.compile(
 _LEAD_SPLIT = re.compile(r"[\s'’-]+")
 _FRAME_ASKING = ASKING | frozenset("""
 jog reminder refresher recap verify pull dig fetch retrieve lookup clarify figure work hunt track
-fill
+fill pin nail
 """.split())  # noqa: SIM905 (a word list reads best as text)
 """Words that ask in a request frame of any wording (:func:`_wh_framed`), and their -ing forms
 (:func:`_base`)."""
 _FRAME_WORDS = _FRAME_ASKING | frozenset(["need", "want", "wanna", "try", "trying", "tried",
                                           "quickly", "briefly", "history", "records", "favour",
-                                          "favor"])
+                                          "favor", "grateful"])
 """Words a request frame of any wording is made of, besides small talk and words that only
 join."""
 _FRAME_ALONE = frozenset("""
@@ -347,9 +356,10 @@ tell remind check confirm verify recall remember recap clarify find search refre
 """The words that are a request frame alone ("Confirm when …"; not "Look how cute it is")."""
 _PARTICLES = {"look": {"up", "into", "through", "over", "for"}, "show": {"me", "us"},
               "figure": {"out"}, "work": {"out"}, "fill": {"me", "us"}, "hunt": {"down"},
-              "track": {"down"}}
-"""Words that ask only with one of these after them ("Look into when …", "Show me where …"; not
-"Look at how my car looks", "Show how their actions affect …")."""
+              "track": {"down"}, "pin": {"down"}, "nail": {"down"}}
+"""Words that ask only with one of these after them ("Look into when …", "Show me where …",
+"Help me pin down when …"; not "Look at how my car looks", "Show how their actions affect …",
+"I pinned it to the board")."""
 _YOU_AND_DETERMINERS = frozenset("""
 you you're you'd you'll the a an my our your his her their
 """.split())  # noqa: SIM905
@@ -360,7 +370,8 @@ _NOT_FRAME_START = _YOU_AND_DETERMINERS | _ASKERS | {"i'll"}
 "The Wonder Who?"); it frames nothing, but "I need …", "I forgot …" and the asker setting out
 to find out (:func:`_to_find_out`) do."""
 _FIND_OUT = frozenset("""
-know find check confirm verify recall remember figure work look dig hunt track search clarify
+know find check confirm verify recall remember figure work look dig hunt track search clarify pin
+nail
 """.split())  # noqa: SIM905
 """The verbs of finding out that, after "to", make a lead of the asker's a request ("I was
 trying to work out when …", "I have to know where …"; not "I know what you mean")."""
@@ -690,9 +701,10 @@ def with_before(need: Need, before: str | Need | None) -> Need:
     # A turn that only names something ("Now, Oregon.", "And Caroline?") sets up what
     # follows; a short turn that asked or said something else ("Expand it with bullet
     # points") only for what points back at it ("how long did I stay there?").
-    words = said.text.split()
+    text = _SHIFT.sub("", said.text, count=1)
+    words = text.split()
     named = _naming(words)
-    short = len(_content(said.text)) <= SHORT
+    short = len(_content(text)) <= SHORT
     # a name asked about and nothing else ("And Caroline?"), no question of its own
     name_asked = said.leans and not said.refers and not _holds_wh(said.text) \
         and said.text.rstrip().endswith(("?", "？"))
@@ -702,8 +714,18 @@ def with_before(need: Need, before: str | Need | None) -> Need:
     topic = short and (need.refers or names)
     if not (need.leans or topic):
         return need
-    earlier = _topic(said.text, words, named)
+    earlier = _topic(text, words, named) or _time_topic(said.text)
     return need._replace(text=_joined([earlier, need.text])) if earlier else need
+
+
+_SHIFT = re.compile(
+    r"^\W*(?:(?:ok(?:ay)?|so|and|now|alright|right|then)\W+){0,2}(?:(?:let'?s|let us)\s+)?"
+    r"(?:(?:mov(?:e|ing)|turn(?:ing)?|switch(?:ing)?|jump(?:ing)?|skip(?:ping)?|head(?:ing)?"
+    r"|go(?:ing)?|get(?:ting)?|com(?:e|ing))\s+(?:on\s+|back\s+|over\s+|ahead\s+)?(?:to|onto)"
+    r"|(?:i(?:'ve|’ve| have)?\s+)?(?:got|have)\s+(?:a|an|one|another)"
+    r"(?:\s+(?:more|quick|small|little|last))?)\s+(?=\S)", re.IGNORECASE)
+"""How a turn moves to a topic or announces a question about one ("Moving on to the evening.",
+"Let's turn to Oregon.", "Got a Caroline question."): the words that name the topic follow."""
 
 
 _DETERMINERS = frozenset("""

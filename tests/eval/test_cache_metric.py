@@ -161,7 +161,7 @@ def _schedules(ends: Sequence[int], inputs: Sequence[int], room: int, sizes: Seq
     """Every start sequence (never going back) whose windows fit ``room``."""
     out: list[list[int]] = [[]]
     for end, last in zip(ends, inputs, strict=True):
-        out = [s + [k] for s in out for k in range(s[-1] if s else 0, last + 1)
+        out = [[*s, k] for s in out for k in range(s[-1] if s else 0, last + 1)
                if sum(sizes[k:end]) <= room]
     return out
 

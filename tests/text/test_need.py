@@ -256,6 +256,11 @@ def test_a_short_follow_up_on_that_leans_on_the_turn_before() -> None:
     # a part of the day, the topic (not a greeting)
     ("Quick thing about the evening.", "the evening."),
     ("Going back to the weekend.", "the weekend."),
+    # how a turn moves to its topic names nothing
+    ("Moving on to the evening.", "the evening."),
+    ("Let's turn to Hamburg.", "Hamburg."),
+    ("Got a Melanie question.", "Melanie."),
+    ("I have one more question about the SHP-40233 shipment.", "the SHP-40233 shipment."),
     # words that say more than a topic stand whole
     ("I am flying to Hamburg next week with Anna.", "I am flying to Hamburg next week with Anna."),
     ("我有个问题，关于上海的仓库。", "我有个问题，关于上海的仓库。"),
@@ -376,6 +381,11 @@ def test_a_lead_of_small_talk_and_asking_before_a_colon_makes_what_follows_ask(
 @pytest.mark.parametrize(("message", "asks"), [
     ("Melanie moved to Lyon in what year", True),  # asked in place
     ("The Argentine record holder has won how many tournaments", True),
+    ("The conference was formerly known as what from 1988 to 1996", True),
+    ("The debut album is by a group that was formed by who pls", True),  # last in its sentence
+    ("Onika Maraj is a judge on a show hosted by whom.", True),
+    ("Customers can filter, such as which products they buy most.", False),
+    ("It is the same as what you said.", False),
     ("hey so um what was the name of that restaurant we talked about", True),
     ("whats the gate code", True),
     ("need the gate code for the Hamburg depot", True),
@@ -452,6 +462,13 @@ def test_a_lead_clause_of_small_talk_goes_from_what_asks(message: str, need: str
     ("Just checking, what kind of classes has Audrey joined.",  # a frame before a comma
      "what kind of classes has Audrey joined."),
     ("Digging for where Melanie camped.", "where Melanie camped."),
+    ("Help me pin down when Jon lost his job.", "when Jon lost his job."),  # with its particle
+    ("Help me nail down where Melanie camped.", "where Melanie camped."),
+    # courtesy before the request
+    ("I'd appreciate it if you could tell me when Jon lost his job.", "when Jon lost his job."),
+    ("We'd be so grateful if you could check where Melanie camped.", "where Melanie camped."),
+    ("It would be great if you could remind me how many kids Melanie has.",
+     "how many kids Melanie has."),
     # the asker's own lead, when it sets out to find out
     ("I was trying to work out when Jon lost his job.", "when Jon lost his job."),
     ("I have to know where Melanie camped.", "where Melanie camped."),
@@ -468,6 +485,7 @@ def test_a_request_frame_of_any_wording_goes_from_what_it_asks(message: str, nee
     "I tried to work what I learned into the book.",  # "work" without "out" finds nothing
     "I'd like to work on what we discussed.",
     "Fill in when Caroline is away.",  # "fill" asks only as "fill me in"
+    "Help me pin where the poster goes.",  # "pin" asks only as "pin down"
     "Other than racing, what sport does the champion practice?",  # a topic before a comma
     "Look how cute it is.",  # one word that asks nothing alone
     "Look how dark it was!",  # an exclamation
@@ -479,6 +497,11 @@ def test_a_request_frame_of_any_wording_goes_from_what_it_asks(message: str, nee
 ])
 def test_a_lead_that_says_or_names_something_is_no_frame(message: str) -> None:
     assert need_of(message).text == message
+
+
+def test_courtesy_without_a_request_after_it_asks_nothing() -> None:
+    assert not need_of("I'd be happy if you could come on Friday.").asks
+    assert not need_of("It would be great if you could join us in Lyon.").asks
 
 
 @pytest.mark.parametrize(("message", "asks"), [
