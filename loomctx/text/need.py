@@ -8,20 +8,20 @@ question mark is no guide either: a request has none, and chatter can ask ("How 
 
 :func:`need_text` keeps, sentence by sentence, what names something: a sentence whose every
 content word is small talk (:data:`CHATTER`) goes, request frames at a sentence's start ("tell
-me", "can you remind me", "I need to know", "请帮我查一下", and any lead of words of asking right
-before a question word or a colon: "Jog my memory on when …") and courtesies at its end ("if you
-can", "thanks") are cut. The sentences that ask (a request frame, an interrogative word, a
-question mark; beside one with a question mark or word, one that asks only by a verb of
-asking is among those around it) are the need, with the sentences around them that name
-something (a name, a number, the conversation's past) and all of them when what asks leans on
-them ("What did she research?"), nearest first, up to :data:`MAX_WORDS`; a sentence about
-the asker's day ("I am putting together notes for the team") goes, and so does a clause
-before what asks made only of small talk and asking words ("Hmm, when …", "Quick one —
-what …"). Where Chinese and English meet at a full-width comma or colon, a clause made only
-of asking words (:data:`ASKING`: "我有个 question：", "我忘了") goes too, one after
-what it asks about ("…，能告诉我吗") makes that ask, and beside an English question a
-Chinese aside about the asker names nothing; a pointer at the past ("I wanted to follow up
-on our previous conversation about …") leaves its topic. A question word asks at a
+me", "can you remind me", "I need to know", "I'd appreciate it if you could tell me",
+"请帮我查一下", and any lead of words of asking right before a question word or a colon: "Jog
+my memory on when …") and courtesies at its end ("if you can", "thanks") are cut. The sentences
+that ask (a request frame, an interrogative word, a question mark; beside one with a question
+mark or word, one that asks only by a verb of asking is among those around it) are the need,
+with the sentences around them that name something (a name, a number, the conversation's past)
+and all of them when what asks leans on them ("What did she research?"), nearest first, up to
+:data:`MAX_WORDS`; a sentence about the asker's day ("I am putting together notes for the
+team") goes, and so does a clause before what asks made only of small talk and asking words
+("Hmm, when …", "Quick one — what …"). Where Chinese and English meet at a full-width comma or
+colon, a clause made only of asking words (:data:`ASKING`: "我有个 question：", "我忘了") goes
+too, one after what it asks about ("…，能告诉我吗") makes that ask, and beside an English
+question a Chinese aside about the asker names nothing; a pointer at the past ("I wanted to
+follow up on our previous conversation about …") leaves its topic. A question word asks at a
 sentence's start or after a verb of knowing ("I forget where …"), not inside any clause ("a
 library for when I have kids"). A message where nothing asks is its own need. A message of
 small talk only has no need: :func:`need_text` returns an empty string, and a turn made of it
