@@ -106,8 +106,9 @@ _FRAMES_EN = (
     r"(?: again)?(?: (?:about|with|of|on))?",
     r"(?:please |pls |kindly )?(?:find out|look up|check|figure out|recall|remember|pull up"
     r"|dig up|confirm|refresh my memory(?: on| about)?)(?: for me)?",
-    r"(?:i|we)(?: really)?(?: need| want| would like|'d like| would love|'d love| wanna| have)"
-    r" to (?:know|find out|check|confirm|understand|hear|figure out)(?: about)?",
+    r"(?:i|we)(?: really)?(?:(?: need| want| would like|'d like| would love|'d love| have) to"
+    r"| wanna| gotta) (?:know|find out|check|confirm|understand|hear|figure out)(?: about)?",
+    r"(?:please |pls |kindly )?see if you (?:can|could)",  # with the request after it
     r"i(?:'m| am) trying to (?:remember|recall|figure out|find out|work out)(?: about)?",
     r"i(?:'m| am) (?:wondering|curious|trying to remember|not sure)(?: about)?",
     r"i (?:was )?(?:wondering|wonder)(?: about| if| whether)?",

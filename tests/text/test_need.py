@@ -462,6 +462,8 @@ def test_a_lead_clause_of_small_talk_goes_from_what_asks(message: str, need: str
     ("Just checking, what kind of classes has Audrey joined.",  # a frame before a comma
      "what kind of classes has Audrey joined."),
     ("Digging for where Melanie camped.", "where Melanie camped."),
+    ("See if you can find out when Jon lost his job.", "when Jon lost his job."),
+    ("I wanna know where Melanie camped.", "where Melanie camped."),
     ("Help me pin down when Jon lost his job.", "when Jon lost his job."),  # with its particle
     ("Help me nail down where Melanie camped.", "where Melanie camped."),
     # courtesy before the request
@@ -502,6 +504,9 @@ def test_a_lead_that_says_or_names_something_is_no_frame(message: str) -> None:
 def test_courtesy_without_a_request_after_it_asks_nothing() -> None:
     assert not need_of("I'd be happy if you could come on Friday.").asks
     assert not need_of("It would be great if you could join us in Lyon.").asks
+    assert not need_of("See if you can come on Friday.").asks
+    assert need_of("I wanna go to Lyon.") == need_of("I wanna go to Lyon.")._replace(
+        text="I wanna go to Lyon.", asks=False)
 
 
 @pytest.mark.parametrize(("message", "asks"), [
