@@ -134,7 +134,8 @@ _FRAME = re.compile(
     r"^\s*(?:(?:" + "|".join(_FRAMES_EN) + r")(?:\b|(?<=:))\s*[,:;]?\s*)+", re.IGNORECASE)
 _FRAME_ZH = re.compile(r"^\s*(?:(?:" + "|".join(_FRAMES_ZH) + r")\s*[,，:：]?\s*)+")
 _TAIL = re.compile(
-    r"(?:[,;]?\s*(?:please|pls|(?:thanks|thank you|thx)(?: in advance)?|cheers|if you (?:can"
+    r"(?:[,;]?\s*(?:please|pls|(?:thanks|thank you|thx)(?: in advance)?|cheers|(?:but |so |and )?"
+    r"here goes|if you (?:can"
     r"|could|know|remember|have it|still have it|find it|don't mind)(?: (?:find|recall"
     r"|remember) it)?|for me"
     r"|by any chance|real quick)\b)+\s*[.!?]*\s*$", re.IGNORECASE)
@@ -152,7 +153,7 @@ def _words(*words: str) -> re.Pattern[str]:
 # A pattern anchored at the end is tried from every position of the text: each tail is cut
 # only from a text that may hold one of its words, which every match needs (:func:`_may_hold`).
 _TAIL_WORDS = _words("please", "pls", "thank", "thx", "cheers", "if you", "for me",
-                     "by any chance", "real quick")
+                     "by any chance", "real quick", "here goes")
 _TAIL_ZH_CHARS = frozenset("谢麻吗吧呢啊呀")
 _SENTENCES = re.compile(  # a full-width comma or colon where the script switches ends a clause
     r"(?<=[.!?。！？…～])\s+|(?<=[。！？])"

@@ -36,6 +36,8 @@ from loomctx.text.need import (
      "Which US state does Audrey live in."),  # where to look names nothing
     ("Can you search the history for the gate code?",
      "Can you search the history for the gate code?"),  # what is looked for is the need
+    ("Not sure if you can help but here goes. When is the Hamburg pickup?",
+     "When is the Hamburg pickup?"),  # "here goes" only announces what follows
 ])
 def test_the_need_is_what_asks_without_frames_and_small_talk(message: str, need: str) -> None:
     assert need_text(message) == need
