@@ -270,15 +270,18 @@ def _embedder(kind: str) -> Any:
 
 
 def _table(runs: list[dict[str, Any]]) -> str:
-    lines = ["| replay | budget | system | builds | mean reuse | min reuse | mean tokens | "
-             "recall, question / turn (questions) | warm build ms, median (p25-p75) |",
-             "|---|---:|---|---:|---:|---:|---:|---:|---:|"]
+    lines = ["| replay | budget | system | builds | mean reuse | ceiling | min reuse | "
+             "mean tokens | recall, question / turn (questions) | "
+             "warm build ms, median (p25-p75) |",
+             "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|"]
     for r in runs:
         recall = "n/a" if r["recall"] is None else \
             f"{r['recall']:.2f} / {r['turn_recall']:.2f} ({r['questions']})"
         ms = r["build_ms"]
         lines.append(f"| {r['replay']} | {r['budget']:,} | {r['system']} | {r['builds']} | "
-                     f"{r['mean_reuse']:.2f} | {r['min_reuse']:.2f} | {r['mean_tokens']:,.0f} | "
+                     f"{r['mean_reuse']:.2f} | "
+                     f"{'n/a' if r.get('ceiling') is None else format(r['ceiling'], '.2f')} | "
+                     f"{r['min_reuse']:.2f} | {r['mean_tokens']:,.0f} | "
                      f"{recall} | {ms['median']:.1f} ({ms['p25']:.1f}-{ms['p75']:.1f}) |")
     return "\n".join(lines)
 

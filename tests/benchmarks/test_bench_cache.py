@@ -164,6 +164,11 @@ def test_quick_run_end_to_end(tmp_path: Path) -> None:
         assert f"| {replay} | {budget:,} | {system} |" in proc.stdout
         assert run["builds"] == len(run["per_build"]) >= 2
         assert 0.0 <= run["min_reuse"] <= run["mean_reuse"] <= 1.0
+        if system == "loomctx":  # no window of the same messages reuses more (the few
+            # tokens two messages' JSON texts share at their start aside)
+            assert run["mean_reuse"] <= run["ceiling"] + 0.01 <= 1.01
+        else:
+            assert run["ceiling"] is None
         assert all(0 <= reused <= total for reused, total in run["per_build"])
         assert run["over_budget"] == 0 and run["max_tokens"] <= budget
         ms = run["build_ms"]
