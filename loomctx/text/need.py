@@ -329,6 +329,21 @@ def _content(sentence: str) -> list[str]:
     return [w for w in tokenize(sentence, drop_stopwords=True) if w not in _CHATTER_TERMS]
 
 
+_DAYS = frozenset(t for w in ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday",
+                              "sunday") for t in tokenize(w))
+_GREETS = frozenset(t for w in ("happy", "ugh", "finally", "yay", "hooray", "tgif")
+                    for t in tokenize(w))
+
+
+def _only_a_day(sentence: str, content: list[str]) -> bool:
+    """Whether a sentence that does not ask only greets or sighs at a weekday ("Happy Friday!",
+    "Ugh, Mondays."): its content words weekdays, said with a word of greeting or sighing (not
+    "On Monday.", "We met on Monday.", which say when, or "Thinking about Fridays again.", a
+    topic)."""
+    return all(w in _DAYS or w in _GREETS for w in content) and any(
+        w in _DAYS for w in content) and any(w in _GREETS for w in tokenize(sentence))
+
+
 _FRAMES_ASK = re.compile(
     r"tell|remind|show|give|let|find|look|check|figure|recall|remember|pull|dig|confirm"
     r"|refresh|know|wonder|curious|question|idea|查|看|找|确认|回忆|说|讲|告诉|提醒|知道|了解|问|记得",
@@ -553,6 +568,8 @@ def need_of(message: str) -> Need:
         if asks:  # "Hmm, when …", "Quick one — what …": the lead goes, not what asks
             text = _unled(text)
         content = _content(text)
+        if not asks and content and _only_a_day(sentence, content):
+            content = []  # "Happy Friday!", "Ugh, Mondays.": small talk about the day
         # a request frame alone ("Check for me:"), or a lead of small talk and words of
         # asking that asks and introduces what follows ("quick check 一下："; not "I'll
         # check those out."): what follows is what it asks

@@ -38,6 +38,12 @@ from loomctx.text.need import (
      "Can you search the history for the gate code?"),  # what is looked for is the need
     ("Not sure if you can help but here goes. When is the Hamburg pickup?",
      "When is the Hamburg pickup?"),  # "here goes" only announces what follows
+    ("Happy Friday! When is the Hamburg pickup?", "When is the Hamburg pickup?"),
+    ("Ugh, Mondays. When is the Hamburg pickup?", "When is the Hamburg pickup?"),
+    # a weekday that says when, or a topic, stays
+    ("We met on Monday. What did we decide?", "We met on Monday. What did we decide?"),
+    ("Thinking about Fridays again. What did we decide?",
+     "Thinking about Fridays again. What did we decide?"),
 ])
 def test_the_need_is_what_asks_without_frames_and_small_talk(message: str, need: str) -> None:
     assert need_text(message) == need
