@@ -364,7 +364,7 @@ fill pin nail
 (:func:`_base`)."""
 _FRAME_WORDS = _FRAME_ASKING | frozenset(["need", "want", "wanna", "try", "trying", "tried",
                                           "quickly", "briefly", "history", "records", "favour",
-                                          "favor", "grateful"])
+                                          "favor"])
 """Words a request frame of any wording is made of, besides small talk and words that only
 join."""
 _FRAME_ALONE = frozenset("""
@@ -376,7 +376,7 @@ _PARTICLES = {"look": {"up", "into", "through", "over", "for"}, "show": {"me", "
               "track": {"down"}, "pin": {"down"}, "nail": {"down"}}
 """Words that ask only with one of these after them ("Look into when …", "Show me where …",
 "Help me pin down when …"; not "Look at how my car looks", "Show how their actions affect …",
-"I pinned it to the board")."""
+"Help me pin where the poster goes")."""
 _YOU_AND_DETERMINERS = frozenset("""
 you you're you'd you'll the a an my our your his her their
 """.split())  # noqa: SIM905
