@@ -180,8 +180,9 @@ def reuse_ceiling(ends: Sequence[int], inputs: Sequence[int], room_tokens: Seque
                 now[s] = 0.0
                 continue
             total = fixed + reuse_at[end] - reuse_at[s]
-            kept = best[s] + (fixed + reuse_at[min(ends[j - 1], end)] - reuse_at[s]) / total \
-                if best[s] > none and ends[j - 1] > s else none
+            # the start stayed: the previous request repeats up to its last message
+            kept = best[s] + (fixed + reuse_at[ends[j - 1]] - reuse_at[s]) / total \
+                if best[s] > none else none
             now[s] = max(kept, run + fixed / total if run > none else none)
         if max(now, default=none) == none:
             raise ConfigError(f"request {j}: its newest messages (from {last} to {end - 1}) "
