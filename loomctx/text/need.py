@@ -48,6 +48,9 @@ SHORT = 3
 """What asks with a pronoun for its subject and at most this many content words leans on what
 was said before it ("how did they feel about it?"); a longer question carries its own subject
 ("What is the total time it takes me to get to work?")."""
+TAIL_CHARS = 256
+"""The most characters of a sentence's end a closing courtesy is looked for in (a longer
+courtesy loses only its start: "… please please please")."""
 LEADS = 3
 """The most clauses of small talk cut before what asks ("So, um, well, what …"): each is read
 against the rest of the sentence, so a sentence of many commas costs a bounded number of reads."""
@@ -241,7 +244,7 @@ _AUX = (r"(?:did|does|do|is|are|was|were|has|have|had|can|could|would|will|shoul
         r"|might|am)\b")
 _ASKS_START = re.compile(  # what asks at a message's start (used with ``match``)
     _AUX
-    + r"|\W*(?:\S+\s+){0,4}?(?:tell|remind|know|find|look|check|recall|remember|confirm"
+    + r"|\W{0,16}(?:\S{1,40}\s+){0,4}?(?:tell|remind|know|find|look|check|recall|remember|confirm"
     r"|figure|wonder|wondering|curious|ask|asking)\b"  # a request for what is known, up front
     r"|\W*(?:please\s+)?(?:suggest|recommend|list|name|summari[sz]e|describe|explain|give|share"
     r"|show|compare)\b",  # a request to be answered
@@ -479,18 +482,22 @@ def _unframed(sentence: str) -> tuple[str, bool]:
         if asked is None:
             break
         cut, framed = asked, True
-    if _may_hold(cut, _TAIL_WORDS):
-        cut = _TAIL.sub("", cut)
-    if not _TAIL_ZH_CHARS.isdisjoint(cut):
-        cut = _TAIL_ZH.sub("", cut)
+    # a closing courtesy is short: the patterns anchored at the end are tried from each
+    # position of the text's last TAIL_CHARS only, not of all of it
+    if _may_hold(cut[-TAIL_CHARS:], _TAIL_WORDS):
+        cut = cut[:-TAIL_CHARS] + _TAIL.sub("", cut[-TAIL_CHARS:])
+    if not _TAIL_ZH_CHARS.isdisjoint(cut[-TAIL_CHARS:]):
+        cut = cut[:-TAIL_CHARS] + _TAIL_ZH.sub("", cut[-TAIL_CHARS:])
     return cut.strip(), framed
 
 
 _MARKERS = frozenset(["i mean", "you know", "i guess"])
 """Clauses that only mark what follows as said again or said loosely ("I mean, when did she
 …"): a lead of small talk, whatever their words."""
-_CLAUSE_END = re.compile(r"\s*(?:[,;:]|\s[-–—]+|[–—]+)\s*")
-"""Where a clause ends inside a sentence: a comma, colon or semicolon, or a dash."""
+_CLAUSE_END = re.compile(r"(?<!\s)\s*(?:[,;:]|\s[-–—]+|[–—]+)\s*")
+"""Where a clause ends inside a sentence: a comma, colon or semicolon, or a dash (a match
+starts only where a run of blanks does: tried from each blank of a long run, a search would
+read the run to its end from every one)."""
 
 
 def _unled(text: str, follows: Callable[[str], object] | None = None) -> str:
@@ -516,6 +523,54 @@ def _unled(text: str, follows: Callable[[str], object] | None = None) -> str:
             return asked  # "I forgot, remind me when …": the frame after the small talk
             # (:func:`_unframed` read the text before any clause went)
     return text
+
+
+_PAREN_END = re.compile(r"\(([^()]*)\)[\s.!?]*$")  # no blank before "(": a search from
+# each blank of a long run would read the run to its end
+"""A closing aside in parentheses ("… (asking for a friend)")."""
+_PROMISE = re.compile(r"\b(?:i|we)(?:'ll|’ll| will| shall)\b", re.IGNORECASE)
+"""A clause where the speaker promises ("…, I'll be sure to let you know") says something."""
+_TAIL_ASKS = re.compile(
+    r"\b(?:tell|remind|show|check|confirm|recall|remember|find|look|dig|pull|refresh)\b"
+    r"|\bdo you (?:happen to )?know\b|\bany idea\b", re.IGNORECASE)
+"""What makes a request frame after a statement ask for it ("The carrier for SHP-40233 -
+remind me"; not "If you need any help, let me know", an offer)."""
+
+
+def _untailed(text: str, framed: bool) -> tuple[str, bool]:
+    """``text`` without the clauses after it that hold only words of asking and small talk,
+    after a comma, colon or dash or in parentheses ("… - remind me", "…, can you check",
+    "…, do you know", "… (asking for a friend)"): they frame what comes before them and name
+    nothing, as a request frame before it does; and whether such a clause asked for what is
+    left ("The carrier for SHP-40233 - remind me"). Only after what asks (or was framed) or
+    as a request frame: "I went there, you know" stays. A clause that names or says anything
+    ("…, the lake one", "…, in 2022", "…, she said"), promises ("…, I'll let you know"), holds
+    a question word ("…, and do you know why") or no word of asking ("…, right?" is a tag, not
+    a frame) stays."""
+    tail_asks = False
+    for _ in range(LEADS):
+        stripped = text.rstrip(" .!?")
+        paren = _PAREN_END.search(text) if stripped.endswith(")") else None
+        if paren is not None:
+            start, tail = paren.start(), paren.group(1)
+        else:
+            end = None
+            for end in _CLAUSE_END.finditer(stripped):  # noqa: B007 (the last one is wanted)
+                pass
+            if end is None:
+                break
+            start, tail = end.start(), stripped[end.end():]
+        head = text[:start].rstrip()
+        words = tokenize(tail, drop_stopwords=True)
+        if _ASKING_ALL.isdisjoint(words) or any(
+                w not in _ASKING_ALL and w not in _CHATTER_TERMS for w in words) \
+                or _holds_wh(tail) or _PROMISE.search(tail):
+            break
+        frame = not _FRAME.sub("", tail, count=1).strip(" .!?") and bool(_TAIL_ASKS.search(tail))
+        if not (framed or frame or _asks(head)):
+            break
+        text, tail_asks = head, tail_asks or frame
+    return text, tail_asks
 
 
 class Need(NamedTuple):
@@ -567,6 +622,8 @@ def need_of(message: str) -> Need:
         asks = _asking(sentence, text, framed) or asked
         if asks:  # "Hmm, when …", "Quick one — what …": the lead goes, not what asks
             text = _unled(text)
+        text, tail_asks = _untailed(text, framed)  # "… - remind me": so does a frame after it
+        asks = asks or tail_asks
         content = _content(text)
         if not asks and content and _only_a_day(sentence, content):
             content = []  # "Happy Friday!", "Ugh, Mondays.": small talk about the day

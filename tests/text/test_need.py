@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+import loomctx.text.need as need_mod
 from loomctx.text.need import (
     MAX_WORDS,
     need_of,
@@ -579,3 +580,69 @@ def test_a_sentence_of_many_leading_clauses_costs_a_bounded_number_of_reads() ->
     need = need_of("hmm, " * 800 + "what is it?")
     assert need.asks and need.text.startswith("hmm, hmm,")
     assert need_of("Hmm, so, well, what is it?").text == "what is it?"
+
+
+@pytest.mark.parametrize(("message", "need"), [
+    ("When did Caroline go to the support group - remind me",
+     "When did Caroline go to the support group"),
+    ("what did melanie paint recently, can you remind me", "what did melanie paint recently"),
+    ("When did Caroline go to the support group — can you check",
+     "When did Caroline go to the support group"),
+    ("Where did we eat, I forgot", "Where did we eat"),
+    ("when did caroline go to the support group (asking for a friend)",
+     "when did caroline go to the support group"),
+    ("What did John buy, you know, remind me", "What did John buy"),  # clause after clause
+    ("Tell me the carrier for SHP-40233, I forgot", "the carrier for SHP-40233"),  # framed
+])
+def test_a_closing_frame_goes_from_what_it_asks(message: str, need: str) -> None:
+    assert need_of(message)[:2] == (need, True)
+
+
+@pytest.mark.parametrize("message", [
+    "When did Caroline move, and do you know why",  # a question word
+    "What did Melanie paint, the lake one",  # names something
+    "What did Melanie paint, tell me about the lake one",
+    "When did Melanie paint a sunrise, 2022 or 2023",
+    "What did Melanie paint (the one with the lake)",
+    "How did Caroline feel, she said",  # says something of someone
+    "If I need any help, I'll be sure to let you know.",  # a promise
+    "It's wild how much you can learn from them, right?",  # a tag, no word of asking
+])
+def test_a_closing_clause_that_says_or_names_something_stays(message: str) -> None:
+    assert need_of(message).text == message
+
+
+@pytest.mark.parametrize(("message", "need", "asks"), [
+    ("The carrier for SHP-40233 - remind me", "The carrier for SHP-40233", True),
+    ("the wifi password we set up, do you remember", "the wifi password we set up", True),
+    # an offer asks for nothing; "you know" frames nothing
+    ("If you need any help, let me know!", "If you need any help, let me know!", False),
+    ("I went to the park, you know", "I went to the park, you know", False),
+])
+def test_a_request_frame_after_a_statement_asks_for_it(message: str, need: str,
+                                                      asks: bool) -> None:
+    assert need_of(message)[:2] == (need, asks)
+
+
+def test_a_clause_end_is_found_where_its_run_of_blanks_starts() -> None:
+    # a search tried from every blank of a long run would read the run to its end from each
+    assert need_mod._CLAUSE_END.match("go  , x", 2) is not None
+    assert need_mod._CLAUSE_END.match("go  , x", 3) is None
+    assert need_of("when did she go" + " " * 3000 + "x, remind me").asks
+
+
+def test_a_closing_courtesy_is_looked_for_in_the_end_of_a_sentence_only(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    seen: list[int] = []
+    tail = need_mod._TAIL
+
+    class Recording:
+        def sub(self, repl: str, text: str) -> str:
+            seen.append(len(text))
+            return tail.sub(repl, text)
+
+    monkeypatch.setattr(need_mod, "_TAIL", Recording())
+    need = need_of("when did she go " + "please " * 1000 + "thanks")
+    assert seen and max(seen) <= need_mod.TAIL_CHARS
+    assert need.asks and need.text.startswith("when did she go please")
+    assert need_of("When did she go, thanks in advance!").text == "When did she go"
