@@ -101,6 +101,11 @@ _FRAMES_EN = (
     r"|helpful|lovely|super helpful)) if you (?:could|can|would|might)(?: please| kindly)?",
     # courtesy before the request ("I'd appreciate it if you could tell me …"): a frame only
     # with the request after it
+    r"(?:when(?:ever)?|if|once) you(?:'re|’re| are)? (?:can|(?:get|have|find) (?:a|the)"
+    r"(?: spare| free| quick)? (?:chance|minute|moment|sec(?:ond)?|time)|(?:are )?free"
+    r"|(?:don't|don’t|do not) mind)(?=\s*[,:;])",  # a condition on the listener's time,
+    # a clause of its own ("When you get a chance, find out …"): courtesy; not "If you can't
+    # find it, …", "If you have the time and want to …"
     r"(?:can|could|would|will) you (?:please |kindly )?(?:tell|remind|show|give|help|let)"
     r" me(?: know)?(?: (?:about|with|of|on))?",
     r"(?:can|could|would|will) you (?:please |kindly )?(?:find out|look up|check|figure out"
@@ -158,14 +163,19 @@ def _words(*words: str) -> re.Pattern[str]:
 _TAIL_WORDS = _words("please", "pls", "thank", "thx", "cheers", "if you", "for me",
                      "by any chance", "real quick", "here goes")
 _TAIL_ZH_CHARS = frozenset("谢麻吗吧呢啊呀")
+_WH_START = r"(?i:what|when|where|who|whom|whose|which|why|how)\b"
+"""A question word after a colon starts a sentence, as a capital does ("Quick: what type of
+vehicle am I working on"): what comes before the colon leads to it."""
+_WH_AT = re.compile(_WH_START)
 _SENTENCES = re.compile(  # a full-width comma or colon where the script switches ends a clause
     r"(?<=[.!?。！？…～])\s+|(?<=[。！？])"
     r"|(?<=[?!])(?=[（(]?[\u4e00-\u9fff])"  # "…?我需要…", "…?（我记得…）": no space needed
-    r"|[\n\r]+|(?<=:)\s+(?=[A-Z])|(?<=[，：；])\s*(?=[A-Za-z0-9])"
+    r"|[\n\r]+|(?<=:)\s+(?=[A-Z]|" + _WH_START + r")|(?<=[，：；])\s*(?=[A-Za-z0-9])"
     r"|(?<=[A-Za-z0-9?!.])\s*[，：；]\s*(?=[\u4e00-\u9fff])"
     r"|(?<=[\u4e00-\u9fff])\s+(?=(?i:what|when|where|who|whom|whose|which|why|how|did|does|do|is"
     r"|are|was|were|has|have|had|can|could|would|will|should)\b)")  # "我朋友问我 when did …"
-_SENTENCES_ASCII = re.compile(r"(?=\s)(?:(?<=[.!?])\s+|[\n\r]+|(?<=:)\s+(?=[A-Z]))")
+_SENTENCES_ASCII = re.compile(
+    r"(?=\s)(?:(?<=[.!?])\s+|[\n\r]+|(?<=:)\s+(?=[A-Z]|" + _WH_START + "))")
 """:data:`_SENTENCES` less what needs a full-width mark: the same split of an ASCII text,
 in a quarter of the time (every split starts at a blank: the guard skips other characters
 before the lookbehinds are tried)."""
@@ -910,10 +920,12 @@ _LOWER_START = re.compile(r"\s*[a-z0-9]")
 def _goes_on(sentence: str, part: str) -> bool:
     """Whether ``part`` continues ``sentence`` rather than starting a new one: after an
     abbreviation, inside a quotation, or when it starts in lower case or with a digit (not
-    after a full-width mark, nor a question word after Chinese: "我朋友问我 when did …")."""
+    after a full-width mark, nor a question word after Chinese, "我朋友问我 when did …", or
+    after a colon, "Quick: what type of …")."""
     return (_abbreviated(sentence) or sentence.count('"') % 2 == 1
             or (_LOWER_START.match(part) is not None and not sentence.rstrip().endswith(
-                ("，", "：", "；")) and not _HAN.match(sentence[-1:])))
+                ("，", "：", "；")) and not _HAN.match(sentence[-1:])
+                and not (sentence.rstrip().endswith(":") and _WH_AT.match(part))))
 
 
 def _names(text: str, skip: frozenset[str] = _PRONOUNS) -> bool:

@@ -646,3 +646,45 @@ def test_a_closing_courtesy_is_looked_for_in_the_end_of_a_sentence_only(
     assert seen and max(seen) <= need_mod.TAIL_CHARS
     assert need.asks and need.text.startswith("when did she go please")
     assert need_of("When did she go, thanks in advance!").text == "When did she go"
+
+
+@pytest.mark.parametrize(("message", "need", "asks"), [
+    ("When you get a chance, find out what type of car I am working on.",
+     "what type of car I am working on.", True),
+    ("Whenever you can, tell me where we ate in March.", "where we ate in March.", True),
+    ("If you have a spare minute, check when Caroline moved.", "when Caroline moved.", True),
+    ("When you're free, what did I buy in March", "what did I buy in March", True),
+    # courtesy about the listener's time asks for nothing by itself
+    ("If you can, come by tomorrow.", "come by tomorrow.", False),
+])
+def test_a_condition_on_the_listeners_time_is_courtesy(message: str, need: str,
+                                                       asks: bool) -> None:
+    assert need_of(message)[:2] == (need, asks)
+
+
+@pytest.mark.parametrize("message", [
+    "If you can't find it, check the drawer.",
+    "If you have the time and want to, visit both.",
+])
+def test_a_condition_that_is_no_clause_of_its_own_says_what_it_depends_on(message: str
+                                                                          ) -> None:
+    assert need_of(message).text == message
+
+
+@pytest.mark.parametrize(("message", "need"), [
+    ("Quick: what type of vehicle model am I working on",
+     "what type of vehicle model am I working on"),
+    ("Think back: what type of vehicle model am I currently working on.",
+     "what type of vehicle model am I currently working on."),
+    ("The question is: which car did I buy", "which car did I buy"),
+])
+def test_a_question_word_after_a_colon_starts_what_asks(message: str, need: str) -> None:
+    assert need_of(message)[:2] == (need, True)
+    # as a capital after the colon does
+    capital = message.replace(": " + need[0], ": " + need[0].upper())
+    assert need_of(capital)[:2] == (need[0].upper() + need[1:], True)
+
+
+def test_a_colon_before_other_words_in_lower_case_goes_on() -> None:
+    assert need_of("Note: the app crashes as it starts.").text == \
+        "Note: the app crashes as it starts."
