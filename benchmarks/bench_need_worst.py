@@ -49,11 +49,14 @@ ENDS = ["", "x", "?", " remind me", "please"]
 def messages(count: int, seed: int = 0) -> list[str]:
     """``count`` messages, each a start, one short unit repeated to :data:`LENGTH` characters
     and an end; the first of every unit alone after each start, the rest drawn at random."""
+    def said(start: str, unit: str, end: str) -> str:
+        return start + unit * max(1, (LENGTH - len(start) - len(end)) // len(unit)) + end
+
     rng = random.Random(seed)
-    out = [start + unit * (LENGTH // len(unit)) + "x" for unit in UNITS for start in STARTS[:2]]
+    out = [said(start, unit, "x") for unit in UNITS for start in STARTS[:2]]
     while len(out) < count:
         unit = "".join(rng.choice(UNITS) + rng.choice(["", " "]) for _ in range(rng.randint(1, 3)))
-        out.append(rng.choice(STARTS) + unit * max(1, LENGTH // len(unit)) + rng.choice(ENDS))
+        out.append(said(rng.choice(STARTS), unit, rng.choice(ENDS)))
     return out[:count]
 
 

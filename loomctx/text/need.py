@@ -120,6 +120,9 @@ _FRAMES_EN = (
     r"i(?:'m| am) trying to (?:remember|recall|figure out|find out|work out)(?: about)?",
     r"i(?:'m| am) (?:wondering|curious|trying to remember|not sure)(?: about)?",
     r"i (?:was )?(?:wondering|wonder)(?: about| if| whether)?",
+    r"(?:i|we)(?:'ve|’ve| have) been (?:wondering|curious|trying to (?:remember|recall"
+    r"|figure out|work out|find out))(?: about| if| whether)?",  # as "I was wondering"
+    r"(?:please |pls |kindly )?(?:walk|talk|run) (?:me|us) through",  # explain, step by step
     r"do you (?:happen to )?(?:remember|recall|know)(?: about)?",
     r"(?:i have|i've got|i got) a (?:quick )?question(?: (?:about|on|for you))?",
     r"(?:any idea|no idea)",
@@ -359,7 +362,7 @@ def _only_a_day(sentence: str, content: list[str]) -> bool:
 
 _FRAMES_ASK = re.compile(
     r"tell|remind|show|give|let|find|look|check|figure|recall|remember|pull|dig|confirm"
-    r"|refresh|know|wonder|curious|question|idea|查|看|找|确认|回忆|说|讲|告诉|提醒|知道|了解|问|记得",
+    r"|refresh|know|wonder|curious|question|idea|through|查|看|找|确认|回忆|说|讲|告诉|提醒|知道|了解|问|记得",
     re.IGNORECASE)
 """A request frame that asks holds one of these (a frame cut from "Thanks so much!" does not)."""
 

@@ -688,3 +688,18 @@ def test_a_question_word_after_a_colon_starts_what_asks(message: str, need: str)
 def test_a_colon_before_other_words_in_lower_case_goes_on() -> None:
     assert need_of("Note: the app crashes as it starts.").text == \
         "Note: the app crashes as it starts."
+
+
+@pytest.mark.parametrize(("message", "need"), [
+    ("Walk me through when Caroline went to the support group.",
+     "when Caroline went to the support group."),
+    ("Talk me through how the refund works for SHP-40233.", "how the refund works for SHP-40233."),
+    ("I've been wondering when Caroline went to the support group.",
+     "when Caroline went to the support group."),
+    ("We've been trying to figure out where we left the keys.", "where we left the keys."),
+    ("Run me through the deployment steps.", "the deployment steps."),  # asks by its frame
+])
+def test_walking_someone_through_and_having_wondered_frame_a_request(message: str,
+                                                                      need: str) -> None:
+    assert need_of(message)[:2] == (need, True)
+    assert need_of("I walked through the park yesterday.")[1] is False
