@@ -255,7 +255,8 @@ _ABBREVIATION = re.compile(r"(?:\b(?:dr|mr|mrs|ms|st|mt|jr|sr|vs|etc|e\.g|i\.e|n
                            re.IGNORECASE)
 _AUX = (r"(?:did|does|do|is|are|was|were|has|have|had|can|could|would|will|should|shall|may"
         r"|might|am)\b")
-_ASKS_START = re.compile(  # what asks at a message's start (used with ``match``)
+_ASKS_START = re.compile(  # what asks at a message's start (used with ``match``); the lead
+    # is bounded: "????…" tried as every split into marks and words took seconds
     _AUX
     + r"|\W{0,16}(?:\S{1,40}\s+){0,4}?(?:tell|remind|know|find|look|check|recall|remember|confirm"
     r"|figure|wonder|wondering|curious|ask|asking)\b"  # a request for what is known, up front
@@ -538,9 +539,9 @@ def _unled(text: str, follows: Callable[[str], object] | None = None) -> str:
     return text
 
 
-_PAREN_END = re.compile(r"\(([^()]*)\)[\s.!?]*$")  # no blank before "(": a search from
-# each blank of a long run would read the run to its end
-"""A closing aside in parentheses ("… (asking for a friend)")."""
+_PAREN_END = re.compile(r"\(([^()]*)\)[\s.!?]*$")
+"""A closing aside in parentheses ("… (asking for a friend)"); no blank before "(" in the
+pattern: a search tried from each blank of a long run would read the run to its end."""
 _PROMISE = re.compile(r"\b(?:i|we)(?:'ll|’ll| will| shall)\b", re.IGNORECASE)
 """A clause where the speaker promises ("…, I'll be sure to let you know") says something."""
 _TAIL_ASKS = re.compile(
