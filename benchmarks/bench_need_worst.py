@@ -14,7 +14,8 @@ before too). A worker process times each message (the best of ``--reps``) for on
 run, the two alternating ``--rounds`` times. Per message the median over rounds is kept; the
 report gives the median, 90th percentile and maximum over messages and the five slowest.
 
-    python3 benchmarks/bench_need_worst.py [--peer PATH] [--rounds 3] [--json PATH]
+    python3 benchmarks/bench_need_worst.py [--peer PATH --peer-label COMMIT] [--label COMMIT]
+        [--rounds 3] [--json PATH]
 
 Results: ``benchmarks/results/need_worst.json``.
 """
@@ -100,6 +101,8 @@ def _summary(ms: list[float], texts: list[str]) -> dict[str, Any]:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--peer", type=Path, help="another code tree to time in the same run")
+    ap.add_argument("--label", default="this", help="this tree's name in the results")
+    ap.add_argument("--peer-label", default="peer", help="the peer's name (e.g. its commit)")
     ap.add_argument("--count", type=int, default=300, help="messages (default 300)")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--reps", type=int, default=3)
@@ -116,7 +119,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.peer is not None and not (args.peer / "loomctx" / "text" / "need.py").is_file():
         ap.error(f"--peer {args.peer}: no loomctx/text/need.py there; pass a checkout's root")
     texts = messages(args.count, args.seed)
-    codes = {"this": ROOT, **({"peer": args.peer.resolve()} if args.peer else {})}
+    if args.peer is not None and args.label == args.peer_label:
+        ap.error("--label and --peer-label must differ")
+    codes = {args.label: ROOT, **({args.peer_label: args.peer.resolve()} if args.peer else {})}
     times: dict[str, list[list[float]]] = {name: [] for name in codes}
     with tempfile.TemporaryDirectory() as tmp:
         path = str(Path(tmp) / "messages.json")
@@ -128,14 +133,14 @@ def main(argv: list[str] | None = None) -> int:
         "machine": {"cpus": os.cpu_count(), "python": platform.python_version(),
                     "platform": platform.platform()},
         "messages": len(texts), "characters": LENGTH, "rounds": args.rounds, "reps": args.reps,
-        "seed": args.seed, "peer": str(args.peer) if args.peer else None, "runs": {}}
+        "seed": args.seed, "runs": {}}  # trees by label: a path names only this machine
     for name, rounds in times.items():
         ms = [statistics.median(r[i] for r in rounds) for i in range(len(texts))]
         spread = [max(r[i] for r in rounds) - min(r[i] for r in rounds) for i in range(len(texts))]
         result["runs"][name] = {**_summary(ms, texts),
                                 "max_spread_ms": round(max(spread), 2)}
         s = result["runs"][name]
-        print(f"{name:5s} median {s['median_ms']:.2f} ms  p90 {s['p90_ms']:.2f}  "
+        print(f"{name:8s} median {s['median_ms']:.2f} ms  p90 {s['p90_ms']:.2f}  "
               f"max {s['max_ms']:.1f} ms  (spread over rounds at most {s['max_spread_ms']:.1f})")
     args.json.parent.mkdir(parents=True, exist_ok=True)
     args.json.write_text(json.dumps(result, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")

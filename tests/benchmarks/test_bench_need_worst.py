@@ -29,9 +29,11 @@ def test_this_tree_and_a_peer_are_timed_message_for_message(bench: ModuleType,
                                                             tmp_path: Path) -> None:
     out = tmp_path / "worst.json"
     # this checkout as its own peer: two worker processes read the same messages
-    assert bench.main(["--quick", "--peer", str(ROOT), "--json", str(out)]) == 0
+    assert bench.main(["--quick", "--peer", str(ROOT), "--peer-label", "again", "--json",
+                       str(out)]) == 0
     result = json.loads(out.read_text())
-    assert result["messages"] == 40 and set(result["runs"]) == {"this", "peer"}
+    assert result["messages"] == 40 and set(result["runs"]) == {"this", "again"}
+    assert str(ROOT) not in out.read_text()  # trees are named by label, not by path
     for run in result["runs"].values():
         assert 0 < run["median_ms"] <= run["p90_ms"] <= run["max_ms"]
         assert run["slowest"][0]["ms"] == run["max_ms"]
