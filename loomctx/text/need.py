@@ -115,13 +115,16 @@ _FRAMES_EN = (
     r"(?:please |pls |kindly )?(?:find out|look up|check|figure out|recall|remember|pull up"
     r"|dig up|confirm|refresh my memory(?: on| about)?)(?: for me)?",
     r"(?:i|we)(?: really)?(?:(?: need| want| would like|'d like| would love|'d love| have) to"
-    r"| wanna| gotta) (?:know|find out|check|confirm|understand|hear|figure out)(?: about)?",
+    r"| wanna| gotta) (?:know|find out|check|double-check|confirm|verify|understand|hear"
+    r"|figure out|look up)(?: about)?",  # not "remember": "I want to remember this day"
     r"(?:please |pls |kindly )?see if you (?:can|could)",  # with the request after it
+    r"let(?:'s|’s| us) see if you (?:can )?(?:remember|recall|know)",
     r"i(?:'m| am) trying to (?:remember|recall|figure out|find out|work out)(?: about)?",
     r"i(?:'m| am) (?:wondering|curious|trying to remember|not sure)(?: about)?",
     r"i (?:was )?(?:wondering|wonder)(?: about| if| whether)?",
-    r"(?:i|we)(?:'ve|’ve| have) been (?:wondering|curious|trying to (?:remember|recall"
-    r"|figure out|work out|find out))(?: about| if| whether)?",  # as "I was wondering"
+    r"(?:i|we)(?:'ve|’ve| have)(?: always| often| long)? (?:been (?:wondering|curious"
+    r"|trying to (?:remember|recall|figure out|work out|find out))|wondered)"
+    r"(?: about| if| whether)?",  # as "I was wondering"
     r"(?:please |pls |kindly )?(?:walk|talk|run) (?:me|us) through",  # explain, step by step
     r"do you (?:happen to )?(?:remember|recall|know)(?: about)?",
     r"(?:i have|i've got|i got) a (?:quick )?question(?: (?:about|on|for you))?",

@@ -703,3 +703,18 @@ def test_walking_someone_through_and_having_wondered_frame_a_request(message: st
                                                                       need: str) -> None:
     assert need_of(message)[:2] == (need, True)
     assert need_of("I walked through the park yesterday.")[1] is False
+
+
+@pytest.mark.parametrize(("message", "need", "asks"), [
+    ("I'd like to verify what my previous occupation was.", "what my previous occupation was.",
+     True),
+    ("We'd like to double-check when the shipment left.", "when the shipment left.", True),
+    ("I've always wondered what I spent on the handbag.", "what I spent on the handbag.", True),
+    ("Let's see if you remember how many bikes I serviced in March.",
+     "how many bikes I serviced in March.", True),
+])
+def test_more_wordings_of_a_request_frame(message: str, need: str, asks: bool) -> None:
+    assert need_of(message)[:2] == (need, asks)
+    # wanting to keep something in memory is no frame
+    assert need_of("I want to remember this day forever.").text == \
+        "I want to remember this day forever."
