@@ -90,7 +90,7 @@ def test_a_source_without_history_or_share_still_works() -> None:
     assert "The boat is called Wren." in result.text
     row = next(r for r in result.report.sources if r.name == "notes")
     assert row.error is None
-    failing = builder.build_sync("fail: what is the boat called?", max_tokens=300)
+    failing = builder.build_sync("Why did the boat fail?", max_tokens=300)
     row = next(r for r in failing.report.sources if r.name == "notes")
     assert row.error == "partial: notes_db failed: timed out"
 
