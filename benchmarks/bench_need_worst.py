@@ -118,9 +118,9 @@ def main(argv: list[str] | None = None) -> int:
         args.count, args.rounds, args.reps = 40, 1, 1
     if args.peer is not None and not (args.peer / "loomctx" / "text" / "need.py").is_file():
         ap.error(f"--peer {args.peer}: no loomctx/text/need.py there; pass a checkout's root")
-    texts = messages(args.count, args.seed)
     if args.peer is not None and args.label == args.peer_label:
         ap.error("--label and --peer-label must differ")
+    texts = messages(args.count, args.seed)
     codes = {args.label: ROOT, **({args.peer_label: args.peer.resolve()} if args.peer else {})}
     times: dict[str, list[list[float]]] = {name: [] for name in codes}
     with tempfile.TemporaryDirectory() as tmp:

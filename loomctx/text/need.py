@@ -169,7 +169,9 @@ def _words(*words: str) -> re.Pattern[str]:
 _TAIL_WORDS = _words("please", "pls", "thank", "thx", "cheers", "if you", "for me",
                      "by any chance", "real quick", "here goes")
 _TAIL_ZH_CHARS = frozenset("谢麻吗吧呢啊呀")
-_WH_START = r"(?i:what|when|where|who|whom|whose|which|why|how)\b"
+_WH = "what|when|where|who|whom|whose|which|why|how"
+"""The question words, as a pattern's alternatives."""
+_WH_START = r"(?i:" + _WH + r")\b"
 """A question word after a colon starts a sentence, as a capital does ("Quick: what type of
 vehicle am I working on"): what comes before the colon leads to it."""
 _WH_AT = re.compile(_WH_START)
@@ -178,7 +180,7 @@ _SENTENCES = re.compile(  # a full-width comma or colon where the script switche
     r"|(?<=[?!])(?=[（(]?[\u4e00-\u9fff])"  # "…?我需要…", "…?（我记得…）": no space needed
     r"|[\n\r]+|(?<=:)\s+(?=[A-Z]|" + _WH_START + r")|(?<=[，：；])\s*(?=[A-Za-z0-9])"
     r"|(?<=[A-Za-z0-9?!.])\s*[，：；]\s*(?=[\u4e00-\u9fff])"
-    r"|(?<=[\u4e00-\u9fff])\s+(?=(?i:what|when|where|who|whom|whose|which|why|how|did|does|do|is"
+    r"|(?<=[\u4e00-\u9fff])\s+(?=(?i:" + _WH + r"|did|does|do|is"
     r"|are|was|were|has|have|had|can|could|would|will|should)\b)")  # "我朋友问我 when did …"
 _SENTENCES_ASCII = re.compile(
     r"(?=\s)(?:(?<=[.!?])\s+|[\n\r]+|(?<=:)\s+(?=[A-Z]|" + _WH_START + "))")
@@ -286,7 +288,7 @@ _ASKS_WH = re.compile(  # what asks with a question word (or "if", "whether")
     r"(?:(?:in|on|at|for|from|to|with|by|around|during|since|of|about|after|before|between"
     r"|over|under|through|within|across|among|into|against|towards?|beyond|until|upon"
     r"|throughout|per|via)\s+)?"
-    r"(?:what|when|where|who|whom|whose|which|why|how|whats|wheres|whos|hows)\b"  # a question
+    r"(?:" + _WH + r"|whats|wheres|whos|hows)\b"  # a question
     # ("Over how many …", "hey so um what was …", "whats the gate code");
     # one inside a sentence is asked by a verb of knowing:
     r"|\b(?:know|lmk|tell|remind|recall|remember|sure|wonder|wondering|ask|asking|out|check|confirm"
@@ -373,7 +375,7 @@ _FRAMES_ASK = re.compile(
 
 _WH_LEAD = re.compile(
     r"(?:[^\W\d_][\w'’-]*\s+){0," + str(LEAD_WORDS - 1) + r"}?[^\W\d_][\w'’-]*"
-    r"(?:\s*[:：]\s*|,?\s+(?=(?:what|when|where|who|whom|whose|which|why|how|whether)\b))",
+    r"(?:\s*[:：]\s*|,?\s+(?=(?:" + _WH + r"|whether)\b))",
     re.IGNORECASE)
 _LEAD_SPLIT = re.compile(r"[\s'’-]+")
 _FRAME_ASKING = ASKING | frozenset("""
