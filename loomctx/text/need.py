@@ -380,34 +380,37 @@ _WH_LEAD = re.compile(
 _LEAD_SPLIT = re.compile(r"[\s'’-]+")
 _FRAME_ASKING = ASKING | frozenset("""
 jog reminder refresher recap verify pull dig fetch retrieve lookup clarify figure work hunt track
-fill pin nail
+fill pin nail fish think
 """.split())  # noqa: SIM905 (a word list reads best as text)
 """Words that ask in a request frame of any wording (:func:`_wh_framed`), and their -ing forms
 (:func:`_base`)."""
 _FRAME_WORDS = _FRAME_ASKING | frozenset(["need", "want", "wanna", "try", "trying", "tried",
-                                          "quickly", "briefly", "history", "records", "favour",
-                                          "favor"])
+                                          "quickly", "briefly", "favour", "favor", "history",
+                                          "records", "chats", "messages", "conversation",
+                                          "conversations", "notes"])
 """Words a request frame of any wording is made of, besides small talk and words that only
-join."""
+join: where to look names nothing ("Fish out of our chats how long …")."""
 _FRAME_ALONE = frozenset("""
 tell remind check confirm verify recall remember recap clarify find search refresh
 """.split())  # noqa: SIM905
 """The words that are a request frame alone ("Confirm when …"; not "Look how cute it is")."""
 _PARTICLES = {"look": {"up", "into", "through", "over", "for"}, "show": {"me", "us"},
-              "figure": {"out"}, "work": {"out"}, "fill": {"me", "us"}, "hunt": {"down"},
-              "track": {"down"}, "pin": {"down"}, "nail": {"down"}}
+              "figure": {"out"}, "work": {"out", "through"}, "think": {"through"},
+              "fill": {"me", "us"}, "hunt": {"down"}, "track": {"down"}, "pin": {"down"},
+              "nail": {"down"}, "fish": {"out", "up"}}
 """Words that ask only with one of these after them ("Look into when …", "Show me where …",
-"Help me pin down when …"; not "Look at how my car looks", "Show how their actions affect …",
-"Help me pin where the poster goes")."""
+"Help me pin down when …", "Help me work through where …", "Fish out of our chats how long
+…"; not "Look at how my car looks", "Show how their actions affect …", "Help me pin where the
+poster goes", "I think what matters is …")."""
 _YOU_AND_DETERMINERS = frozenset("""
 you you're you'd you'll the a an my our your his her their
 """.split())  # noqa: SIM905
 _ASKERS = frozenset(["i", "i'm", "i've", "i'd", "we", "we're"])
 """The asker as a lead's subject ("I was trying to work out when …")."""
-_NOT_FRAME_START = _YOU_AND_DETERMINERS | _ASKERS | {"i'll"}
-"""A lead that starts with a subject or a determiner says something ("I know what you mean",
-"The Wonder Who?"); it frames nothing, but "I need …", "I forgot …" and the asker setting out
-to find out (:func:`_to_find_out`) do."""
+_NOT_FRAME_START = _YOU_AND_DETERMINERS | _ASKERS | {"i'll", "i’ll", "we'll", "we’ll"}
+"""A lead that starts with a subject, a determiner or a promise says something ("I know what you
+mean", "The Wonder Who?", "We'll figure out what went wrong"); it frames nothing, but "I need
+…", "I forgot …" and the asker setting out to find out (:func:`_to_find_out`) do."""
 _FIND_OUT = frozenset("""
 know find check confirm verify recall remember figure work look dig hunt track search clarify pin
 nail

@@ -475,6 +475,11 @@ def test_a_lead_clause_of_small_talk_goes_from_what_asks(message: str, need: str
     ("I wanna know where Melanie camped.", "where Melanie camped."),
     ("Help me pin down when Jon lost his job.", "when Jon lost his job."),  # with its particle
     ("Help me nail down where Melanie camped.", "where Melanie camped."),
+    ("Help me work through where Melanie camped.", "where Melanie camped."),
+    ("Help me think through what Caroline decided.", "what Caroline decided."),
+    # where to look names nothing
+    ("Fish out of our chats how long Melanie has painted.", "how long Melanie has painted."),
+    ("Dig out of your notes when Jon lost his job.", "when Jon lost his job."),
     # courtesy before the request
     ("I'd appreciate it if you could tell me when Jon lost his job.", "when Jon lost his job."),
     ("We'd be so grateful if you could check where Melanie camped.", "where Melanie camped."),
@@ -497,6 +502,9 @@ def test_a_request_frame_of_any_wording_goes_from_what_it_asks(message: str, nee
     "I'd like to work on what we discussed.",
     "Fill in when Caroline is away.",  # "fill" asks only as "fill me in"
     "Help me pin where the poster goes.",  # "pin" asks only as "pin down"
+    "Just fish where the water is deep.",  # "fish" asks only as "fish out" or "fish up"
+    "Just think how far we've come.",  # "think" asks only as "think through"
+    "We'll work through what went wrong.",  # a promise
     "Other than racing, what sport does the champion practice?",  # a topic before a comma
     "Look how cute it is.",  # one word that asks nothing alone
     "Look how dark it was!",  # an exclamation
