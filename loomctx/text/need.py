@@ -120,7 +120,8 @@ _FRAMES_EN = (
     r"(?:please |pls |kindly )?see if you (?:can|could)",  # with the request after it
     r"let(?:'s|’s| us) see if you (?:can )?(?:remember|recall|know)",
     r"i(?:'m| am) trying to (?:remember|recall|figure out|find out|work out)(?: about)?",
-    r"i(?:'m| am) (?:wondering|curious|trying to remember|not sure)(?: about)?",
+    r"i(?:'m| am) (?:wondering|curious|trying to remember|not sure|unsure|unclear|hazy|fuzzy"
+    r"|foggy|blanking)(?: (?:about|on|as to))?",
     r"i (?:was )?(?:wondering|wonder)(?: about| if| whether)?",
     r"(?:i|we)(?:'ve|’ve| have)(?: always| often| long)? (?:been (?:wondering|curious"
     r"|trying to (?:remember|recall|figure out|work out|find out))|wondered)"
@@ -132,6 +133,13 @@ _FRAMES_EN = (
     r"(?:please |pls |kindly )?(?:look|go|search|dig|read|scroll)(?: back)? (?:through|over"
     r"|in|into)(?: all)? (?:our|the|my|your)(?: (?:earlier|previous|past|old|recent))?"
     r" (?:messages|chats|conversations?|history|discussions?)",  # where to look names nothing
+    r"(?:from|based on|going (?:by|off)|according to|judging (?:by|from)) (?:(?:what|everything"
+    r"|all)(?: that)? (?:i|we)(?:'ve|’ve| have)?(?: already| ever| just)? (?:told|said|shared"
+    r"|mentioned|discussed|talked about|written)(?: (?:to|with))?(?: you)?(?: (?:earlier|before"
+    r"|already|previously))?|(?:our|my|the)"
+    r"(?: (?:earlier|previous|past|old|recent))? (?:messages|chats|conversations?|history"
+    r"|discussions?|notes))(?=\s*[,:;])",  # where the answer is to come from, a clause of
+    # its own ("From what I've told you, can you say …"; not "According to Gina, …")
     r"(?:this|that|here)(?: is my question)?:",
     r"please",
 )
@@ -380,7 +388,7 @@ _WH_LEAD = re.compile(
 _LEAD_SPLIT = re.compile(r"[\s'’-]+")
 _FRAME_ASKING = ASKING | frozenset("""
 jog reminder refresher recap verify pull dig fetch retrieve lookup clarify figure work hunt track
-fill pin nail fish think
+fill pin nail fish think dredge suss
 """.split())  # noqa: SIM905 (a word list reads best as text)
 """Words that ask in a request frame of any wording (:func:`_wh_framed`), and their -ing forms
 (:func:`_base`)."""
@@ -397,14 +405,18 @@ tell remind check confirm verify recall remember recap clarify find search refre
 _PARTICLES = {"look": {"up", "into", "through", "over", "for"}, "show": {"me", "us"},
               "figure": {"out"}, "work": {"out", "through"}, "think": {"through"},
               "fill": {"me", "us"}, "hunt": {"down"}, "track": {"down"}, "pin": {"down"},
-              "nail": {"down"}, "fish": {"out", "up"}}
+              "nail": {"down"}, "fish": {"out", "up"}, "dredge": {"up"}}
 """Words that ask only with one of these after them ("Look into when …", "Show me where …",
 "Help me pin down when …", "Help me work through where …", "Fish out of our chats how long
-…"; not "Look at how my car looks", "Show how their actions affect …", "Help me pin where the
-poster goes", "I think what matters is …")."""
+…", "Dredge up where …"; not "Look at how my car looks", "Show how their actions affect …",
+"Help me pin where the poster goes", "I think what matters is …")."""
 _YOU_AND_DETERMINERS = frozenset("""
-you you're you'd you'll the a an my our your his her their
+you you're you'd you'll u ur the a an my our your his her their
 """.split())  # noqa: SIM905
+_TEXTED = frozenset("""
+u ur ya wud cud shud r
+""".split())  # noqa: SIM905
+"""Words that only join, as people text them ("wud u mind checkin when …")."""
 _ASKERS = frozenset(["i", "i'm", "i've", "i'd", "we", "we're"])
 """The asker as a lead's subject ("I was trying to work out when …")."""
 _NOT_FRAME_START = _YOU_AND_DETERMINERS | _ASKERS | {"i'll", "i’ll", "we'll", "we’ll"}
@@ -466,8 +478,8 @@ def _wh_framed(text: str) -> str | None:
         return None
     if len(words) == 1 and words[0] not in _FRAME_ALONE:
         return None
-    if not all(w in _FRAME_WORDS or w in CHATTER or not tokenize(w, drop_stopwords=True)
-               for w in words):
+    if not all(w in _FRAME_WORDS or w in CHATTER or w in _TEXTED
+               or not tokenize(w, drop_stopwords=True) for w in words):
         return None
     asks = any(w in _FRAME_ASKING and (w not in _PARTICLES or (
         i + 1 < len(words) and words[i + 1] in _PARTICLES[w])) for i, w in enumerate(words))
@@ -476,10 +488,10 @@ def _wh_framed(text: str) -> str | None:
 
 def _base(word: str) -> str:
     """An -ing form of a word of :data:`_FRAME_ASKING` as that word ("looking", "digging",
-    "figuring"); any other word as it is."""
-    if not word.endswith("ing") or word in _FRAME_ASKING:
+    "figuring", and as texted, "checkin"); any other word as it is."""
+    if word in _FRAME_ASKING or not word.endswith(("ing", "in")):
         return word
-    stem = word[:-3]
+    stem = word[:-3] if word.endswith("ing") else word[:-2]
     for base in (stem, stem + "e", stem[:-1]):  # look-ing, figur-ing, dig-g-ing
         if base in _FRAME_ASKING:
             return base
@@ -818,12 +830,19 @@ def with_before(need: Need, before: str | Need | None) -> Need:
 
 _SHIFT = re.compile(
     r"^\W*(?:(?:ok(?:ay)?|so|and|now|alright|right|then)\W+){0,2}(?:(?:let'?s|let us)\s+)?"
-    r"(?:(?:mov(?:e|ing)|turn(?:ing)?|switch(?:ing)?|jump(?:ing)?|skip(?:ping)?|head(?:ing)?"
-    r"|go(?:ing)?|get(?:ting)?|com(?:e|ing))\s+(?:on\s+|back\s+|over\s+|ahead\s+)?(?:to|onto)"
+    r"(?:(?:mov(?:e|ing)|turn(?:ing)?|switch(?:ing)?|shift(?:ing)?(?:\s+gears)?|jump(?:ing)?"
+    r"|skip(?:ping)?|head(?:ing)?|go(?:ing)?|get(?:ting)?|com(?:e|ing))\s+(?:on\s+|back\s+"
+    r"|over\s+|ahead\s+)?(?:to|onto)"
     r"|(?:i(?:'ve|’ve| have)?\s+)?(?:got|have)\s+(?:a|an|one|another)"
-    r"(?:\s+(?:more|quick|small|little|last))?)\s+(?=\S)", re.IGNORECASE)
+    r"(?:\s+(?:more|quick|small|little|last))?|(?:i(?:'ve|’ve| have)?\s+)?got"
+    r"|(?:(?:totally|completely|entirely)\s+)?(?:unrelated|off[- ]topic|(?:on\s+)?(?:a|an)?\s*"
+    r"(?:different|new|another|other|side)\s+(?:topic|subject|note|question)|change of (?:topic"
+    r"|subject)|changing (?:the )?(?:topic|subject)|random (?:question|thought))[,:;.!–—-]*)"
+    r"\s+(?=\S)", re.IGNORECASE)
 """How a turn moves to a topic or announces a question about one ("Moving on to the evening.",
-"Let's turn to Oregon.", "Got a Caroline question."): the words that name the topic follow."""
+"Let's turn to Oregon.", "Got a Caroline question.", "Shifting gears to Oregon.", "I've got
+Oregon on my mind.", "Totally unrelated: Oregon.", "On another note, Oregon."): the words that
+name the topic follow."""
 
 
 _DETERMINERS = frozenset("""

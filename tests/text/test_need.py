@@ -270,6 +270,11 @@ def test_a_short_follow_up_on_that_leans_on_the_turn_before() -> None:
     ("Let's turn to Hamburg.", "Hamburg."),
     ("Got a Melanie question.", "Melanie."),
     ("I have one more question about the SHP-40233 shipment.", "the SHP-40233 shipment."),
+    ("Shifting gears to Hamburg.", "Hamburg."),
+    ("I've got Hamburg on my mind.", "Hamburg."),
+    ("Totally unrelated: Hamburg.", "Hamburg."),
+    ("On another note, Hamburg.", "Hamburg."),
+    ("Different topic: the SHP-40233 shipment.", "the SHP-40233 shipment."),
     # words that say more than a topic stand whole
     ("I am flying to Hamburg next week with Anna.", "I am flying to Hamburg next week with Anna."),
     ("我有个问题，关于上海的仓库。", "我有个问题，关于上海的仓库。"),
@@ -480,6 +485,19 @@ def test_a_lead_clause_of_small_talk_goes_from_what_asks(message: str, need: str
     # where to look names nothing
     ("Fish out of our chats how long Melanie has painted.", "how long Melanie has painted."),
     ("Dig out of your notes when Jon lost his job.", "when Jon lost his job."),
+    ("Dredge up where the event was held.", "where the event was held."),
+    ("Suss out how long Melanie has painted.", "how long Melanie has painted."),
+    # as people text
+    ("wud u mind checkin how many kids Melanie has.", "how many kids Melanie has."),
+    ("Lookin for when Jon lost his job.", "when Jon lost his job."),
+    # where the answer is to come from, a clause of its own
+    ("From what I've told you, can you say what car I am working on.",
+     "what car I am working on."),
+    ("Based on what I said earlier, when is the pickup?", "when is the pickup?"),
+    ("Judging by our previous chats, who is Jon?", "who is Jon?"),
+    # the asker's haziness
+    ("I'm hazy on what the total commute time is.", "what the total commute time is."),
+    ("I'm unclear about where Melanie camped.", "where Melanie camped."),
     # courtesy before the request
     ("I'd appreciate it if you could tell me when Jon lost his job.", "when Jon lost his job."),
     ("We'd be so grateful if you could check where Melanie camped.", "where Melanie camped."),
@@ -505,6 +523,9 @@ def test_a_request_frame_of_any_wording_goes_from_what_it_asks(message: str, nee
     "Just fish where the water is deep.",  # "fish" asks only as "fish out" or "fish up"
     "Just think how far we've come.",  # "think" asks only as "think through"
     "We'll work through what went wrong.",  # a promise
+    "Just dredge where the river is shallow.",  # "dredge" asks only as "dredge up"
+    "Based on what I said you should pick the blue one.",  # no clause of its own
+    "u know what I mean.",  # texted "you" is a subject
     "Other than racing, what sport does the champion practice?",  # a topic before a comma
     "Look how cute it is.",  # one word that asks nothing alone
     "Look how dark it was!",  # an exclamation
@@ -516,6 +537,11 @@ def test_a_request_frame_of_any_wording_goes_from_what_it_asks(message: str, nee
 ])
 def test_a_lead_that_says_or_names_something_is_no_frame(message: str) -> None:
     assert need_of(message).text == message
+
+
+def test_a_source_named_is_no_frame() -> None:
+    assert need_of("According to Gina, what makes Jon a mentor?").text == \
+        "According to Gina, what makes Jon a mentor?"
 
 
 def test_courtesy_without_a_request_after_it_asks_nothing() -> None:
