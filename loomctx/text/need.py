@@ -234,6 +234,7 @@ _TIME_TOPIC = re.compile(r"\b(?:about|regarding|concerning|re|on|to)\s+(" + _TIM
 words are small talk in a greeting, the topic here (not "Have a nice evening.")."""
 _ASKER = re.compile(r"\b(?:i|we|me|us|my|our)\b", re.IGNORECASE)
 _TIME_AT = re.compile(r"\b" + _TIME, re.IGNORECASE)
+_TIME_ALONE = re.compile(r"\W*" + _TIME + r"\W*", re.IGNORECASE)
 _BREAK = re.compile("\n")  # what "." in a pattern does not cross
 _TIME_WORDS = _words("day", "week", "morning", "afternoon", "evening", "night")
 """Every match of :data:`_TIME` holds one of these."""
@@ -867,8 +868,9 @@ def _topic(text: str, words: list[str], named: list[int]) -> str:
     :data:`SHORT` that name something, or Chinese) stand whole."""
     if _HAN.search(text) or len(named) > SHORT:
         return text
-    if not named:
-        return _time_topic(text)
+    if not named:  # "About the evening." or, once how the turn moves went, "the evening."
+        return _time_topic(text) or (text.strip(".,;:!? ") + "." if _TIME_ALONE.fullmatch(text)
+                                     else "")
     first = named[0]
     while first > 0 and words[first - 1].lower() in _DETERMINERS:
         first -= 1

@@ -275,6 +275,7 @@ def test_a_short_follow_up_on_that_leans_on_the_turn_before() -> None:
     ("Totally unrelated: Hamburg.", "Hamburg."),
     ("On another note, Hamburg.", "Hamburg."),
     ("Different topic: the SHP-40233 shipment.", "the SHP-40233 shipment."),
+    ("Changing topic: the evening.", "the evening."),  # a part of the day, once how it moves went
     # words that say more than a topic stand whole
     ("I am flying to Hamburg next week with Anna.", "I am flying to Hamburg next week with Anna."),
     ("我有个问题，关于上海的仓库。", "我有个问题，关于上海的仓库。"),
