@@ -836,9 +836,10 @@ _SHIFT = re.compile(
     r"|over\s+|ahead\s+)?(?:to|onto)"
     r"|(?:i(?:'ve|’ve| have)?\s+)?(?:got|have)\s+(?:a|an|one|another)"
     r"(?:\s+(?:more|quick|small|little|last))?|(?:i(?:'ve|’ve| have)?\s+)?got"
-    r"|(?:(?:totally|completely|entirely)\s+)?(?:unrelated|off[- ]topic|(?:on\s+)?(?:a|an)?\s*"
-    r"(?:different|new|another|other|side)\s+(?:topic|subject|note|question)|change of (?:topic"
-    r"|subject)|changing (?:the )?(?:topic|subject)|random (?:question|thought))[,:;.!–—-]*)"
+    r"|(?:(?:totally|completely|entirely)\s+)?(?:unrelated|off[- ]topic"
+    r"|(?:on\s+)?(?:(?:a|an)\s+)?(?:different|new|another|other|side)\s+(?:topic|subject|note"
+    r"|question)|change of (?:topic|subject)|changing (?:the )?(?:topic|subject)"
+    r"|random (?:question|thought))[,:;.!–—-]*)"
     r"\s+(?=\S)", re.IGNORECASE)
 """How a turn moves to a topic or announces a question about one ("Moving on to the evening.",
 "Let's turn to Oregon.", "Got a Caroline question.", "Shifting gears to Oregon.", "I've got

@@ -274,6 +274,7 @@ def test_a_short_follow_up_on_that_leans_on_the_turn_before() -> None:
     ("I've got Hamburg on my mind.", "Hamburg."),
     ("Totally unrelated: Hamburg.", "Hamburg."),
     ("On another note, Hamburg.", "Hamburg."),
+    ("Side note - Hamburg.", "Hamburg."),
     ("Different topic: the SHP-40233 shipment.", "the SHP-40233 shipment."),
     ("Changing topic: the evening.", "the evening."),  # a part of the day, once how it moves went
     # words that say more than a topic stand whole
