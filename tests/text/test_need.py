@@ -484,11 +484,11 @@ def test_a_lead_clause_of_small_talk_goes_from_what_asks(message: str, need: str
     ("Help me nail down where Melanie camped.", "where Melanie camped."),
     ("Help me work through where Melanie camped.", "where Melanie camped."),
     ("Help me think through what Caroline decided.", "what Caroline decided."),
+    ("Dredge up where the event was held.", "where the event was held."),
+    ("Suss out how long Melanie has painted.", "how long Melanie has painted."),
     # where to look names nothing
     ("Fish out of our chats how long Melanie has painted.", "how long Melanie has painted."),
     ("Dig out of your notes when Jon lost his job.", "when Jon lost his job."),
-    ("Dredge up where the event was held.", "where the event was held."),
-    ("Suss out how long Melanie has painted.", "how long Melanie has painted."),
     # as people text
     ("wud u mind checkin how many kids Melanie has.", "how many kids Melanie has."),
     ("Lookin for when Jon lost his job.", "when Jon lost his job."),
