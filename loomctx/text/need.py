@@ -93,6 +93,9 @@ question") frames what another clause asks and names nothing itself."""
 _ASKING_ALL = frozenset(t for word in ASKING for t in tokenize(word))
 _ASKING_TERMS = _ASKING_ALL - _CHATTER_TERMS
 
+_PLACE = (r"(?: (?:earlier|previous|past|old|recent))? (?:messages|chats|conversations?|history"
+          r"|discussions?")
+"""Where the conversation's past is kept, after "our", "the" …: a pattern left open for more."""
 _FRAMES_EN = (
     r"(?:hi|hey|hello|ok(?:ay)?|so|well|also|and|oh|btw|by the way|anyway|quick question"
     r"|one more thing|actually|now|next|right|alright|great|thanks(?: in advance)?)\b[,!.:;-]*",
@@ -131,15 +134,13 @@ _FRAMES_EN = (
     r"(?:i have|i've got|i got) a (?:quick )?question(?: (?:about|on|for you))?",
     r"(?:any idea|no idea)",
     r"(?:please |pls |kindly )?(?:look|go|search|dig|read|scroll)(?: back)? (?:through|over"
-    r"|in|into)(?: all)? (?:our|the|my|your)(?: (?:earlier|previous|past|old|recent))?"
-    r" (?:messages|chats|conversations?|history|discussions?)",  # where to look names nothing
+    r"|in|into)(?: all)? (?:our|the|my|your)" + _PLACE + ")",  # where to look names nothing
     r"(?:from|based on|going (?:by|off)|according to|judging (?:by|from)) (?:(?:what|everything"
     r"|all)(?: that)? (?:i|we)(?:'ve|’ve| have)?(?: already| ever| just)? (?:told|said|shared"
     r"|mentioned|discussed|talked about|written)(?: (?:to|with))?(?: you)?(?: (?:earlier|before"
-    r"|already|previously))?|(?:our|my|the)"
-    r"(?: (?:earlier|previous|past|old|recent))? (?:messages|chats|conversations?|history"
-    r"|discussions?|notes))(?=\s*[,:;])",  # where the answer is to come from, a clause of
-    # its own ("From what I've told you, can you say …"; not "According to Gina, …")
+    r"|already|previously))?|(?:our|my|the)" + _PLACE + r"|notes))(?=\s*[,:;])",
+    # where the answer is to come from, a clause of its own ("From what I've told you, can
+    # you say …"; not "According to Gina, …")
     r"(?:this|that|here)(?: is my question)?:",
     r"please",
 )
@@ -234,7 +235,7 @@ _TIME_TOPIC = re.compile(r"\b(?:about|regarding|concerning|re|on|to)\s+(" + _TIM
 words are small talk in a greeting, the topic here (not "Have a nice evening.")."""
 _ASKER = re.compile(r"\b(?:i|we|me|us|my|our)\b", re.IGNORECASE)
 _TIME_AT = re.compile(r"\b" + _TIME, re.IGNORECASE)
-_TIME_ALONE = re.compile(r"\W*" + _TIME + r"\W*", re.IGNORECASE)
+_TIME_ALONE = re.compile(r"\W*(" + _TIME + r")\W*", re.IGNORECASE)
 _BREAK = re.compile("\n")  # what "." in a pattern does not cross
 _TIME_WORDS = _words("day", "week", "morning", "afternoon", "evening", "night")
 """Every match of :data:`_TIME` holds one of these."""
@@ -870,8 +871,8 @@ def _topic(text: str, words: list[str], named: list[int]) -> str:
     if _HAN.search(text) or len(named) > SHORT:
         return text
     if not named:  # "About the evening." or, once how the turn moves went, "the evening."
-        return _time_topic(text) or (text.strip(".,;:!? ") + "." if _TIME_ALONE.fullmatch(text)
-                                     else "")
+        alone = _TIME_ALONE.fullmatch(text)
+        return _time_topic(text) or (alone.group(1) + "." if alone else "")
     first = named[0]
     while first > 0 and words[first - 1].lower() in _DETERMINERS:
         first -= 1
