@@ -74,7 +74,7 @@ something stuff bit little lot much many kind kinda sort sorta everyone guys fri
 assistant bot ai dear sir madam there answer answers reply explain explanation short detail
 day week weekend today time last one another earlier back later soon night morning afternoon
 evening
-details sure double confused confusing
+details sure double confused confusing basically honestly literally actually seriously
 你好 您好 嗨 谢谢 谢 感谢 多谢 好的 好 嗯 哈哈 早上好 晚上好 下午好 辛苦 麻烦 请 一下 那个 对了 顺便
 问 问题 一个 再 还有 怎么样 不错 太好了 棒 打扰 抱歉 不好意思 有点 有些 懵 糊涂 突然 忙 快点 回复 回
 那边 话说 话说回来 急 有个 事 事儿 事情 东西 快速 最后 刚刚 哈喽 有空 不急 解答
@@ -125,6 +125,8 @@ _FRAMES_EN = (
     r"i(?:'m| am) trying to (?:remember|recall|figure out|find out|work out)(?: about)?",
     r"i(?:'m| am) (?:wondering|curious|trying to remember|not sure|unsure|unclear|hazy|fuzzy"
     r"|foggy|blanking)(?: (?:about|on|as to))?",
+    r"(?:my )?(?:brain|mind|memory)(?:'s|’s| is)(?: (?:a bit|totally|completely))? (?:hazy|fuzzy"
+    r"|foggy|blanking|blank) (?:about|on|as to)",  # the asker's haziness, said of their mind
     r"i (?:was )?(?:wondering|wonder)(?: about| if| whether)?",
     r"(?:i|we)(?:'ve|’ve| have)(?: always| often| long)? (?:been (?:wondering|curious"
     r"|trying to (?:remember|recall|figure out|work out|find out))|wondered)"
@@ -282,16 +284,34 @@ _ASKS = re.compile(  # what asks anywhere without a question word
     r"[?？]|[,;:，：]\s*" + _AUX
     + r"|什么|哪|谁|几|多少|吗|呢|怎么|为什么|为何|是否|有没有|是不是|告诉|提醒|想知道|查|问|记得",
     re.IGNORECASE)
+_NOT_SUBJECT = (r"(?!(?:i|you|we|they|he|she|it|to|not|can|could|will|would|should|may|might"
+                r"|must|the|a|an|this|that|these|those|my|your|his|her|our|their|its)\b)")
+_NAME = r"(?-i:[A-Z][a-z]+)\b"
+"""A name as a subject: a capital word ("Andrew", "Andrew's dog")."""
 _DIRECT = re.compile(
-    r"(?:what|when|where|who|whom|which|why|how)(?:\s+(?:many|much|long|often|far|old))?"
-    r"(?:\s+(?!(?:i|you|we|they|he|she|it|to|not|can|could|will|would|should|may|might|must|the"
-    r"|a|an|this|that|these|those|my|your|his|her|our|their|its)\b)[\w'’-]+){0,3}\s+"
-    r"(?:did|does|do)\s+(?!not\b)\w", re.IGNORECASE)
+    r"(?:(?:what|when|where|who|whom|which|why|how)(?:\s+(?:many|much|long|often|far|old))?"
+    r"(?:(?:\s+" + _NOT_SUBJECT + r"[\w'’-]+){0,3}\s+(?:did|does|do)\s+(?!not\b)\w"
+    r"|(?:\s+" + _NOT_SUBJECT + r"[\w'’-]+){0,4}\s+(?-i:am|is|are|was|were|have|has|had|can"
+    r"|could|will|would|should)\s+(?:i|we|you|he|she|they)\b"
+    r"|(?:\s+" + _NOT_SUBJECT + r"[\w'’-]+){0,4}\s+(?-i:has|have|had|can|could|will|would"
+    r"|should)\s+" + _NAME + ")"
+    r"|(?:what|when|where|how)\s+(?-i:is|are|was|were)\s+" + _NAME
+    + r"|(?<!\bin )(?<!\bof )(?<!\bto )(?<!\bat )(?<!\bon )(?<!\bfor )"
+    r"(?:what|when|where|why|how(?:\s+(?:many|much|long|often|far|old))?)\s+(?-i:is|are|was"
+    r"|were)\s+(?:the|my|our|your)\s+\w)", re.IGNORECASE)
 """A question asked as such: a question word, at most three words that are no pronoun, article
 or verb, then "did", "does" or "do" ("when did Caroline go …", "how many hours in total did I
-spend …", "what pet does she have"); not a clause ("what I did", "what connections can do",
-"customers who do not want", "how to do it"). Other verbs before their subject are left out:
-"which is a …", "who has the …" are as often a clause as a question."""
+spend …", "what pet does she have"); or at most four such words, then another verb before a
+pronoun as its subject ("what type of vehicle model am I working on", "how long have I been
+…"), or one that is not "is" or "was" before a name ("what kind of places have Andrew …"; not
+"who was Chairman of …", "which is The North Face …"); or "what", "when", "where" or "how"
+before "is" or "was" and a name ("when is Andrew going …"), "the", "my", "our" or "your"
+("what is the total time …", "where was my …"; "why" too). Not a clause ("what I did",
+"what connections can do", "customers who do not want", "how to do it", "my friend who is a
+fan of …", "which is a …", "who has the …": a relative "who" or "which" before "is" is as often
+a clause as a question; nor "how much technology has advanced", which exclaims as often as it
+asks; nor "in what was the first …", "Who Am I", "Where Are My Records": after a preposition or
+with a capital verb, a clause or a title)."""
 _ASKS_WH = re.compile(  # what asks with a question word (or "if", "whether")
     r"^\W*(?:(?:and|so|but|ok|okay|also|then|now|hey|hi|um|uh|oh|well|yeah|right|anyway"
     r"|btw|wait|hmm|actually|sorry|listen)\W+){0,3}(?:according to [^,]{1,40},\s*)?"
@@ -390,14 +410,14 @@ _WH_LEAD = re.compile(
 _LEAD_SPLIT = re.compile(r"[\s'’-]+")
 _FRAME_ASKING = ASKING | frozenset("""
 jog reminder refresher recap verify pull dig fetch retrieve lookup clarify figure work hunt track
-fill pin nail fish think dredge suss
+fill pin nail fish think dredge suss piece
 """.split())  # noqa: SIM905 (a word list reads best as text)
 """Words that ask in a request frame of any wording (:func:`_wh_framed`), and their -ing forms
 (:func:`_base`)."""
 _FRAME_WORDS = _FRAME_ASKING | frozenset(["need", "want", "wanna", "try", "trying", "tried",
                                           "quickly", "briefly", "favour", "favor", "history",
                                           "records", "chats", "messages", "conversation",
-                                          "conversations", "notes"])
+                                          "conversations", "notes", "together"])
 """Words a request frame of any wording is made of, besides small talk and words that only
 join: where to look names nothing ("Fish out of our chats how long …")."""
 _FRAME_ALONE = frozenset("""
@@ -407,11 +427,13 @@ tell remind check confirm verify recall remember recap clarify find search refre
 _PARTICLES = {"look": {"up", "into", "through", "over", "for"}, "show": {"me", "us"},
               "figure": {"out"}, "work": {"out", "through"}, "think": {"through"},
               "fill": {"me", "us"}, "hunt": {"down"}, "track": {"down"}, "pin": {"down"},
-              "nail": {"down"}, "fish": {"out", "up"}, "dredge": {"up"}}
+              "nail": {"down"}, "fish": {"out", "up"}, "dredge": {"up"},
+              "piece": {"together"}}
 """Words that ask only with one of these after them ("Look into when …", "Show me where …",
 "Help me pin down when …", "Help me work through where …", "Fish out of our chats how long
-…", "Dredge up where …"; not "Look at how my car looks", "Show how their actions affect …",
-"Help me pin where the poster goes", "I think what matters is …")."""
+…", "Dredge up where …", "Trying to piece together what …"; not "Look at how my car looks",
+"Show how their actions affect …", "Help me pin where the poster goes", "I think what matters
+is …")."""
 _YOU_AND_DETERMINERS = frozenset("""
 you you're you'd you'll u ur the a an my our your his her their
 """.split())  # noqa: SIM905
@@ -447,6 +469,40 @@ people this that that's these those there
 what …"): such a lead tells, it does not ask."""
 
 
+_CHATTER_LED = re.compile(
+    r"\W*((?:[a-z']+\s+){1,3}?)(?=(?:" + _WH + r")\s+(?!(?:a|an)\s)\w|(?:did|does|do|can"
+    r"|could|would|will|should)\s+(?:i|you|we|he|she|they|(?-i:[A-Z])\w*)\s)", re.IGNORECASE)
+"""A lead of at most three words before a question at a sentence's start: a question word (not
+"what a …", which exclaims) or a verb of doing or of might before a person ("quick one did
+Andrew …", "quick one can you recommend …"; not "So much has happened", "There were 7 …",
+"sorry is that ok")."""
+
+
+_LEAD_CHATTER = frozenset("""
+and so but ok okay also then now hey hi hello hiya yo um uh oh ah hmm well yeah yep yes right
+anyway anyways btw wait actually basically honestly sorry listen cool nice great good thanks thank
+thx ty cheers alright lol haha wow quick quickly one real just again pls please
+""".split())  # noqa: SIM905 (a word list reads best as text)
+"""Words that lead a question as a sound or a courtesy, not as a verb ("quick one what …", "ok so
+when …"; not "Appreciate what you've got", "Explain why …", "Doing what you love …")."""
+
+
+def _chatter_led(text: str) -> str | None:
+    """What ``text`` asks after a lead of sounds and courtesy alone (:data:`_LEAD_CHATTER`:
+    "quick one what kind of places have Andrew … checked out", "hey hey did Andrew …"), or
+    None; only when what follows asks about something (a content word: "hey how are you" asks
+    nothing to look up, and would make the sentence after it ask)."""
+    led = _CHATTER_LED.match(text)
+    if led is None:
+        return None
+    words = led.group(1).lower().split()
+    if words[0] == "one" or not all(w in _LEAD_CHATTER for w in words):  # "One who …" is
+        # a subject ("quick one what …" leads)
+        return None
+    rest = text[led.end(1):]
+    return rest if _content(rest) else None
+
+
 def _wh_framed(text: str) -> str | None:
     """What ``text`` asks after a request frame of any wording, or None. The frame is a lead of
     at most :data:`LEAD_WORDS` words right before a question word or a colon, made only of
@@ -457,6 +513,8 @@ def _wh_framed(text: str) -> str | None:
     question word, says something (a subject: "It reminds me why …"; the asker only when it
     sets out to find out, "I was trying to work out when …"), is a topic ("For the camping
     trip when did …") or exclaims ("Look how dark it was!") stays."""
+    if (led := _chatter_led(text)) is not None:
+        return led
     lead = _WH_LEAD.match(text)  # anchored and at most LEAD_WORDS words: no scan of the text
     if lead is None or lead.end() == len(text) or text.rstrip().endswith("!"):
         return None
@@ -469,12 +527,15 @@ def _wh_framed(text: str) -> str | None:
     if not (_NOT_IN_FRAME.isdisjoint(spaced) and _WH_WORDS.isdisjoint(words)):
         return None
     rest = text[lead.end():]
-    if _DIRECT.match(rest) and "," not in lead.group(0):  # a question asked as such: what
-        # leads to it only frames it, however it is worded ("Hunt down when did …", "I'm
-        # blanking on when did …"), unless it is a topic, a number or a thing said ("For the
-        # camping trip when did …"); a clause before a comma is only a frame of asking words
-        # ("Just checking, what …"; not "Other than racing, what sport does …")
-        return None if spaced[0] in _NOT_DIRECT_START or _DIGITS.search(said) else rest
+    if _DIRECT.match(text, lead.end()) and "," not in lead.group(0):  # a question asked as
+        # such (matched with the lead in view: "in what was …" is a clause): what leads to it
+        # only frames it, however it is worded ("Hunt down when did …", "I'm blanking on when
+        # did …"), unless it is a topic, a number or a thing said ("For the camping trip when
+        # did …"); a clause before a comma is only a frame of asking words ("Just checking,
+        # what …"; not "Other than racing, what sport does …")
+        # ("cool how are you?" asks about nothing: it frames nothing after it either)
+        return None if spaced[0] in _NOT_DIRECT_START or _DIGITS.search(said) \
+            or not _content(rest) else rest
     if spaced[0] in _NOT_FRAME_START and spaced[1:2] not in (["need"], ["forgot"]) and not (
             spaced[0] in _ASKERS and _to_find_out(words)):
         return None
@@ -654,6 +715,9 @@ def need_of(message: str) -> Need:
     said: list[str] = []  # per kept sentence: the sentence as written
     asked = False  # the sentence before was a request frame alone ("Check for me:")
     for sentence in sentences:
+        if kept and kept[-1][1] and _HAZY.match(sentence) \
+                and len(_content(sentence)) <= SHORT and not _names(sentence):
+            continue  # "… in March? can't quite place it": the asker's haziness, no question
         text, framed = _unframed(sentence)
         asks = _asking(sentence, text, framed) or asked
         if asks:  # "Hmm, when …", "Quick one — what …": the lead goes, not what asks
@@ -719,9 +783,9 @@ def need_of(message: str) -> Need:
     # August?"); beside other sentences, a day named is what they are about
     skip = _DATES if len(kept) == 1 else _PRONOUNS
     leans = words < LEANS or any(  # "her bookshelf" after "Caroline" does not lean
-        not _capitals(kept[i][0], skip) and (
-            (_LEANING.search(kept[i][0]) and kept[i][2] <= SHORT)
-            or (_PERSON.search(kept[i][0]) and kept[i][2] <= PERSON_WORDS))
+        (_LEANING.search(kept[i][0]) and kept[i][2] <= SHORT and not _capitals(kept[i][0], skip))
+        or (_PERSON.search(kept[i][0]) and kept[i][2] <= PERSON_WORDS
+            and not _capitals(kept[i][0], skip, acronyms=len(kept) > 1))
         for i in asking)
     others = sorted((i for i in range(len(kept)) if i not in chosen),
                     key=lambda i: (min(abs(i - j) for j in asking), -i))
@@ -733,7 +797,8 @@ def need_of(message: str) -> Need:
         chosen.add(i)
         words += kept[i][2]
     # nothing chosen names anything (a question alone: but a time)
-    alone = not (_names(kept[0][0], _DATES) if len(kept) == 1 else
+    alone = not (_names(kept[0][0], _DATES, acronyms=not _PERSON.search(kept[0][0]))
+                 if len(kept) == 1 else
                  any(kept[i][3] for i in chosen))
     refers = any(_points(kept[i][0]) for i in asking)
     return Need(_joined(kept[i][0] for i in sorted(chosen)), True, leans and alone, refers)
@@ -950,6 +1015,12 @@ def _abbreviated(sentence: str) -> bool:
 
 
 _LOWER_START = re.compile(r"\s*[a-z0-9]")
+_HAZY = re.compile(r"\s*(?:i\s+)?(?:(?:can'?t|can’t|cannot|don'?t|don’t|do not)\s+(?:quite\s+"
+                   r"|really\s+)?(?:remember|recall|place|think of)|no idea|forg[eo]t)\b",
+                   re.IGNORECASE)
+"""The asker's haziness said after a question ("… in March? can't quite place it", "…... cant
+remember for the life of me"): a sentence of its own, whatever its case, and small talk when it
+names nothing and says little."""
 
 
 def _goes_on(sentence: str, part: str) -> bool:
@@ -957,22 +1028,24 @@ def _goes_on(sentence: str, part: str) -> bool:
     abbreviation, inside a quotation, or when it starts in lower case or with a digit (not
     after a full-width mark, nor a question word after Chinese, "我朋友问我 when did …", or
     after a colon, "Quick: what type of …")."""
+    end = sentence.rstrip()
     return (_abbreviated(sentence) or sentence.count('"') % 2 == 1
-            or (_LOWER_START.match(part) is not None and not sentence.rstrip().endswith(
+            or (_LOWER_START.match(part) is not None and not end.endswith(
                 ("，", "：", "；")) and not _HAN.match(sentence[-1:])
-                and not (sentence.rstrip().endswith(":") and _WH_AT.match(part))))
+                and not (end.endswith((":", ".", "?", "!")) and _WH_AT.match(part))
+                and not (end.endswith(("?", "!", ".", "…")) and _HAZY.match(part))))
 
 
-def _names(text: str, skip: frozenset[str] = _PRONOUNS) -> bool:
+def _names(text: str, skip: frozenset[str] = _PRONOUNS, acronyms: bool = True) -> bool:
     """Whether a sentence names something: a name or title (a capital past its first word,
     ``skip`` aside), a code (SHP-40233), a topic of the conversation's past ("our previous
     chat about ...", "you told me ..."), or Chinese text (no capitals to tell). A time, a list
     of errands or "everything we discussed" names nothing."""
     if text.isascii():  # no Han character; a code needs a digit; the past, one of its words
-        return _capitals(text, skip) or (_DIGITS.search(text) is not None
+        return _capitals(text, skip, acronyms) or (_DIGITS.search(text) is not None
                                          and bool(_CODE.search(text))) \
             or (_may_hold(text, _PAST_WORDS) and bool(_PAST.search(text)))
-    return bool(_HAN.search(text) or _capitals(text, skip) or _CODE.search(text)
+    return bool(_HAN.search(text) or _capitals(text, skip, acronyms) or _CODE.search(text)
                 or _PAST.search(text))
 
 
@@ -986,9 +1059,12 @@ def _names_aside(text: str, beside_names: bool = False) -> bool:
         or bool(_CODE.search(text)) or bool(_PAST.search(text))
 
 
-def _capitals(text: str, skip: frozenset[str] = _PRONOUNS) -> bool:
-    """Whether a word past the first starts with a capital (a name, a title), ``skip`` aside."""
-    return any(w[:1].isupper() and w.rstrip(".,!?;:'s") not in skip
+def _capitals(text: str, skip: frozenset[str] = _PRONOUNS, acronyms: bool = True) -> bool:
+    """Whether a word past the first starts with a capital (a name, a title), ``skip`` aside;
+    without ``acronyms``, a word all in capitals ("LGBTQ", "MCU") does not count: it names an
+    organisation or a thing, never the person "she" or "they" stands for."""
+    return any(w[:1].isupper() and (word := w.rstrip(".,!?;:'s")) not in skip
+               and (acronyms or len(word) < 2 or not word.isupper())
                for w in text.split()[1:])
 
 

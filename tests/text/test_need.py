@@ -754,3 +754,139 @@ def test_more_wordings_of_a_request_frame(message: str, need: str, asks: bool) -
     # wanting to keep something in memory is no frame
     assert need_of("I want to remember this day forever.").text == \
         "I want to remember this day forever."
+
+
+@pytest.mark.parametrize(("message", "need"), [
+    ("quick one what type of vehicle model am I currently working on thx",
+     "what type of vehicle model am I currently working on"),  # a verb before a pronoun
+    ("Brain's blanking on how long have I been living in my apartment.",
+     "how long have I been living in my apartment."),
+    ("Do you still have a note of what kind of places have Andrew and Mia checked out.",
+     "what kind of places have Andrew and Mia checked out."),  # before a name
+    ("Brain's blanking on what toys has Andrew's dog chewed up.",
+     "what toys has Andrew's dog chewed up."),
+    ("Got anything on when is Andrew going hiking.", "when is Andrew going hiking."),
+    ("Pls confirm what is the total time it takes me to commute.",
+     "what is the total time it takes me to commute."),  # "is" and "the"
+])
+def test_questions_asked_as_such_with_other_verbs_than_did(message: str, need: str) -> None:
+    assert need_of(message)[:2] == (need, True)
+
+
+@pytest.mark.parametrize("message", [
+    "It's amazing how much technology has advanced.",  # exclaims
+    "I counted how many people were there.",
+    "Edgar was an industrialist, who was Chairman of Kaiser Aluminum.",  # a relative clause
+    "It stands by the lake, which is The North Face store.",
+    "Five nations each entered a side in what was the first tournament.",  # after "in"
+    "The film Who Am I came out in 2014.",  # titles: a capital verb
+    "They released albums on labels including Where Are My Records.",
+])
+def test_a_clause_or_a_title_with_those_verbs_asks_nothing(message: str) -> None:
+    assert need_of(message).asks is False
+
+
+@pytest.mark.parametrize(("before", "message", "need"), [
+    ("You remember Caroline, yeah?", "Cool. when did they go to the LGBTQ support group?",
+     "Caroline. when did they go to the LGBTQ support group?"),
+    ("Anyway, Melanie.", "Great! what did she paint last week?",
+     "Melanie. what did she paint last week?"),
+])
+def test_a_question_word_in_lower_case_after_a_full_stop_starts_a_sentence(
+        before: str, message: str, need: str) -> None:
+    assert with_before(need_of(message), before).text == need
+    assert need_of("Hi again! I hope the weekend went well. what are John's goals?").text == \
+        "what are John's goals?"
+    # after an abbreviation the sentence goes on
+    assert need_of("Ask about the usual tools, e.g. what the docs suggest.").text == \
+        "Ask about the usual tools, e.g. what the docs suggest."
+
+
+def test_an_acronym_alone_does_not_name_whom_a_pronoun_stands_for() -> None:
+    assert need_of("when did they go to the LGBTQ support group?").leans is True
+    assert need_of("when did they meet Caroline?").leans is False  # a name
+    assert need_of("What did Caroline do at the LGBTQ center?").leans is False
+    # beside other sentences, an acronym still names what they are about
+    assert need_of("Long day at work. When did they join NASA?").text == \
+        "When did they join NASA?"
+    assert need_of("What about NASA?").leans is False  # no pronoun: it names NASA
+
+
+def test_fillers_are_small_talk() -> None:
+    said = need_of("So basically, what is the total amount I spent on that?")
+    assert said.text == "what is the total amount I spent on that?"
+    assert said.leans is True
+    assert need_of("Honestly, just, wow.").text == ""
+
+
+@pytest.mark.parametrize(("message", "need"), [
+    ("When did Caroline go to the support group... cant remember for the life of me",
+     "When did Caroline go to the support group..."),
+    ("How many days did I spend in Japan? no idea anymore",
+     "How many days did I spend in Japan?"),
+    ("Where did I park? I forget.", "Where did I park?"),
+    ("Where did I park? forgot", "Where did I park?"),
+    ("How many days did I spend in Japan? can't quite place it",
+     "How many days did I spend in Japan?"),
+])
+def test_the_askers_haziness_after_a_question_is_a_sentence_of_its_own(message: str,
+                                                                        need: str) -> None:
+    assert need_of(message)[:2] == (need, True)
+    # small talk: the question alone still leans past the month it names
+    assert need_of("which hobby did they pick up in October? can't quite place it").leans
+    assert need_of("which hobby did they pick up? can't remember Lyon").text == \
+        "which hobby did they pick up? can't remember Lyon"  # it names something
+    assert "hotel" in need_of("When did we meet? i forgot the name of the hotel by the old "
+                              "station").text  # it says more
+    # not after a question: "No idea how …" frames what follows
+    assert need_of("Jolene: No idea how I would've survived without them!").text == \
+        "Jolene: how I would've survived without them!"
+    # other words in lower case after an ellipsis go on ("The Thing of It Is... is …")
+    assert need_of("The author of The Thing of It Is... is what nationality?").text == \
+        "The author of The Thing of It Is... is what nationality?"
+
+
+@pytest.mark.parametrize(("message", "need"), [
+    ("quick one what inspired James to create his game thx",
+     "what inspired James to create his game"),
+    ("quick one did Andrew have a pet dog in March 2023 thx",
+     "did Andrew have a pet dog in March 2023"),
+    ("hmm can you suggest some roadtrip captions?", "can you suggest some roadtrip captions?"),
+    ("ok so when is the dentist appointment", "when is the dentist appointment"),
+])
+def test_a_lead_of_sounds_and_courtesy_goes_from_the_question_after_it(message: str,
+                                                                       need: str) -> None:
+    assert need_of(message)[:2] == (need, True)
+
+
+@pytest.mark.parametrize("message", [
+    "So much has happened since we last spoke.",  # a verb of being, not of doing
+    "There were 7 people that attended.",
+    "One who holds to these ethics is known as an altruist.",  # a subject
+    "Appreciate what you've got.",  # a verb
+    "Thanks what a great day",  # exclaims
+    "sorry is that ok",
+    "yeah can do that tomorrow.",  # a verb of might before no one
+])
+def test_a_lead_that_is_a_subject_a_verb_or_an_exclamation_stays(message: str) -> None:
+    assert need_of(message).asks is False
+
+
+@pytest.mark.parametrize(("message", "need"), [
+    ("Trying to piece together what the names of Audrey's dogs are.",
+     "what the names of Audrey's dogs are."),
+    ("Brain's blanking on what the names of Audrey's dogs are.",
+     "what the names of Audrey's dogs are."),
+    ("My mind is blanking on when we met.", "when we met."),
+    ("My memory's fuzzy on where the keys went.", "where the keys went."),
+])
+def test_piecing_together_and_a_mind_gone_blank_frame_a_request(message: str, need: str) -> None:
+    assert need_of(message)[:2] == (need, True)
+    assert need_of("Trying to piece together a new life after the move.").asks is False
+    assert need_of("Piece the puzzle together where it fits.").asks is False
+
+
+def test_a_lead_before_a_question_about_nothing_frames_nothing() -> None:
+    assert need_of("cool how are you? I went to Paris.").asks is False
+    assert need_of("lol what a mess the kitchen is").asks is False  # exclaims
+    assert need_of("Just piece where the tiles go.").asks is False  # "piece" asks with "together"
