@@ -469,15 +469,6 @@ people this that that's these those there
 what …"): such a lead tells, it does not ask."""
 
 
-_CHATTER_LED = re.compile(
-    r"\W*((?:[a-z']+\s+){1,3}?)(?=(?:" + _WH + r")\s+(?!(?:a|an)\s)\w|(?:did|does|do|can"
-    r"|could|would|will|should)\s+(?:i|you|we|he|she|they|(?-i:[A-Z])\w*)\s)", re.IGNORECASE)
-"""A lead of at most three words before a question at a sentence's start: a question word (not
-"what a …", which exclaims) or a verb of doing or of might before a person ("quick one did
-Andrew …", "quick one can you recommend …"; not "So much has happened", "There were 7 …",
-"sorry is that ok")."""
-
-
 _LEAD_CHATTER = frozenset("""
 and so but ok okay also then now hey hi hello hiya yo um uh oh ah hmm well yeah yep yes right
 anyway anyways btw wait actually basically honestly sorry listen cool nice great good thanks thank
@@ -487,17 +478,23 @@ thx ty cheers alright lol haha wow quick quickly one real just again pls please
 when …"; not "Appreciate what you've got", "Explain why …", "Doing what you love …")."""
 
 
+_CHATTER_LED = re.compile(
+    r"\W*((?:(?:" + "|".join(sorted(_LEAD_CHATTER, key=len, reverse=True)) + r")\s+){1,3}?)"
+    r"(?=(?:" + _WH + r")\s+(?!(?:a|an)\s)\w|(?:did|does|do|can|could|would|will|should)\s+"
+    r"(?:i|you|we|he|she|they|(?-i:[A-Z])\w*)\s)", re.IGNORECASE)
+"""A lead of at most three words before a question at a sentence's start: a question word (not
+"what a …", which exclaims) or a verb of doing or of might before a person ("quick one did
+Andrew …", "quick one can you recommend …"; not "So much has happened", "There were 7 …",
+"sorry is that ok")."""
+
+
 def _chatter_led(text: str) -> str | None:
     """What ``text`` asks after a lead of sounds and courtesy alone (:data:`_LEAD_CHATTER`:
     "quick one what kind of places have Andrew … checked out", "hey hey did Andrew …"), or
     None; only when what follows asks about something (a content word: "hey how are you" asks
     nothing to look up, and would make the sentence after it ask)."""
     led = _CHATTER_LED.match(text)
-    if led is None:
-        return None
-    words = led.group(1).lower().split()
-    if words[0] == "one" or not all(w in _LEAD_CHATTER for w in words):  # "One who …" is
-        # a subject ("quick one what …" leads)
+    if led is None or led.group(1)[:4].lower() == "one ":  # "One who …" is a subject
         return None
     rest = text[led.end(1):]
     return rest if _content(rest) else None
@@ -714,10 +711,12 @@ def need_of(message: str) -> Need:
     framing: list[bool] = []  # per kept sentence: it only frames what another one asks
     said: list[str] = []  # per kept sentence: the sentence as written
     asked = False  # the sentence before was a request frame alone ("Check for me:")
+    hazy = False  # the asker said after a question that they cannot recall it
     for sentence in sentences:
         if kept and kept[-1][1] and _HAZY.match(sentence) \
                 and len(_content(sentence)) <= SHORT and not _names(sentence):
-            continue  # "… in March? can't quite place it": the asker's haziness, no question
+            hazy = True  # "… in March? can't quite place it": no question, but what is asked
+            continue  # was said before (it points back, as "it" or "that" does)
         text, framed = _unframed(sentence)
         asks = _asking(sentence, text, framed) or asked
         if asks:  # "Hmm, when …", "Quick one — what …": the lead goes, not what asks
@@ -800,7 +799,7 @@ def need_of(message: str) -> Need:
     alone = not (_names(kept[0][0], _DATES, acronyms=not _PERSON.search(kept[0][0]))
                  if len(kept) == 1 else
                  any(kept[i][3] for i in chosen))
-    refers = any(_points(kept[i][0]) for i in asking)
+    refers = hazy or any(_points(kept[i][0]) for i in asking)
     return Need(_joined(kept[i][0] for i in sorted(chosen)), True, leans and alone, refers)
 
 

@@ -832,8 +832,13 @@ def test_fillers_are_small_talk() -> None:
 def test_the_askers_haziness_after_a_question_is_a_sentence_of_its_own(message: str,
                                                                         need: str) -> None:
     assert need_of(message)[:2] == (need, True)
-    # small talk: the question alone still leans past the month it names
-    assert need_of("which hobby did they pick up in October? can't quite place it").leans
+    # small talk: the question alone still leans past the month it names, and what it asks
+    # was said before: it points back as "it" would, at the topic of the turn before
+    hazy = need_of("which hobby did they pick up in October? can't quite place it")
+    assert hazy.leans and hazy.refers
+    assert with_before(need_of("how much older is my grandma than me? no idea"),
+                       "Been thinking about my family again").text == \
+        "my family. how much older is my grandma than me?"
     assert need_of("which hobby did they pick up? can't remember Lyon").text == \
         "which hobby did they pick up? can't remember Lyon"  # it names something
     assert "hotel" in need_of("When did we meet? i forgot the name of the hotel by the old "
