@@ -480,12 +480,12 @@ when …"; not "Appreciate what you've got", "Explain why …", "Doing what you 
 
 _CHATTER_LED = re.compile(
     r"\W*((?:(?:" + "|".join(sorted(_LEAD_CHATTER, key=len, reverse=True)) + r")\s+){1,3}?)"
-    r"(?=(?:" + _WH + r")\s+(?!(?:a|an)\s)\w|(?:did|does|do|can|could|would|will|should)\s+"
+    r"(?=(?:" + _WH + r")\s+(?!(?:a|an)\s)\w|(?-i:" + _AUX + r")\s+"
     r"(?:i|you|we|he|she|they|(?-i:[A-Z])\w*)\s)", re.IGNORECASE)
 """A lead of at most three words before a question at a sentence's start: a question word (not
-"what a …", which exclaims) or a verb of doing or of might before a person ("quick one did
-Andrew …", "quick one can you recommend …"; not "So much has happened", "There were 7 …",
-"sorry is that ok")."""
+"what a …", which exclaims) or a verb before a person ("quick one did Andrew …", "quick one can
+you recommend …", "ok is Caroline …"; not "So much has happened", "There were 7 …", "sorry is
+that ok", nor a title, "Great Are You Lord")."""
 
 
 def _chatter_led(text: str) -> str | None:

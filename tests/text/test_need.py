@@ -872,6 +872,7 @@ def test_a_lead_of_sounds_and_courtesy_goes_from_the_question_after_it(message: 
     "Thanks what a great day",  # exclaims
     "sorry is that ok",
     "yeah can do that tomorrow.",  # a verb of might before no one
+    '* "Great Are You Lord" by All Sons & Daughters:',  # a title
 ])
 def test_a_lead_that_is_a_subject_a_verb_or_an_exclamation_stays(message: str) -> None:
     assert need_of(message).asks is False
