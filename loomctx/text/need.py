@@ -312,9 +312,12 @@ fan of …", "which is a …", "who has the …": a relative "who" or "which" be
 a clause as a question; nor "how much technology has advanced", which exclaims as often as it
 asks; nor "in what was the first …", "Who Am I", "Where Are My Records": after a preposition or
 with a capital verb, a clause or a title)."""
+_INTERJECTIONS = (
+    "and", "so", "but", "ok", "okay", "also", "then", "now", "hey", "hi", "um", "uh", "oh", "well",
+    "yeah", "right", "anyway", "btw", "wait", "hmm", "actually", "sorry", "listen")
+"""Sounds and joining words a question may start with ("hey so um what was …")."""
 _ASKS_WH = re.compile(  # what asks with a question word (or "if", "whether")
-    r"^\W*(?:(?:and|so|but|ok|okay|also|then|now|hey|hi|um|uh|oh|well|yeah|right|anyway"
-    r"|btw|wait|hmm|actually|sorry|listen)\W+){0,3}(?:according to [^,]{1,40},\s*)?"
+    r"^\W*(?:(?:" + "|".join(_INTERJECTIONS) + r")\W+){0,3}(?:according to [^,]{1,40},\s*)?"
     r"(?:(?:in|on|at|for|from|to|with|by|around|during|since|of|about|after|before|between"
     r"|over|under|through|within|across|among|into|against|towards?|beyond|until|upon"
     r"|throughout|per|via)\s+)?"
@@ -469,17 +472,16 @@ people this that that's these those there
 what …"): such a lead tells, it does not ask."""
 
 
-_LEAD_CHATTER = frozenset("""
-and so but ok okay also then now hey hi hello hiya yo um uh oh ah hmm well yeah yep yes right
-anyway anyways btw wait actually basically honestly sorry listen cool nice great good thanks thank
-thx ty cheers alright lol haha wow quick quickly one real just again pls please
+_LEAD_CHATTER = frozenset(_INTERJECTIONS) | frozenset("""
+hello hiya yo ah yep yes anyways basically honestly cool nice great good thanks thank thx ty cheers
+alright lol haha wow quick quickly one real just again pls please
 """.split())  # noqa: SIM905 (a word list reads best as text)
 """Words that lead a question as a sound or a courtesy, not as a verb ("quick one what …", "ok so
 when …"; not "Appreciate what you've got", "Explain why …", "Doing what you love …")."""
 
 
 _CHATTER_LED = re.compile(
-    r"\W*((?:(?:" + "|".join(sorted(_LEAD_CHATTER, key=len, reverse=True)) + r")\s+){1,3}?)"
+    r"\W*((?:(?:" + "|".join(sorted(_LEAD_CHATTER)) + r")\s+){1,3}?)"
     r"(?=(?:" + _WH + r")\s+(?!(?:a|an)\s)\w|(?-i:" + _AUX + r")\s+"
     r"(?:i|you|we|he|she|they|(?-i:[A-Z])\w*)\s)", re.IGNORECASE)
 """A lead of at most three words before a question at a sentence's start: a question word (not
@@ -528,9 +530,9 @@ def _wh_framed(text: str) -> str | None:
         # such (matched with the lead in view: "in what was …" is a clause): what leads to it
         # only frames it, however it is worded ("Hunt down when did …", "I'm blanking on when
         # did …"), unless it is a topic, a number or a thing said ("For the camping trip when
-        # did …"); a clause before a comma is only a frame of asking words ("Just checking,
-        # what …"; not "Other than racing, what sport does …")
-        # ("cool how are you?" asks about nothing: it frames nothing after it either)
+        # did …") or asks about nothing ("cool how are you?"); a
+        # clause before a comma is only a frame of asking words ("Just checking, what …"; not
+        # "Other than racing, what sport does …")
         return None if spaced[0] in _NOT_DIRECT_START or _DIGITS.search(said) \
             or not _content(rest) else rest
     if spaced[0] in _NOT_FRAME_START and spaced[1:2] not in (["need"], ["forgot"]) and not (
