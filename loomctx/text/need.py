@@ -99,9 +99,10 @@ _PLACE = (r"(?: (?:earlier|previous|past|old|recent))? (?:messages|chats|convers
 _FRAMES_EN = (
     r"(?:hi|hey|hello|ok(?:ay)?|so|well|also|and|oh|btw|by the way|anyway|quick question"
     r"|one more thing|actually|now|next|right|alright|great|thanks(?: in advance)?)\b[,!.:;-]*",
-    r"(?:(?:i|we)(?:'d|’d| would)(?: really| so)? (?:appreciate it|love it|be (?:so |really "
-    r"|very )?(?:grateful|thankful|glad|happy))|it(?:'d|’d| would) be (?:great|nice|awesome"
-    r"|helpful|lovely|super helpful)) if you (?:could|can|would|might)(?: please| kindly)?",
+    r"(?:(?:(?:i|we)(?:'d|’d| would| wud)|would|wud)(?: really| so)? (?:appreciate(?: it)?"
+    r"|love it|be (?:so |really |very )?(?:grateful|thankful|glad|happy))|it(?:'d|’d| would)"
+    r" be (?:great|nice|awesome|helpful|lovely|super helpful)) if (?:you|u)"
+    r" (?:could|can|would|might|cud|wud)(?: please| kindly)?",
     # courtesy before the request ("I'd appreciate it if you could tell me …"): a frame only
     # with the request after it
     r"(?:when(?:ever)?|if|once) you(?:'re|’re| are)? (?:can|(?:get|have|find) (?:a|the)"
@@ -109,11 +110,12 @@ _FRAMES_EN = (
     r"|(?:don't|don’t|do not) mind)(?=\s*[,:;])",  # a condition on the listener's time,
     # a clause of its own ("When you get a chance, find out …"): courtesy; not "If you can't
     # find it, …", "If you have the time and want to …"
-    r"(?:can|could|would|will) you (?:please |kindly )?(?:tell|remind|show|give|help|let)"
+    r"(?:can|could|would|will) you (?:please |kindly )?(?:tell|remind|show|give|help|let"
+    r"|say)"
     r" me(?: know)?(?: (?:about|with|of|on))?",
     r"(?:can|could|would|will) you (?:please |kindly )?(?:find out|look up|check|figure out"
     r"|recall|remember|pull up|dig up|confirm|say)(?: for me)?",
-    r"(?:please |pls |kindly )?(?:tell|remind|show|give|let) me(?: know)?"
+    r"(?:please |pls |kindly )?(?:tell|remind|show|give|let|say) me(?: know)?"
     r"(?: again)?(?: (?:about|with|of|on))?",
     r"(?:please |pls |kindly )?(?:find out|look up|check|figure out|recall|remember|pull up"
     r"|dig up|confirm|refresh my memory(?: on| about)?)(?: for me)?",
@@ -225,10 +227,16 @@ _OWN_PAST = re.compile(r"\b(?:did|have|had|was|were)\s+(?:i|we)\b|\b(?:i|we)\s+(
                        r"|were)\b", re.IGNORECASE)
 """The asker's own past ("what did I do this morning?", "when did we last go out in the
 evening?"): a question about it is no small talk, whatever words it uses."""
+_NO_TOPIC = (r"(?:\s+(?:you|me|us))?\s+(?:it|this|that)(?:\s+(?:to|with)\s+(?:you|me|us))?"
+             r"(?:\s+(?:at some point|before|earlier|already|once|last time|previously"
+             r"|a while (?:ago|back)))?\s*(?:[.,;!?]|$)")
+"""What a pointer at the past says when it names no topic ("I'm sure I mentioned it to you at
+some point."): "it" is what the question beside it asks about, which names its own."""
 _PAST = re.compile(  # a sentence that points at something said before, by its topic
     r"\b(?:previous|earlier|last|other) (?:conversation|chat|discussion|session|talk|game|time)s?"
     r"\b.*\b(?:about|on|regarding|where)\b|\b(?:i|you) (?:told|mentioned|said|shared|gave"
-    r"|provided|recommended|suggested|listed|sent|wrote)\b|上次|之前|以前|刚才|你说|我说过",
+    r"|provided|recommended|suggested|listed|sent|wrote)\b(?!" + _NO_TOPIC + ")"
+    r"|上次|之前|以前|刚才|你说|我说过",
     re.IGNORECASE)
 _TIME = r"(?:the|this|that|my|our)\s+(?:day|week|weekend|morning|afternoon|evening|night)s?\b"
 _TIME_TOPIC = re.compile(r"\b(?:about|regarding|concerning|re|on|to)\s+(" + _TIME + ")",
@@ -261,7 +269,8 @@ _AGAIN = re.compile(  # a statement that points back at what was done or said be
     re.IGNORECASE)
 _CODE = re.compile(r"[A-Za-z]-?\d|\d-?[A-Za-z]")  # SHP-40233, A1001, 27th
 _HAN = re.compile(r"[\u4e00-\u9fff]")
-_PRONOUNS = frozenset({"I", "I'm", "I've", "I'd", "I'll", "OK", "Ok"})
+_PRONOUNS = frozenset({"I", "I'm", "I've", "I'd", "I'll", "Im", "Ive", "OK", "Ok"})
+"""The capitals that name no one: the asker (also as texted, "Im stuck inside"), "OK"."""
 _DATES = _PRONOUNS | frozenset("""
 January February March April May June July August September October November December
 Monday Tuesday Wednesday Thursday Friday Saturday Sunday
@@ -481,13 +490,25 @@ when …"; not "Appreciate what you've got", "Explain why …", "Doing what you 
 
 
 _CHATTER_LED = re.compile(
-    r"\W*((?:(?:" + "|".join(sorted(_LEAD_CHATTER)) + r")\s+){1,3}?)"
+    r"\W*((?:(?:" + "|".join(sorted(_LEAD_CHATTER)) + r")[,!]?\s+){1,3}?)"
     r"(?=(?:" + _WH + r")\s+(?!(?:a|an)\s)\w|(?-i:" + _AUX + r")\s+"
     r"(?:i|you|we|he|she|they|(?-i:[A-Z])\w*)\s)", re.IGNORECASE)
 """A lead of at most three words before a question at a sentence's start: a question word (not
-"what a …", which exclaims) or a verb before a person ("quick one did Andrew …", "quick one can
-you recommend …", "ok is Caroline …"; not "So much has happened", "There were 7 …", "sorry is
-that ok", nor a title, "Great Are You Lord")."""
+"what a …", which exclaims) or a verb before a person ("quick one did Andrew …", "quick one, how
+many years passed …", "quick one can you recommend …", "ok is Caroline …"; not "So much has
+happened", "There were 7 …", "sorry is that ok", nor a title, "Great Are You Lord")."""
+
+
+_SOUNDS = frozenset("""
+lol haha hmm um uh oh ok okay anyway anyways btw hey hi hello hiya yeah yep yes wow cool thanks thx
+ty cheers alright sorry
+""".split())  # noqa: SIM905 (a word list reads best as text)
+_SOUND_STARTS = re.compile(
+    r"\W*(?:" + "|".join(sorted(_SOUNDS)) + r")[,!]?\s+(?:(?-i:[A-Z])|(?:" + _WH
+    + r")\s+(?!(?:a|an)\s)\w)", re.IGNORECASE)
+"""A sound before a capital or a question word: after a full stop, a new sentence typed in lower
+case ("… all day lol. anyway Can you …", "… lol. ok when did …"); a joining word goes on ("Co.
+and Crede Capital", "Inc. so that …")."""
 
 
 def _chatter_led(text: str) -> str | None:
@@ -496,7 +517,7 @@ def _chatter_led(text: str) -> str | None:
     None; only when what follows asks about something (a content word: "hey how are you" asks
     nothing to look up, and would make the sentence after it ask)."""
     led = _CHATTER_LED.match(text)
-    if led is None or led.group(1)[:4].lower() == "one ":  # "One who …" is a subject
+    if led is None or led.group(1)[:4].lower() in ("one ", "one,"):  # "One who …": a subject
         return None
     rest = text[led.end(1):]
     return rest if _content(rest) else None
@@ -633,7 +654,13 @@ _TAIL_ASKS = re.compile(
 remind me"; not "If you need any help, let me know", an offer)."""
 
 
-def _untailed(text: str, framed: bool) -> tuple[str, bool]:
+_ANY_IDEA = re.compile(r"\s*(?:(?:got|have you got|do you have)\s+)?any\s+ideas?\W*",
+                       re.IGNORECASE)
+"""A closing "any idea" asks as "do you know" does (the word "idea" is no word of asking:
+"Do you think that's a good idea?" asks about it)."""
+
+
+def _untailed(text: str, framed: bool) -> tuple[str, bool, bool]:
     """``text`` without the clauses after it that hold only words of asking and small talk,
     after a comma, colon or dash or in parentheses ("… - remind me", "…, can you check",
     "…, do you know", "… (asking for a friend)"): they frame what comes before them and name
@@ -642,8 +669,9 @@ def _untailed(text: str, framed: bool) -> tuple[str, bool]:
     as a request frame: "I went there, you know" stays. A clause that names or says anything
     ("…, the lake one", "…, in 2022", "…, she said"), promises ("…, I'll let you know"), holds
     a question word ("…, and do you know why") or no word of asking ("…, right?" is a tag, not
-    a frame) stays."""
-    tail_asks = False
+    a frame) stays. The asker's haziness so placed ("…, i cant remember rn") goes too, as it does
+    as a sentence of its own; the last value says whether it did."""
+    tail_asks = hazy = False
     for _ in range(LEADS):
         stripped = text.rstrip(" .!?")
         paren = _PAREN_END.search(text) if stripped.endswith(")") else None
@@ -657,6 +685,13 @@ def _untailed(text: str, framed: bool) -> tuple[str, bool]:
                 break
             start, tail = end.start(), stripped[end.end():]
         head = text[:start].rstrip()
+        if paren is None and _HAZY.match(tail) and len(_content(tail)) <= SHORT \
+                and not _names(tail) and (framed or _asks(head)):
+            text, hazy = head, True
+            continue
+        if paren is None and head and _ANY_IDEA.fullmatch(tail):
+            text, tail_asks = head, True  # "… - any idea": a frame, as "…, do you know"
+            continue
         words = tokenize(tail, drop_stopwords=True)
         if _ASKING_ALL.isdisjoint(words) or any(
                 w not in _ASKING_ALL and w not in _CHATTER_TERMS for w in words) \
@@ -666,7 +701,7 @@ def _untailed(text: str, framed: bool) -> tuple[str, bool]:
         if not (framed or frame or _asks(head)):
             break
         text, tail_asks = head, tail_asks or frame
-    return text, tail_asks
+    return text, tail_asks, hazy
 
 
 class Need(NamedTuple):
@@ -723,7 +758,9 @@ def need_of(message: str) -> Need:
         asks = _asking(sentence, text, framed) or asked
         if asks:  # "Hmm, when …", "Quick one — what …": the lead goes, not what asks
             text = _unled(text)
-        text, tail_asks = _untailed(text, framed)  # "… - remind me": so does a frame after it
+        # "… - remind me": so does a frame after it; "…, i cant remember rn": it was said before
+        text, tail_asks, hazy_tail = _untailed(text, framed)
+        hazy = hazy or hazy_tail
         asks = asks or tail_asks
         content = _content(text)
         if not asks and content and _only_a_day(sentence, content):
@@ -1028,13 +1065,16 @@ def _goes_on(sentence: str, part: str) -> bool:
     """Whether ``part`` continues ``sentence`` rather than starting a new one: after an
     abbreviation, inside a quotation, or when it starts in lower case or with a digit (not
     after a full-width mark, nor a question word after Chinese, "我朋友问我 when did …", or
-    after a colon, "Quick: what type of …")."""
+    after a colon, "Quick: what type of …"; nor after a full stop a question word, the
+    asker's haziness or a sound before a question word or a capital: "… all day lol. anyway
+    When did …")."""
     end = sentence.rstrip()
     return (_abbreviated(sentence) or sentence.count('"') % 2 == 1
             or (_LOWER_START.match(part) is not None and not end.endswith(
                 ("，", "：", "；")) and not _HAN.match(sentence[-1:])
                 and not (end.endswith((":", ".", "?", "!")) and _WH_AT.match(part))
-                and not (end.endswith(("?", "!", ".", "…")) and _HAZY.match(part))))
+                and not (end.endswith(("?", "!", ".", "…")) and (
+                    _HAZY.match(part) or _SOUND_STARTS.match(part)))))
 
 
 def _names(text: str, skip: frozenset[str] = _PRONOUNS, acronyms: bool = True) -> bool:

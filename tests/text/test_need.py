@@ -896,3 +896,45 @@ def test_a_lead_before_a_question_about_nothing_frames_nothing() -> None:
     assert need_of("cool how are you? I went to Paris.").asks is False
     assert need_of("lol what a mess the kitchen is").asks is False  # exclaims
     assert need_of("Just piece where the tiles go.").asks is False  # "piece" asks with "together"
+
+
+@pytest.mark.parametrize(("message", "need"), [
+    ("quick one, how many years passed between Audrey adopting Pixie and her other dogs",
+     "how many years passed between Audrey adopting Pixie and her other dogs"),  # a comma
+    ("Ugh its pouring rain here and Im stuck inside all day lol. anyway When did Caroline go "
+     "to the LGBTQ support group?", "When did Caroline go to the LGBTQ support group?"),
+    ("Stuck inside all day lol. anyway Can you suggest some roadtrip captions?",
+     "Can you suggest some roadtrip captions?"),
+    ("wud appreciate if u could check when did Caroline go to the LGBTQ support group.",
+     "when did Caroline go to the LGBTQ support group."),
+    ("Please can you say me what Melanie's favourite book is.",
+     "what Melanie's favourite book is."),
+    ("When did Caroline go to the LGBTQ support group - any idea",
+     "When did Caroline go to the LGBTQ support group"),
+    ("When did Caroline go to the LGBTQ support group, i cant remember rn",
+     "When did Caroline go to the LGBTQ support group"),
+    ("I was flipping through my journal, and I'm sure I mentioned it to you at some point. "
+     "When did Caroline go to the LGBTQ support group?",
+     "When did Caroline go to the LGBTQ support group?"),
+])
+def test_messages_as_people_type_them(message: str, need: str) -> None:
+    assert need_of(message)[:2] == (need, True)
+
+
+def test_what_those_typed_forms_leave_alone() -> None:
+    # a joining word after an abbreviation goes on: it starts no sentence
+    assert need_of("He is CEO of Catasys, Inc. and Crede Capital Group.").text == \
+        "He is CEO of Catasys, Inc. and Crede Capital Group."
+    # "Im" is the asker, as "I'm" is: a sentence of it names nothing
+    assert need_of("Ugh and Im stuck inside all day. When did Caroline go to the support "
+                   "group?").text == "When did Caroline go to the support group?"
+    # a pointer at the past that names its topic stays beside the question
+    assert need_of("I told you about the Hamburg pickups. When are they due?").text == \
+        "I told you about the Hamburg pickups. When are they due?"
+    # "idea" asks only in a closing "any idea": a question about one keeps it
+    assert need_of("Do you think that's a good idea?").text == "Do you think that's a good idea?"
+    # a closing "any idea" after a statement makes it ask, as "- remind me" does
+    assert need_of("The carrier for SHP-40233 - any idea")[:2] == \
+        ("The carrier for SHP-40233", True)
+    # the asker's haziness after a comma says what is asked was said before
+    assert need_of("which hobby did they pick up in October, i cant remember").refers is True
