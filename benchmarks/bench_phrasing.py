@@ -120,14 +120,17 @@ def run_group(questions: list[Any], phrasing: str, budget: int, embedder: Any,
             session.add_message_sync("user", earlier, timestamp=now)
         r = session.build_sync(said.message, max_tokens=budget, now=now)
         asked = score_build(context_text(r.payload), set(r.report.included_ids), gold, budget)
+        failed = len(r.report.failed_sources)
         session.add_message_sync("user", said.message, timestamp=now)
         t0 = time.perf_counter()
         r = session.build_sync(max_tokens=budget, now=now)
         turn_ms = (time.perf_counter() - t0) * 1000
         turn = score_build(context_text(r.payload), set(r.report.included_ids), gold, budget)
+        # a source that failed (a timeout on a loaded machine) is no recall result: counted
+        failed += len(r.report.failed_sources)
         rows.append({"id": q.id, "template": said.template, "budget": budget,
                      "phrasing": phrasing, "turn": turn.recall, "question": asked.recall,
-                     "over": int(turn.over_budget) + int(asked.over_budget),
+                     "over": int(turn.over_budget) + int(asked.over_budget), "failed": failed,
                      "turn_ms": round(turn_ms, 1)})
     return rows
 
@@ -149,6 +152,7 @@ def summarize(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
                     "turn_ok": turn >= question - 0.03,
                     "question_ok": None if ref is None else question >= ref - 0.03,
                     "over_budget": sum(r["over"] for r in got),
+                    "sources_failed": sum(r.get("failed", 0) for r in got),
                     "turn_ms_p50": statistics.median(r["turn_ms"] for r in got)})
     return out
 
@@ -212,6 +216,8 @@ def table(summary: list[dict[str, Any]]) -> str:
             marks = ("turn≥q-.03 " + ("ok" if s["turn_ok"] else "NO") + "  q≥ds-.03 "
                      + ("ok" if s["question_ok"] else "NO"))
             over = f"  over {s['over_budget']}" if s["over_budget"] else ""
+            if s.get("sources_failed"):  # a timeout under load: rerun on a quieter machine
+                over += f"  sources failed {s['sources_failed']}"
             lines.append(f"{s['phrasing']:<14}{s['n']:>5}{s['turn']:>8.3f}{s['question']:>10.3f}"
                          f"{d_turn:>+8.3f}{d_q:>+8.3f}  {marks}{over}")
     return "\n".join(lines)

@@ -86,7 +86,7 @@ def test_every_phrasing_is_asked_as_a_turn_and_as_a_question(
                      for p in PHRASINGS}
     # At 2,000 tokens the whole tiny history fits: every phrasing recalls every gold turn.
     for s in doc["summary"]:
-        assert s["over_budget"] == 0
+        assert s["over_budget"] == 0 and s["sources_failed"] == 0
         if s["budget"] == 2000:
             assert s["turn"] == s["question"] == 1.0, s
     table = capsys.readouterr().out
@@ -190,3 +190,13 @@ def test_each_committed_template_set_is_taken(bench: ModuleType, path: Path,
                 assert "go to the support group" in said.message
             else:
                 assert "Caroline go to the support group" in said.message
+
+
+def test_a_build_whose_source_failed_is_counted_and_shown(bench: ModuleType) -> None:
+    # a source that times out on a loaded machine is no recall result: the table says so
+    rows = [{"family": "locomo", "budget": 300, "phrasing": p, "turn": 1.0, "question": 1.0,
+             "over": 0, "failed": f, "turn_ms": 1.0} for p, f in (("dataset", 0), ("request", 2))]
+    summary = bench.summarize(rows)
+    assert {s["phrasing"]: s["sources_failed"] for s in summary} == {"dataset": 0, "request": 2}
+    shown = bench.table(summary)
+    assert "sources failed 2" in shown and shown.count("sources failed") == 1
