@@ -909,6 +909,7 @@ def test_a_lead_before_a_question_about_nothing_frames_nothing() -> None:
      "when did Caroline go to the LGBTQ support group."),
     ("Please can you say me what Melanie's favourite book is.",
      "what Melanie's favourite book is."),
+    ("Please say me what Melanie's favourite book is.", "what Melanie's favourite book is."),
     ("When did Caroline go to the LGBTQ support group - any idea",
      "When did Caroline go to the LGBTQ support group"),
     ("When did Caroline go to the LGBTQ support group, i cant remember rn",
@@ -932,9 +933,14 @@ def test_what_those_typed_forms_leave_alone() -> None:
     assert need_of("I told you about the Hamburg pickups. When are they due?").text == \
         "I told you about the Hamburg pickups. When are they due?"
     # "idea" asks only in a closing "any idea": a question about one keeps it
-    assert need_of("Do you think that's a good idea?").text == "Do you think that's a good idea?"
+    assert need_of("I'm thinking of a DIY photo booth. Do you think that's a good idea?").asks
     # a closing "any idea" after a statement makes it ask, as "- remind me" does
     assert need_of("The carrier for SHP-40233 - any idea")[:2] == \
         ("The carrier for SHP-40233", True)
     # the asker's haziness after a comma says what is asked was said before
     assert need_of("which hobby did they pick up in October, i cant remember").refers is True
+    # only after what asks, and only when it names nothing
+    assert need_of("We went to the lake, i cant remember").text == \
+        "We went to the lake, i cant remember"
+    assert need_of("When did we go to the lake, i cant remember Lyon").text == \
+        "When did we go to the lake, i cant remember Lyon"
