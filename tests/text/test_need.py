@@ -910,6 +910,8 @@ def test_a_lead_before_a_question_about_nothing_frames_nothing() -> None:
     ("Please can you say me what Melanie's favourite book is.",
      "what Melanie's favourite book is."),
     ("Please say me what Melanie's favourite book is.", "what Melanie's favourite book is."),
+    ("I was hoping you could work out for me when Caroline went to the LGBTQ support group.",
+     "when Caroline went to the LGBTQ support group."),
     ("When did Caroline go to the LGBTQ support group - any idea",
      "When did Caroline go to the LGBTQ support group"),
     ("When did Caroline go to the LGBTQ support group, i cant remember rn",
@@ -939,6 +941,9 @@ def test_what_those_typed_forms_leave_alone() -> None:
         ("The carrier for SHP-40233", True)
     # the asker's haziness after a comma says what is asked was said before
     assert need_of("which hobby did they pick up in October, i cant remember").refers is True
+    # hoping is a courtesy only before a request
+    assert need_of("I was hoping you could join us for dinner on Friday.").text == \
+        "I was hoping you could join us for dinner on Friday."
     # only after what asks, and only when it names nothing
     assert need_of("We went to the lake, i cant remember").text == \
         "We went to the lake, i cant remember"
