@@ -75,6 +75,7 @@ assistant bot ai dear sir madam there answer answers reply explain explanation s
 day week weekend today time last one another earlier back later soon night morning afternoon
 evening
 details sure double confused confusing basically honestly literally actually seriously
+regarding concerning
 你好 您好 嗨 谢谢 谢 感谢 多谢 好的 好 嗯 哈哈 早上好 晚上好 下午好 辛苦 麻烦 请 一下 那个 对了 顺便
 问 问题 一个 再 还有 怎么样 不错 太好了 棒 打扰 抱歉 不好意思 有点 有些 懵 糊涂 突然 忙 快点 回复 回
 那边 话说 话说回来 急 有个 事 事儿 事情 东西 快速 最后 刚刚 哈喽 有空 不急 解答

@@ -924,6 +924,13 @@ def test_messages_as_people_type_them(message: str, need: str) -> None:
     assert need_of(message)[:2] == (need, True)
 
 
+def test_a_turn_asking_regarding_a_topic_gives_the_topic_alone() -> None:
+    # "regarding" is no topic of its own: the follow-up takes what it is about
+    before = "I want to ask you something regarding work commitments, we talked about it."
+    assert with_before(need_of("Please tell me, how many fun runs did I miss due to that?"),
+                       before).text == "work commitments. how many fun runs did I miss due to that?"
+
+
 def test_what_those_typed_forms_leave_alone() -> None:
     # a joining word after an abbreviation goes on: it starts no sentence
     assert need_of("He is CEO of Catasys, Inc. and Crede Capital Group.").text == \
