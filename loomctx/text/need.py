@@ -487,9 +487,13 @@ people this that that's these those there
 what …"): such a lead tells, it does not ask."""
 
 
-_LEAD_CHATTER = frozenset(_INTERJECTIONS) | frozenset("""
-hello hiya yo ah yep yes anyways basically honestly cool nice great good thanks thank thx ty cheers
-alright lol haha wow quick quickly one real just again pls please
+_SOUNDS = frozenset("""
+lol haha hmm um uh oh ok okay anyway anyways btw hey hi hello hiya yeah yep yes wow cool thanks thx
+ty cheers alright sorry
+""".split())  # noqa: SIM905 (a word list reads best as text)
+"""Sounds that never join a sentence to the one before (:data:`_SOUND_STARTS`)."""
+_LEAD_CHATTER = frozenset(_INTERJECTIONS) | _SOUNDS | frozenset("""
+yo ah basically honestly nice great good thank quick quickly one real just again pls please
 """.split())  # noqa: SIM905 (a word list reads best as text)
 """Words that lead a question as a sound or a courtesy, not as a verb ("quick one what …", "ok so
 when …"; not "Appreciate what you've got", "Explain why …", "Doing what you love …")."""
@@ -505,10 +509,6 @@ many years passed …", "quick one can you recommend …", "ok is Caroline …";
 happened", "There were 7 …", "sorry is that ok", nor a title, "Great Are You Lord")."""
 
 
-_SOUNDS = frozenset("""
-lol haha hmm um uh oh ok okay anyway anyways btw hey hi hello hiya yeah yep yes wow cool thanks thx
-ty cheers alright sorry
-""".split())  # noqa: SIM905 (a word list reads best as text)
 _SOUND_STARTS = re.compile(
     r"\W*(?:" + "|".join(sorted(_SOUNDS)) + r")[,!]?\s+(?:(?-i:[A-Z])|(?:" + _WH
     + r")\s+(?!(?:a|an)\s)\w)", re.IGNORECASE)
@@ -557,9 +557,9 @@ def _wh_framed(text: str) -> str | None:
         # such (matched with the lead in view: "in what was …" is a clause): what leads to it
         # only frames it, however it is worded ("Hunt down when did …", "I'm blanking on when
         # did …"), unless it is a topic, a number or a thing said ("For the camping trip when
-        # did …") or asks about nothing ("cool how are you?"); a
-        # clause before a comma is only a frame of asking words ("Just checking, what …"; not
-        # "Other than racing, what sport does …")
+        # did …") or asks about nothing ("cool how are you?"); a clause before a comma is only
+        # a frame of asking words ("Just checking, what …"; not "Other than racing, what sport
+        # does …")
         return None if spaced[0] in _NOT_DIRECT_START or _DIGITS.search(said) \
             or not _content(rest) else rest
     if spaced[0] in _NOT_FRAME_START and spaced[1:2] not in (["need"], ["forgot"]) and not (
