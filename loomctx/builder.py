@@ -266,10 +266,14 @@ class ContextBuilder:
 
     def _remember(self, st: BuildState, place: Callable[[Sequence[ContextItem]], Layout],
                   ) -> None:
-        """Keep a wide question's evidence, as rendered, in place for the next turns: a recall
-        note after the newest history message shown, so the next request repeats it byte for
-        byte (:mod:`loomctx.select.window`). Only when the window's room still holds it and the
-        next step's messages: a note must never be what makes the window compact."""
+        """Keep a wide question's evidence, as rendered, in place for the next steps: a
+        recall note after the newest history message shown, so the next request repeats it byte
+        for byte (:mod:`loomctx.select.window`). While tools are at work, any turn's evidence
+        that holds every one of retrieval's best matches out of view is kept so: it would
+        otherwise be re-sent after each tool result, and the next steps, finding it shown, add
+        none (evidence cut short by the room stays volatile: kept, the next steps would add
+        the rest, note after note). Only when the window's room still holds it and the next
+        step's messages: a note must never be what makes the window compact."""
         lay = place(st.included)
         if not lay.history or not st.window_start:
             return
@@ -278,7 +282,8 @@ class ContextBuilder:
         # notes an earlier build at this same history end left here were not shown: this
         # build's evidence (or none) replaces them
         evidence = [it for it in lay.evidence if it.kind != "custom"]
-        if not st.recall_wide or not evidence:
+        whole = self.window.tools_at_work(st) and st.recall_missing <= {it.id for it in evidence}
+        if not (st.recall_wide or whole) or not evidence:
             self.window.remember(source, after.id, None)
             return  # a small pool stays volatile: kept, it would fill the window sooner
         text = EVIDENCE_HEADER + "\n\n" + "\n\n".join(it.content for it in evidence)

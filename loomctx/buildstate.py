@@ -65,6 +65,8 @@ class BuildState:
     recall_said: float = 0.0
     """Turn builds: the share of retrieval's best candidates out of view that someone said (not
     a tool's output)."""
+    recall_missing: frozenset[str] = frozenset()
+    """Turn builds: the ids of retrieval's best candidates the history window does not show."""
     recall_own: bool = False
     """Turn builds: retrieval's best candidates include the session's own messages."""
     recall_beyond: float = 0.0

@@ -67,10 +67,12 @@ class BuildOptions:
     take; it changes every turn, so it is never cached."""
     tool_share: float = 0.03
     """Turn builds: most of the budget the session's own past may take as evidence while tools
-    are at work (at most ``volatile_share``). The evidence sits at each request's end and is
-    sent again on every tool step; the agent's working state is in its window and its tools.
-    Chosen on the cache replays' development seeds: of the shares tried, the lowest at which no
-    planted fact asked as a turn was lost (``docs/architecture.md``)."""
+    are at work (at most ``volatile_share``), times the share of retrieval's best matches out of
+    view. Evidence that holds all of those stays in place for the next steps (a recall note);
+    the rest sits at each request's end and is sent again on every tool step; the agent's
+    working state is in its window and its tools. Chosen on the cache replays' development
+    seeds: of the shares tried, the lowest at which no planted fact asked as a turn was lost
+    (``docs/architecture.md``)."""
     recall_share: float = 0.8
     """Turn builds: most of the budget a question's new evidence may take from the history
     window (scaled by the share of retrieval's best matches out of view) once most of the

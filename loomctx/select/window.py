@@ -2,12 +2,13 @@
 
 A turn's input is the history's last user message (shown once, with its parts). The history is
 shown from a compaction point onwards (:mod:`loomctx.compress.history`), so consecutive turns
-only append. Evidence recalled for a turn is not volatile: it is shown just before the turn's
-input and then stays there, byte-identical, as a *recall note* in the history window until the
-window compacts past it, so the provider caches it from the next request on and a later turn
-recalls only what is new. The room for a turn's new evidence is sized by what retrieval found
-(:meth:`TurnWindow.pool`). :class:`TurnWindow` keeps what must be the same from turn to turn
-(compaction points, clipped messages, summaries, recall notes) for one builder.
+only append. Evidence recalled for a wide question, or while tools are at work, is not
+volatile: it is shown after the newest message (before the turn's input) and then stays there,
+byte-identical, as a *recall note* in the history window until the window compacts past it, so
+the provider caches it from the next request on and a later step recalls only what is new.
+The room for a turn's new evidence is sized by what retrieval found (:meth:`TurnWindow.pool`).
+:class:`TurnWindow` keeps what must be the same from turn to turn (compaction points, clipped
+messages, summaries, recall notes) for one builder.
 """
 
 from __future__ import annotations
@@ -418,6 +419,7 @@ class TurnWindow:
         own = [session is not None and it.metadata.get("session") == session for it in best]
         st.recall_own = any(own)
         hits = [it.id not in shown for it in best]
+        st.recall_missing = frozenset(it.id for it, hit in zip(best, hits, strict=True) if hit)
         st.recall_beyond = (sum(hit and not mine for hit, mine in zip(hits, own, strict=True))
                             / len(hits) if hits else 0.0)
         said = [hit and it.role != "tool" for hit, it in zip(hits, best, strict=True)]
@@ -444,7 +446,7 @@ class TurnWindow:
     def wide(self, st: BuildState) -> bool:
         """Whether this turn asks a question whose best matches are mostly out of view (and,
         the first time a user turn is seen, count it among the latest turns)."""
-        wide = st.recall_need >= WIDE and st.asks and not self._tools_at_work(st)
+        wide = st.recall_need >= WIDE and st.asks and not self.tools_at_work(st)
         inp = st.candidates.get(INPUT_SOURCE)
         last, recent = self._asked
         if inp and inp[0].id != last:  # tool steps of the same turn are not counted again
@@ -462,12 +464,12 @@ class TurnWindow:
         at_once = (st.recall_need >= 1.0 or st.window_new) and st.recall_own  # its own past
         if not st.recall_wide or (sum(self._asked[1]) < YIELD_AFTER and not at_once):
             return 0
-        if st.recall_said < WIDE or self._tools_at_work(st):
+        if st.recall_said < WIDE or self.tools_at_work(st):
             return 0  # the agent gets what is out of view by calling its tools again
         return int(st.recall_need * self.options.recall_share * st.available)
 
     @staticmethod
-    def _tools_at_work(st: BuildState) -> bool:
+    def tools_at_work(st: BuildState) -> bool:
         """Whether the latest turns ran tools (a tool result among the window's last
         ``RECENT * 4`` messages)."""
         return any(it.role == "tool" for name in st.window_start
@@ -484,15 +486,20 @@ class TurnWindow:
         best candidates beyond the session's own messages times ``left``, or the shares such
         sources declare themselves when those are larger (an explicit choice of the caller),
         stretched to hold the single best unit when it is at most three times that. While
-        tools are at work, the share is ``tool_share`` and the need counts only what is out of
-        view beyond the session's own messages: evidence at a request's end is re-sent on every
-        tool step, and the agent's working state is in its window and its tools."""
+        tools are at work, the share is ``tool_share`` times the share of retrieval's best
+        matches out of view (what the window and its recall notes show counts as shown, so a
+        step that follows a note adds only what is new; the best unit may still stretch it to
+        three times ``tool_share``), and the need beyond it counts only what is out of view
+        beyond the session's own messages: the agent's working state is in its window and its
+        tools."""
         pool = pool_sources(candidates, st.window_start)
         own = sum(v for k, v in (declared or {}).items() if k in pool)
-        working = self._tools_at_work(st)
+        working = self.tools_at_work(st)
         share = min(self.options.tool_share, self.options.volatile_share) if working \
             else self.options.volatile_share
-        cap = int(max(share, min(own, 1.0)) * st.available)
+        full = int(max(share, min(own, 1.0)) * st.available)
+        cap = int(max(share * st.recall_need, min(own, 1.0)) * st.available) if working \
+            else full
         if st.asks:
             need = st.recall_beyond if working else st.recall_need
             # a window that yielded did so by need already: what is left is the evidence's
@@ -502,7 +509,7 @@ class TurnWindow:
             # lies beyond it (knowledge, other sessions) may take the room the window leaves
             cap = max(cap, int(st.recall_beyond * max(0, left)))
         best = _best(ordered, pool)
-        if best is not None and cap < best.cost <= 3 * cap:
+        if best is not None and 0 < cap < best.cost <= 3 * full:
             cap = best.cost
         return pool, cap
 

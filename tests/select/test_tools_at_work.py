@@ -1,7 +1,10 @@
-"""While tools are at work, the session's own past keeps to ``tool_share`` of a turn.
+"""While tools are at work, the session's own past keeps to ``tool_share`` of a turn, scaled
+by the share of retrieval's best matches out of view.
 
 Evidence that changes from step to step sits at the end of each request, so on a tool-using
-agent all of it is re-sent on every model step; what is out of view of the session's own
+agent it would be re-sent on every model step: evidence that holds all of what is out of view
+is kept in place as a recall note instead (the next steps find it shown and add none), and a
+step whose best matches are all in view gets none. What is out of view of the session's own
 messages gets the room a question's need would give only in a conversation without tools.
 """
 
@@ -64,3 +67,71 @@ def test_tool_share_sets_the_own_past_room_while_tools_are_at_work(
 def test_a_share_outside_zero_to_one_is_refused_by_name(name: str, value: object) -> None:
     with pytest.raises(ConfigError, match=name):
         BuildOptions(**{name: value})
+
+
+def _working(depot_past: Callable[..., Session], notes: int, turns: int, question: str,
+             ) -> Session:
+    """``notes`` depot notes, then ``turns`` tool-using turns, then ``question``."""
+    s = depot_past(notes)
+    for i in range(turns):
+        s.add_message_sync("user", f"Check parcel P-{1000 + i} in Lyon.")
+        s.add_message_sync("assistant", None, tool_calls=[{
+            "id": f"c{i}", "type": "function",
+            "function": {"name": "track", "arguments": json.dumps({"id": f"P-{1000 + i}"})}}])
+        s.add_message_sync("tool", f"P-{1000 + i}: Lyon sorting centre, " + "scan ok " * 120,
+                           tool_call_id=f"c{i}")
+        s.add_message_sync("assistant", f"P-{1000 + i} is at the Lyon sorting centre.")
+    s.add_message_sync("user", question)
+    return s
+
+
+def _tool_step(s: Session) -> None:
+    """The agent calls a tool for the turn and gets its result."""
+    s.add_message_sync("assistant", None, tool_calls=[{
+        "id": "step", "type": "function", "function": {"name": "track", "arguments": "{}"}}])
+    s.add_message_sync("tool", "P-2000: Lyon sorting centre, scan ok.", tool_call_id="step")
+
+
+def _new_evidence(r: object) -> list[str]:
+    return [it.id for it in r.report.items  # type: ignore[attr-defined]
+            if it.included and it.kind == "evidence" and it.reason != "recalled"]
+
+
+def test_evidence_that_holds_all_out_of_view_stays_in_place_through_the_tool_steps(
+        depot_past: Callable[..., Session]) -> None:
+    s = _working(depot_past, 4, 24, "What did we decide about the Hamburg depot pickups?")
+    first = s.build_sync(max_tokens=8000)
+    shown = _new_evidence(first)
+    assert shown  # the depot notes are out of view: the turn gets them
+    _tool_step(s)
+    second = s.build_sync(max_tokens=8000)
+    before = first.payload["messages"]
+    assert second.payload["messages"][:len(before)] == before  # the whole request, cached
+    assert _new_evidence(second) == []
+    recalled = {it.id for it in second.report.items if it.reason == "recalled"}
+    assert set(shown) <= recalled
+
+
+def test_evidence_cut_short_by_the_room_stays_at_the_request_end(
+        depot_past: Callable[..., Session]) -> None:
+    s = _working(depot_past, 80, 24, "What did we decide about the Hamburg depot pickups?")
+    first = s.build_sync(max_tokens=8000)
+    assert first.tokens <= 8000 and _new_evidence(first)
+    _tool_step(s)
+    second = s.build_sync(max_tokens=8000)
+    # not kept: the next step shows more of what is out of view, not the same block again
+    assert not any(it.reason == "recalled" for it in second.report.items)
+    assert _new_evidence(second)
+    assert second.payload["messages"][-1]["content"].startswith("Context for this turn")
+
+
+def test_a_step_whose_best_matches_are_in_view_gets_no_evidence_while_tools_are_at_work(
+        depot_past: Callable[..., Session]) -> None:
+    s = _working(depot_past, 80, 4, "Where is parcel P-1003 now?")
+    first = s.build_sync(max_tokens=BUDGET)
+    assert _new_evidence(first) == []  # the depot's past is out of view, and not asked for
+    _tool_step(s)
+    second = s.build_sync(max_tokens=BUDGET)
+    assert _new_evidence(second) == []
+    before = first.payload["messages"]
+    assert second.payload["messages"][:len(before)] == before
