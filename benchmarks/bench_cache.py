@@ -51,7 +51,8 @@ QUICK_TURNS = 12
 REPLAYS = {"tool": "tool agent", "locomo": "LoCoMo conv 1", "scan": "scan logs",
            "long": "long outputs", "mixed": "mixed", "nopast": "no past"}
 """``--replays`` keys and the replays' names."""
-OPTIONS = ("low_water", "volatile_share", "tool_share", "summary_share", "recall_share")
+OPTIONS = ("low_water", "volatile_share", "tool_share", "tool_output_share", "summary_share",
+           "recall_share")
 """``BuildOptions`` fields ``--option`` may set."""
 TARGETS = {4000: 0.75, 16000: 0.90}
 """Mean reuse each replay should reach at these budgets (issue 40), besides naive's."""

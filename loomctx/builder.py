@@ -45,9 +45,9 @@ from loomctx.select.rank import per_build, rank_units, tail_units
 from loomctx.select.scoring import score
 from loomctx.select.tail import about_the_past, tail_share_scale
 from loomctx.select.window import (
+    MESSAGE_SHARE,
     NOTE,
     STABLE_KINDS,
-    TOOL_CLIP,
     TurnWindow,
     history_end,
     take_input,
@@ -373,9 +373,10 @@ class ContextBuilder:
         """Whether this turn's window will show the whole history, uncut: it has never started
         later than the first message, the history fits the window's room at the latest turn
         built at this budget (half the budget before any was) and no message is near the size
-        the window clips it to (a tool's output: half that, :data:`~loomctx.select.window.
-        TOOL_CLIP`). Recall of the session's own messages then finds only what is in view, and
-        its source may skip it (``context["history_in_view"]``)."""
+        the window clips it to (a tool's output: ``tool_output_share`` of the room, where any
+        other message is cut past :data:`~loomctx.select.window.MESSAGE_SHARE`). Recall of the
+        session's own messages then finds only what is in view, and its source may skip it
+        (``context["history_in_view"]``)."""
         if any(key[0] == source and at > 0
                for key, (_, at) in self.window.starts(history_end(items))):
             return False
@@ -384,10 +385,13 @@ class ContextBuilder:
         n, last, size, biggest = self._history_size.get(source, (0, None, 0, 0))
         if n > len(items) or (n and items[n - 1] is not last):
             n, size, biggest = 0, 0, 0
+        share = self.options.tool_output_share
         for it in items[n:]:
             c = self._measure(it)
             size += c
-            biggest = max(biggest, c * TOOL_CLIP if it.role == "tool" else c)
+            if it.role == "tool":  # cut sooner: measured against a message's cut, scaled
+                c = int(c * MESSAGE_SHARE / share) if share > 0 else total
+            biggest = max(biggest, c)
         if items:
             self._history_size[source] = (len(items), items[-1], size, biggest)
         return size <= self.window.nominal.get(total, total // 2) and \

@@ -73,6 +73,15 @@ class BuildOptions:
     working state is in its window and its tools. Chosen on the cache replays' development
     seeds: of the shares tried, the lowest at which no planted fact asked as a turn was lost
     (``docs/architecture.md``)."""
+    tool_output_share: float = 0.0625
+    """Turn builds: a tool's output larger than this share of the history window's room is
+    shown cut, its head and its last lines, the same way on every request (any other message:
+    past a quarter; a tool's output keeps at least 192 tokens while a message's cut holds
+    them). The output stays whole in the store (the report's ``truncated``, the
+    build's ``originals``) and the tool can be called again, while an output shown whole
+    fills the window and brings the next compaction, a request sent anew, nearer. 1/16 (at
+    16k about 860 tokens, at 128k about 7,000) was chosen on the cache replays' development
+    seeds (``benchmarks/HISTORY.md``); raise it when the model must read long outputs whole."""
     recall_share: float = 0.8
     """Turn builds: most of the budget a question's new evidence may take from the history
     window (scaled by the share of retrieval's best matches out of view) once most of the
@@ -110,8 +119,8 @@ class BuildOptions:
                 or self.tail_full_at < 0:
             raise ConfigError(f"tail_full_at must be an int >= 0 (tokens; 0: off), got "
                               f"{self.tail_full_at!r}")
-        for name in ("low_water", "volatile_share", "tool_share", "summary_share",
-                     "recall_share"):
+        for name in ("low_water", "volatile_share", "tool_share", "tool_output_share",
+                     "summary_share", "recall_share"):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, int | float) or not 0.0 <= v < 1.0:
                 raise ConfigError(f"{name} must be a number in [0, 1), got {v!r}")

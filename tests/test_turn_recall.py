@@ -230,7 +230,7 @@ def test_a_turn_that_shows_the_whole_session_skips_recall_of_it(monkeypatch):
 
 @pytest.mark.parametrize(("role", "recalls"), [("tool", True), ("user", False)])
 def test_a_tool_output_the_window_cuts_leaves_recall_on(monkeypatch, role: str, recalls: bool):
-    """A tool's output of a ninth of the budget is cut in the window (``TOOL_CLIP``): the
+    """A tool's output of a ninth of the budget is cut in the window (``tool_output_share``): the
     history is not all in view, so recall of it runs; a user's message as long is shown whole
     and recall is skipped."""
     searched = _recalls(monkeypatch)

@@ -52,12 +52,14 @@ this many of the latest ``RECENT`` user turns were wide: the conversation has tu
 is out of view, and the recent window no longer holds what is asked. WIDE, RECENT and
 YIELD_AFTER were chosen on LoCoMo's development conversations and the development cache
 replays (benchmarks/README.md, recall inside the agent loop)."""
-TOOL_CLIP = 2
-"""A tool's output is shown cut past the clip size divided by this (an eighth of the window's
-room, where any other message is cut past a quarter), its head and its last lines (a log's
-latest entries): the tool can be called again and the whole output stays in the store, while
-an output the window shows whole fills it for every later request and brings the next
-compaction nearer (benchmarks/HISTORY.md: the cache replays with long tool outputs)."""
+MESSAGE_SHARE = 0.25
+"""A message larger than this share of the window's room is shown cut, its head (a tool's
+output: past ``tool_output_share``, its head and its last lines, a log's latest entries)."""
+TOOL_FLOOR = 192
+"""Fewest tokens a tool's output is cut to while a message's cut holds them: its head, its last
+lines and the marker saying what was left out. Below it a log shows a line or two, and an agent
+at a small budget could not read a result it has just asked for (at 16k and above, and at 4k
+on the cache replays, ``tool_output_share`` of the room is larger)."""
 MAX_NOTES = 4096
 """Recall notes kept per history source (the oldest go first; compaction drops them sooner)."""
 INPUT_SOURCE = "user_input"
@@ -75,6 +77,8 @@ class WindowSettings(Protocol):
     def volatile_share(self) -> float: ...
     @property
     def tool_share(self) -> float: ...
+    @property
+    def tool_output_share(self) -> float: ...
     @property
     def summary_share(self) -> float: ...
     @property
@@ -243,7 +247,7 @@ class TurnWindow:
             self.nominal.pop(next(iter(self.nominal)))  # budgets change rarely
         self.nominal[st.allocation.total] = nominal
         gap = max(64, int((1.0 - opts.low_water) * nominal) // 64 * 64)
-        clip = max(opts.min_fragment, nominal // 4 // 64 * 64)
+        clip = max(opts.min_fragment, int(nominal * MESSAGE_SHARE) // 64 * 64)
         return max(0, nominal - inputs), gap, clip
 
     def place(self, st: BuildState, source: str, items: Sequence[ContextItem], stable: int,
@@ -377,10 +381,12 @@ class TurnWindow:
 
     def _clip(self, it: ContextItem, clip: int, cut: list[ContextItem]) -> ContextItem:
         """``it``, or its cut copy when it is a message larger than ``clip`` (a tool's output:
-        :data:`TOOL_CLIP`; the original is added to ``cut``)."""
+        past ``tool_output_share`` of the room, on the same rounding, and not below
+        :data:`TOOL_FLOOR`; the original is added to ``cut``)."""
         tool = it.role == "tool"
         if tool:
-            clip = max(self.options.min_fragment, clip // TOOL_CLIP)
+            clip = max(self.options.min_fragment, min(clip, TOOL_FLOOR),
+                       int(clip * self.options.tool_output_share / MESSAGE_SHARE))
         if it.message is None or NOTE in it.metadata or self.measure(it) <= clip:
             return it
         key = (id(it.message), clip)

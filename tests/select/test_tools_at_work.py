@@ -61,8 +61,8 @@ def test_tool_share_sets_the_own_past_room_while_tools_are_at_work(
     assert wider > 1.5 * BuildOptions().tool_share * BUDGET
 
 
-@pytest.mark.parametrize("name", ["low_water", "volatile_share", "tool_share", "summary_share",
-                                  "recall_share"])
+@pytest.mark.parametrize("name", ["low_water", "volatile_share", "tool_share",
+                                  "tool_output_share", "summary_share", "recall_share"])
 @pytest.mark.parametrize("value", [-0.01, 1.0, 1.5, "0.1", None, False, float("nan")])
 def test_a_share_outside_zero_to_one_is_refused_by_name(name: str, value: object) -> None:
     with pytest.raises(ConfigError, match=name):
