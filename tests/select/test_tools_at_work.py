@@ -20,10 +20,9 @@ from loomctx import BuildOptions, ConfigError, Session
 BUDGET = 4000
 
 
-def _session(depot_past: Callable[..., Session], with_tools: bool, **options: float,
-             ) -> Session:
-    s = depot_past(80, **options)  # the distant past: what was said about the Hamburg depot
-    for i in range(12):  # the recent window: the agent at work (or only talking)
+def _parcels(s: Session, turns: int, with_tools: bool = True) -> None:
+    """``turns`` turns about Lyon parcels: the agent at work (or only talking)."""
+    for i in range(turns):
         s.add_message_sync("user", f"Check parcel P-{1000 + i} in Lyon.")
         if with_tools:
             s.add_message_sync("assistant", None, tool_calls=[{
@@ -35,6 +34,12 @@ def _session(depot_past: Callable[..., Session], with_tools: bool, **options: fl
         else:  # the same words, said
             s.add_message_sync("assistant", f"P-{1000 + i}: Lyon sorting centre, "
                                             + "scan ok " * 120)
+
+
+def _session(depot_past: Callable[..., Session], with_tools: bool, **options: float,
+             ) -> Session:
+    s = depot_past(80, **options)  # the distant past: what was said about the Hamburg depot
+    _parcels(s, 12, with_tools)  # the recent window
     s.add_message_sync("user", "What did we decide about the Hamburg depot pickups and docks?")
     return s
 
@@ -73,14 +78,7 @@ def _working(depot_past: Callable[..., Session], notes: int, turns: int, questio
              ) -> Session:
     """``notes`` depot notes, then ``turns`` tool-using turns, then ``question``."""
     s = depot_past(notes)
-    for i in range(turns):
-        s.add_message_sync("user", f"Check parcel P-{1000 + i} in Lyon.")
-        s.add_message_sync("assistant", None, tool_calls=[{
-            "id": f"c{i}", "type": "function",
-            "function": {"name": "track", "arguments": json.dumps({"id": f"P-{1000 + i}"})}}])
-        s.add_message_sync("tool", f"P-{1000 + i}: Lyon sorting centre, " + "scan ok " * 120,
-                           tool_call_id=f"c{i}")
-        s.add_message_sync("assistant", f"P-{1000 + i} is at the Lyon sorting centre.")
+    _parcels(s, turns)
     s.add_message_sync("user", question)
     return s
 
