@@ -45,10 +45,10 @@ from loomctx.select.rank import per_build, rank_units, tail_units
 from loomctx.select.scoring import score
 from loomctx.select.tail import about_the_past, tail_share_scale
 from loomctx.select.window import (
-    MESSAGE_SHARE,
     NOTE,
     STABLE_KINDS,
     TurnWindow,
+    callable_again,
     history_end,
     take_input,
     unreferred,
@@ -154,8 +154,9 @@ class ContextBuilder:
         self.window = TurnWindow(self.options, self.tokenizer.counter, self._measure,
                                  self.renderer.cost)
         self._last_payload: dict[str, Any] | None = None
-        self._history_size: dict[str, tuple[int, ContextItem | None, int, int]] = {}
-        """History source → (items measured, the last of them, their tokens, the largest)."""
+        self._history_size: dict[str, tuple[int, ContextItem | None, int, int, int]] = {}
+        """History source → (items measured, the last of them, their tokens, the largest message,
+        the largest tool output)."""
         self._frame: int | None = None
 
     # -- measure -------------------------------------------------------------------------
@@ -373,29 +374,30 @@ class ContextBuilder:
         """Whether this turn's window will show the whole history, uncut: it has never started
         later than the first message, the history fits the window's room at the latest turn
         built at this budget (half the budget before any was) and no message is near the size
-        the window clips it to (a tool's output: ``tool_output_share`` of the room, where any
-        other message is cut past :data:`~loomctx.select.window.MESSAGE_SHARE`). Recall of the
-        session's own messages then finds only what is in view, and its source may skip it
+        the window clips it to (a tool's output: no larger than its own cut, which is fixed
+        for the room, :meth:`TurnWindow.tool_clip`). Recall of the session's own messages then
+        finds only what is in view, and its source may skip it
         (``context["history_in_view"]``)."""
         if any(key[0] == source and at > 0
                for key, (_, at) in self.window.starts(history_end(items))):
             return False
         total = st.allocation.total
         # The history only grows at its end: sum what was added since the last turn.
-        n, last, size, biggest = self._history_size.get(source, (0, None, 0, 0))
+        n, last, size, biggest, tool = self._history_size.get(source, (0, None, 0, 0, 0))
         if n > len(items) or (n and items[n - 1] is not last):
-            n, size, biggest = 0, 0, 0
-        share = self.options.tool_output_share
+            n, size, biggest, tool = 0, 0, 0, 0
         for it in items[n:]:
             c = self._measure(it)
             size += c
-            if it.role == "tool":  # cut sooner: measured against a message's cut, scaled
-                c = int(c * MESSAGE_SHARE / share) if share > 0 else total
-            biggest = max(biggest, c)
+            if it.role == "tool":
+                tool = max(tool, c)
+            else:
+                biggest = max(biggest, c)
         if items:
-            self._history_size[source] = (len(items), items[-1], size, biggest)
-        return size <= self.window.nominal.get(total, total // 2) and \
-            biggest <= total // 8
+            self._history_size[source] = (len(items), items[-1], size, biggest, tool)
+        nominal = self.window.nominal.get(total, total // 2)
+        return size <= nominal and biggest <= total // 8 and \
+            tool <= self.window.clip_sizes(nominal)[1]
 
     def _sections(self, st: BuildState) -> frozenset[str]:
         """The layout sections this build may fill (their framing is reserved up front)."""
@@ -462,6 +464,9 @@ class ContextBuilder:
                     continue
             ordered[src.name], st.unmeasured[src.name] = tail_units(
                 items, st.available, st.question, st.now, opts, self._cost)
+        if st.turn and window and self.window.tools_at_work(st):
+            to_rank = {name: callable_again(st, name, kept_items, self.session)
+                       for name, kept_items in to_rank.items()}
         score([it for its in to_rank.values() for it in its], st.question, st.now, opts)
         shown = _shown(window)
         for it in window:

@@ -44,6 +44,8 @@ REASONS = {
     "unreferred": "the session's own memory, for a turn whose message refers to nothing said "
                   "before (a short statement about numbers of its own: text/need.py "
                   "refers_back)",
+    "callable": "the session's own tool output, left out of a turn's evidence while tools are "
+                "at work: the agent calls the tool again",
     "compacted": "older than the history window's compaction point; summarized and stored",
     "interrupted_call": "synthetic result for a tool call interrupted before it returned",
     "pending_tool_calls": "the agent is still waiting for these tool calls' results",

@@ -228,17 +228,21 @@ def test_a_turn_that_shows_the_whole_session_skips_recall_of_it(monkeypatch):
     assert any(row.source == "L4_semantic" for row in r.report.items)
 
 
-@pytest.mark.parametrize(("role", "recalls"), [("tool", True), ("user", False)])
-def test_a_tool_output_the_window_cuts_leaves_recall_on(monkeypatch, role: str, recalls: bool):
+@pytest.mark.parametrize(("role", "lines", "recalls"),
+                         [("tool", 40, True), ("tool", 12, False), ("user", 40, False)])
+def test_a_tool_output_the_window_cuts_leaves_recall_on(monkeypatch, role: str, lines: int,
+                                                        recalls: bool):
     """A tool's output of a ninth of the budget is cut in the window (``tool_output_share``): the
-    history is not all in view, so recall of it runs; a user's message as long is shown whole
-    and recall is skipped."""
+    history is not all in view, so recall of it runs; one under its cut (12 lines, ~230 tokens)
+    and a user's message as long are shown whole, and recall is skipped."""
     searched = _recalls(monkeypatch)
     s = Session(embedder=HashingEmbedder(dim=256), clock=lambda: 1_700_000_000.0)
     s.add_message_sync("user", "Pull the scan log of SHP-40233.")
+    s.build_sync(max_tokens=6600)  # a turn at this budget: the window's room is known
+    searched.clear()
     s.add_message_sync("assistant", None, tool_calls=[{
         "id": "c1", "type": "function", "function": {"name": "scan_log", "arguments": "{}"}}])
-    log = "\n".join(f"2026-01-0{k % 9 + 1} HAM-03 SHP-40233 SCAN {k}" for k in range(40))
+    log = "\n".join(f"2026-01-0{k % 9 + 1} HAM-03 SHP-40233 SCAN {k}" for k in range(lines))
     if role == "tool":
         s.add_message_sync("tool", log, tool_call_id="c1")
     else:
@@ -246,7 +250,7 @@ def test_a_tool_output_the_window_cuts_leaves_recall_on(monkeypatch, role: str, 
         s.add_message_sync("user", log)
     s.add_message_sync("assistant", "Here it is.")
     s.add_message_sync("user", "Which hub scanned it last?")
-    r = s.build_sync(max_tokens=6600)  # the log (~760 tokens) is under an eighth of it
+    r = s.build_sync(max_tokens=6600)  # the 40-line log (~760 tokens) is a ninth of it
     assert (searched == ["recall"]) is recalls
     cut = [row for row in r.report.items if row.reason == "truncated"]
     assert bool(cut) is recalls and r.tokens <= 6600

@@ -131,6 +131,21 @@ def unreferred(st: BuildState, name: str, items: list[ContextItem], session: str
     return kept
 
 
+def callable_again(st: BuildState, name: str, items: list[ContextItem], session: str | None,
+                   ) -> list[ContextItem]:
+    """``items`` of source ``name`` without this ``session``'s own tool outputs, for a turn
+    while tools are at work: the agent calls the tool again for what it needs, and what people
+    said, which cannot be had again, gets the evidence's room. Those left out are reported as
+    ``callable``."""
+    kept = []
+    for it in items:
+        if it.role == "tool" and session is not None and it.metadata.get("session") == session:
+            st.reasons[f"{name}\0{it.id}"] = "callable"
+        else:
+            kept.append(it)
+    return kept
+
+
 def _need(it: ContextItem, needs: dict[str, tuple[str, Need]] | None) -> Need:
     """What the user message ``it`` needs, read once per id and text while ``needs`` keeps
     it."""
@@ -247,8 +262,7 @@ class TurnWindow:
             self.nominal.pop(next(iter(self.nominal)))  # budgets change rarely
         self.nominal[st.allocation.total] = nominal
         gap = max(64, int((1.0 - opts.low_water) * nominal) // 64 * 64)
-        clip = max(opts.min_fragment, int(nominal * MESSAGE_SHARE) // 64 * 64)
-        return max(0, nominal - inputs), gap, clip
+        return max(0, nominal - inputs), gap, self.clip_sizes(nominal)[0]
 
     def place(self, st: BuildState, source: str, items: Sequence[ContextItem], stable: int,
               cost: Cost, reserve: int = 0) -> list[ContextItem] | None:
@@ -379,14 +393,24 @@ class TurnWindow:
             st.originals[original.id] = original
         return list(run.out)
 
+    def clip_sizes(self, nominal: int) -> tuple[int, int]:
+        """The sizes a message and a tool's output are cut past, for a window of ``nominal``
+        room (:meth:`room`)."""
+        clip = max(self.options.min_fragment, int(nominal * MESSAGE_SHARE) // 64 * 64)
+        return clip, self.tool_clip(clip)
+
+    def tool_clip(self, clip: int) -> int:
+        """The size a tool's output is cut past where a message is cut past ``clip``."""
+        return max(self.options.min_fragment, min(clip, TOOL_FLOOR),
+                   int(clip * self.options.tool_output_share / MESSAGE_SHARE))
+
     def _clip(self, it: ContextItem, clip: int, cut: list[ContextItem]) -> ContextItem:
         """``it``, or its cut copy when it is a message larger than ``clip`` (a tool's output:
         past ``tool_output_share`` of the room, on the same rounding, and not below
         :data:`TOOL_FLOOR`; the original is added to ``cut``)."""
         tool = it.role == "tool"
         if tool:
-            clip = max(self.options.min_fragment, min(clip, TOOL_FLOOR),
-                       int(clip * self.options.tool_output_share / MESSAGE_SHARE))
+            clip = self.tool_clip(clip)
         if it.message is None or NOTE in it.metadata or self.measure(it) <= clip:
             return it
         key = (id(it.message), clip)
@@ -557,5 +581,5 @@ class TurnWindow:
             return
 
 
-__all__ = ["INPUT_SOURCE", "NOTE", "STABLE_KINDS", "TurnWindow", "history_end",
-           "take_input", "unreferred", "without_pending"]
+__all__ = ["INPUT_SOURCE", "NOTE", "STABLE_KINDS", "TurnWindow", "callable_again",
+           "history_end", "take_input", "unreferred", "without_pending"]

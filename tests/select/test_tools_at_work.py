@@ -133,3 +133,17 @@ def test_a_step_whose_best_matches_are_in_view_gets_no_evidence_while_tools_are_
     assert _new_evidence(second) == []
     before = first.payload["messages"]
     assert second.payload["messages"][:len(before)] == before
+
+
+def test_while_tools_are_at_work_the_sessions_own_tool_outputs_are_no_evidence(
+        depot_past: Callable[..., Session]) -> None:
+    """The agent calls a tool again for its output; what was said takes the evidence's room."""
+    s = _working(depot_past, 4, 24, "Where did parcel P-1001 get scanned, and what did we "
+                                    "decide about the Hamburg depot pickups?")
+    r = s.build_sync(max_tokens=8000)
+    callable_ = [row for row in r.report.items if row.reason == "callable"]
+    assert callable_ and not any(row.included for row in callable_)
+    evidence = " ".join(m["content"] for m in r.payload["messages"] if m["role"] == "system"
+                        and m["content"].startswith("Context for this turn"))
+    assert "Hamburg depot note" in evidence  # what was said still comes
+    assert "scan ok" not in evidence  # the parcel's old tracking output, out of view, does not
