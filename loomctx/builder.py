@@ -272,9 +272,12 @@ class ContextBuilder:
         for byte (:mod:`loomctx.select.window`). While tools are at work, any turn's evidence
         that holds every one of retrieval's best matches out of view is kept so: it would
         otherwise be re-sent after each tool result, and the next steps, finding it shown, add
-        none (evidence cut short by the room stays volatile: kept, the next steps would add
-        the rest, note after note). Only when the window's room still holds it and the next
-        step's messages: a note must never be what makes the window compact."""
+        none. Evidence cut short by the room stays volatile (kept, the next steps would add the
+        rest, note after note), and so does evidence while one of those matches is the
+        session's own tool output, left out as ``callable`` (counted as shown instead, the
+        notes lost a planted fact at 4k: benchmarks/HISTORY.md). Only when the window's room
+        still holds it and the next step's messages: a note must never be what makes the window
+        compact."""
         lay = place(st.included)
         if not lay.history or not st.window_start:
             return
