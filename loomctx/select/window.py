@@ -121,14 +121,8 @@ def unreferred(st: BuildState, name: str, items: list[ContextItem], session: str
     message refers to nothing said before (``st.refers``, :func:`~loomctx.text.need.
     refers_back`): what the user asked to keep still competes, and knowledge and other
     sessions' memory still count. Those left out are reported as ``unreferred``."""
-    kept = []
-    for it in items:
-        if session is not None and it.metadata.get("session") == session \
-                and not it.metadata.get(STANDING_KEY):
-            st.reasons[f"{name}\0{it.id}"] = "unreferred"
-        else:
-            kept.append(it)
-    return kept
+    return _left_out(st, name, items, "unreferred", lambda it: _own(it, session)
+                     and not it.metadata.get(STANDING_KEY))
 
 
 def callable_again(st: BuildState, name: str, items: list[ContextItem], session: str | None,
@@ -137,10 +131,22 @@ def callable_again(st: BuildState, name: str, items: list[ContextItem], session:
     while tools are at work: the agent calls the tool again for what it needs, and what people
     said, which cannot be had again, gets the evidence's room. Those left out are reported as
     ``callable``."""
+    return _left_out(st, name, items, "callable",
+                     lambda it: it.role == "tool" and _own(it, session))
+
+
+def _own(it: ContextItem, session: str | None) -> bool:
+    """Whether ``it`` is a memory of this ``session`` (None: no session is)."""
+    return session is not None and it.metadata.get("session") == session
+
+
+def _left_out(st: BuildState, name: str, items: list[ContextItem], reason: str,
+              out: Callable[[ContextItem], bool]) -> list[ContextItem]:
+    """``items`` without those ``out`` picks, which the report gives ``reason``."""
     kept = []
     for it in items:
-        if it.role == "tool" and session is not None and it.metadata.get("session") == session:
-            st.reasons[f"{name}\0{it.id}"] = "callable"
+        if out(it):
+            st.reasons[f"{name}\0{it.id}"] = reason
         else:
             kept.append(it)
     return kept
@@ -446,7 +452,7 @@ class TurnWindow:
             best += islice((it for it in found[:4 * top]
                             if counted(it) and not self._asked_before(st, it)),
                            sum(map(counted, found[:top])))
-        own = [session is not None and it.metadata.get("session") == session for it in best]
+        own = [_own(it, session) for it in best]
         st.recall_own = any(own)
         hits = [it.id not in shown for it in best]
         st.recall_missing = frozenset(it.id for it, hit in zip(best, hits, strict=True) if hit)

@@ -100,17 +100,17 @@ _PLACE = (r"(?: (?:earlier|previous|past|old|recent))? (?:messages|chats|convers
 _FRAMES_EN = (
     r"(?:hi|hey|hello|ok(?:ay)?|so|well|also|and|oh|btw|by the way|anyway|quick question"
     r"|one more thing|actually|now|next|right|alright|great|thanks(?: in advance)?)\b[,!.:;-]*",
+    # courtesy before the request ("I'd appreciate it if you could tell me …"): a frame only
+    # with the request after it
     r"(?:(?:(?:i|we)(?:'d|’d| would| wud)|would|wud)(?: really| so)? (?:appreciate(?: it)?"
     r"|love it|be (?:so |really |very )?(?:grateful|thankful|glad|happy))|it(?:'d|’d| would)"
     r" be (?:great|nice|awesome|helpful|lovely|super helpful)) if (?:you|u)"
     r" (?:could|can|would|might|cud|wud)(?: please| kindly)?",
-    # courtesy before the request ("I'd appreciate it if you could tell me …"): a frame only
-    # with the request after it
+    # as a courtesy, only before a request ("I was hoping you could work out for me when …";
+    # not "I was hoping you could join us")
     r"(?:i|we)(?:'m|’m| am| was|'re|’re| are| were)? (?:hoping|hoped) (?:that )?(?:you|u)"
     r" (?:could|can|would|might|cud|wud)(?= (?:please |kindly )?(?:tell|remind|show|give|let"
     r"|find|look|check|figure|work|recall|remember|pull|dig|confirm|refresh|say)\b)",
-    # as a courtesy, only before a request ("I was hoping you could work out for me when …";
-    # not "I was hoping you could join us")
     r"(?:when(?:ever)?|if|once) you(?:'re|’re| are)? (?:can|(?:get|have|find) (?:a|the)"
     r"(?: spare| free| quick)? (?:chance|minute|moment|sec(?:ond)?|time)|(?:are )?free"
     r"|(?:don't|don’t|do not) mind)(?=\s*[,:;])",  # a condition on the listener's time,

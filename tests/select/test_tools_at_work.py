@@ -15,7 +15,7 @@ from collections.abc import Callable
 
 import pytest
 
-from loomctx import BuildOptions, ConfigError, Session
+from loomctx import BuildOptions, BuildResult, ConfigError, Session
 
 BUDGET = 4000
 
@@ -90,8 +90,9 @@ def _tool_step(s: Session) -> None:
     s.add_message_sync("tool", "P-2000: Lyon sorting centre, scan ok.", tool_call_id="step")
 
 
-def _new_evidence(r: object) -> list[str]:
-    return [it.id for it in r.report.items  # type: ignore[attr-defined]
+def _new_evidence(r: BuildResult) -> list[str]:
+    """The evidence this build adds (not what a recall note already shows)."""
+    return [it.id for it in r.report.items
             if it.included and it.kind == "evidence" and it.reason != "recalled"]
 
 
@@ -147,3 +148,28 @@ def test_while_tools_are_at_work_the_sessions_own_tool_outputs_are_no_evidence(
                         and m["content"].startswith("Context for this turn"))
     assert "Hamburg depot note" in evidence  # what was said still comes
     assert "scan ok" not in evidence  # the parcel's old tracking output, out of view, does not
+
+
+@pytest.mark.parametrize(("cost", "stretched"), [(700, True), (800, False)])
+def test_the_best_unit_still_stretches_the_room_to_three_times_the_unscaled_share(
+        cost: int, stretched: bool) -> None:
+    """While tools are at work the room is the share times the need, but the single best unit
+    may still take up to three times the share itself (a long message holding a planted fact
+    was lost when only three times the scaled room counted)."""
+    from types import SimpleNamespace
+
+    from loomctx.items import ContextItem, Tier
+    from loomctx.select.packer import Unit
+    from loomctx.select.window import TurnWindow
+
+    tool = ContextItem(id="t", source="h", content="scan ok", kind="message", role="tool")
+    fact = ContextItem(id="f", source="L4", content="fact", kind="evidence", role="user")
+    st = SimpleNamespace(window_start={"h": 0}, candidates={"h": [tool], "L4": [fact]},
+                         available=8000, recall_need=0.25, recall_beyond=0.0, asks=True,
+                         recall_reserve=0)
+    window = TurnWindow(BuildOptions(), None, len, len)  # type: ignore[arg-type]
+    unit = Unit(items=[fact], source="L4", cost=cost, score=1.0, tier=Tier.P2)
+    _, cap = window.pool(st, st.candidates, {"L4": [unit]})  # type: ignore[arg-type]
+    share = BuildOptions().tool_share * 8000  # 240: the scaled room is 60
+    assert cap == (cost if stretched else int(share * 0.25))
+    assert (cost <= 3 * share) is stretched
